@@ -1,0 +1,91 @@
+"""LLM Warmth: see and control how warm the models of a local LLM server are."""
+
+from __future__ import annotations
+
+from homeassistant.const import CONF_API_KEY, CONF_URL, CONF_VERIFY_SSL, Platform
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers import config_validation as cv, device_registry as dr
+from homeassistant.helpers.aiohttp_client import async_get_clientsession
+from homeassistant.helpers.typing import ConfigType
+
+from .backends.ollama import OllamaClient
+from .const import DOMAIN
+from .coordinator import (
+    LlmWarmthConfigEntry,
+    LlmWarmthCoordinator,
+    LlmWarmthData,
+    async_remove_stored_data,
+)
+from .entity import model_device_identifier, server_device_identifier
+
+PLATFORMS = [Platform.BINARY_SENSOR, Platform.SENSOR]
+CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
+
+
+async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
+    """Set up the integration (its actions live for as long as Home Assistant runs)."""
+    return True
+
+
+async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> bool:
+    """Connect to one server, take the first snapshot and set up the platforms."""
+    client = OllamaClient(
+        async_get_clientsession(hass, verify_ssl=entry.data.get(CONF_VERIFY_SSL, True)),
+        entry.data[CONF_URL],
+        api_key=entry.data.get(CONF_API_KEY) or None,
+    )
+    coordinator = LlmWarmthCoordinator(hass, entry, client)
+    await coordinator.async_config_entry_first_refresh()
+    device_registry = dr.async_get(hass)
+    server_device = device_registry.async_get_or_create(
+        config_entry_id=entry.entry_id,
+        identifiers={server_device_identifier(entry.entry_id)},
+        name=entry.title,
+        manufacturer="Ollama",
+        model="Ollama server",
+        sw_version=coordinator.data.version,
+        entry_type=dr.DeviceEntryType.SERVICE,
+    )
+    entry.runtime_data = LlmWarmthData(
+        client=client, coordinator=coordinator, server_device_id=server_device.id
+    )
+
+    @callback
+    def sync_devices() -> None:
+        """Keep the server's version current and drop the devices of deleted models."""
+        snapshot = coordinator.data
+        device = device_registry.async_get(server_device.id)
+        if isinstance(device, dr.DeviceEntry) and device.sw_version != snapshot.version:
+            device_registry.async_update_device(device.id, sw_version=snapshot.version)
+        wanted = {model_device_identifier(entry.entry_id, m) for m in snapshot.models}
+        wanted.add(server_device_identifier(entry.entry_id))
+        for device in dr.async_entries_for_config_entry(device_registry, entry.entry_id):
+            if not device.identifiers & wanted:
+                device_registry.async_remove_device(device.id)
+
+    sync_devices()
+    entry.async_on_unload(coordinator.async_add_listener(sync_devices))
+    await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
+    return True
+
+
+async def async_unload_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> bool:
+    """Unload the platforms (listeners are released through ``async_on_unload``)."""
+    return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+
+
+async def async_remove_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> None:
+    """Delete what the entry stored when it is removed."""
+    await async_remove_stored_data(hass, entry.entry_id)
+
+
+async def async_remove_config_entry_device(
+    hass: HomeAssistant, entry: LlmWarmthConfigEntry, device: dr.DeviceEntry
+) -> bool:
+    """Allow removing a model's device once the server no longer has the model."""
+    if server_device_identifier(entry.entry_id) in device.identifiers:
+        return False
+    models = entry.runtime_data.coordinator.data.models
+    return not any(
+        model_device_identifier(entry.entry_id, model) in device.identifiers for model in models
+    )

@@ -1,0 +1,1 @@
+"""Clients for local LLM servers: asyncio + aiohttp, no Home Assistant imports."""

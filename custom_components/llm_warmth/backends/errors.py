@@ -1,0 +1,42 @@
+"""Errors raised by the LLM server clients.
+
+Callers act on the class, never on the message: every failure of a request, however the
+server or the network misbehaved, surfaces as one of these. No raw ``aiohttp``,
+``KeyError`` or ``ValueError`` escapes a client.
+"""
+
+
+class LlmServerError(Exception):
+    """Base class of every error a backend client raises."""
+
+
+class LlmServerConnectionError(LlmServerError):
+    """The server could not be reached, or the connection broke mid-request."""
+
+
+class LlmServerTimeoutError(LlmServerConnectionError):
+    """The server did not answer within the call's timeout."""
+
+
+class LlmServerAuthenticationError(LlmServerError):
+    """The server refused the credentials (HTTP 401 or 403)."""
+
+
+class LlmServerNotSupportedError(LlmServerError):
+    """Something answered, but it is not the kind of server the client speaks to."""
+
+
+class LlmServerResponseError(LlmServerError):
+    """The server answered with something the client cannot use (bad JSON, HTTP 5xx, ...)."""
+
+
+class LlmModelNotFoundError(LlmServerError):
+    """The server does not have the requested model."""
+
+
+class LlmServerBusyError(LlmServerError):
+    """The server's request queue is full (HTTP 503); try again later."""
+
+
+class LlmServerOutOfMemoryError(LlmServerError):
+    """The server could not fit the model in memory."""

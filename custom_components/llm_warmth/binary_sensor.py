@@ -1,0 +1,68 @@
+"""Binary sensors: is the server reachable, is a model resident."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from homeassistant.components.binary_sensor import (
+    BinarySensorEntity,
+    BinarySensorEntityDescription,
+)
+from homeassistant.components.binary_sensor.const import BinarySensorDeviceClass
+from homeassistant.const import EntityCategory
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+
+from .coordinator import LlmWarmthConfigEntry
+from .entity import LlmModelEntity, LlmServerEntity, async_add_model_entities
+
+PARALLEL_UPDATES = 0
+
+CONNECTIVITY = BinarySensorEntityDescription(
+    key="connectivity",
+    device_class=BinarySensorDeviceClass.CONNECTIVITY,
+    entity_category=EntityCategory.DIAGNOSTIC,
+)
+RESIDENT = BinarySensorEntityDescription(key="resident", translation_key="resident")
+
+
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: LlmWarmthConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Set up the connectivity sensor and, as models appear, their resident sensors."""
+    coordinator = entry.runtime_data.coordinator
+    async_add_entities([ServerConnectivity(coordinator, CONNECTIVITY)])
+    async_add_model_entities(
+        entry, async_add_entities, lambda model: [ModelResident(coordinator, RESIDENT, model)]
+    )
+
+
+class ServerConnectivity(LlmServerEntity, BinarySensorEntity):
+    """On while the server answers polls; never unavailable itself."""
+
+    @property
+    def available(self) -> bool:
+        """Return True: this sensor reports the outage instead of going unavailable."""
+        return True
+
+    @property
+    def is_on(self) -> bool:
+        """Return True when the last poll succeeded."""
+        return self.coordinator.last_update_success
+
+
+class ModelResident(LlmModelEntity, BinarySensorEntity):
+    """On while the model is in the server's memory (loading included)."""
+
+    @property
+    def is_on(self) -> bool:
+        """Return True while the model is resident."""
+        return self.model in self.coordinator.data.resident
+
+    @property
+    def extra_state_attributes(self) -> Mapping[str, Any]:
+        """Return whether the model is still loading."""
+        return {"loading": self.model in self.coordinator.data.loading}

@@ -1,0 +1,212 @@
+"""Config flow: add an Ollama server, reconfigure it, re-authenticate, set the poll interval."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from homeassistant.config_entries import (
+    ConfigFlow,
+    ConfigFlowResult,
+    OptionsFlowWithReload,
+)
+from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
+from homeassistant.core import callback
+from homeassistant.helpers.aiohttp_client import async_get_clientsession
+from homeassistant.helpers.selector import (
+    NumberSelector,
+    NumberSelectorConfig,
+    NumberSelectorMode,
+    TextSelector,
+    TextSelectorConfig,
+    TextSelectorType,
+)
+import probatio as vol
+
+from .backends.errors import (
+    LlmServerAuthenticationError,
+    LlmServerError,
+    LlmServerNotSupportedError,
+)
+from .backends.ollama import OllamaClient
+from .const import (
+    DEFAULT_OLLAMA_PORT,
+    DEFAULT_SCAN_INTERVAL,
+    DOMAIN,
+    LOGGER,
+    MAX_SCAN_INTERVAL,
+    MIN_SCAN_INTERVAL,
+)
+from .coordinator import LlmWarmthConfigEntry
+from .server_url import normalize_url, redact_url, unique_id_for
+
+_PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
+
+
+def _server_schema(defaults: Mapping[str, Any]) -> vol.Schema:
+    return vol.Schema(
+        {
+            vol.Required(CONF_URL, default=defaults.get(CONF_URL, "")): TextSelector(
+                TextSelectorConfig(type=TextSelectorType.URL)
+            ),
+            vol.Optional(CONF_API_KEY, default=defaults.get(CONF_API_KEY, "")): _PASSWORD,
+            vol.Required(CONF_VERIFY_SSL, default=defaults.get(CONF_VERIFY_SSL, True)): bool,
+        }
+    )
+
+
+class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
+    """Add an LLM server."""
+
+    VERSION = 1
+    MINOR_VERSION = 1
+
+    @staticmethod
+    @callback
+    def async_get_options_flow(config_entry: LlmWarmthConfigEntry) -> LlmWarmthOptionsFlow:
+        """Return the options flow."""
+        return LlmWarmthOptionsFlow()
+
+    async def _async_validate(self, user_input: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """Check the server; return the cleaned entry data and the version it reported.
+
+        Raise ``_FlowError`` with the translated error key when it does not work.
+        """
+        try:
+            url = normalize_url(user_input[CONF_URL], DEFAULT_OLLAMA_PORT)
+        except ValueError as err:
+            raise _FlowError("invalid_url") from err
+        data = {
+            CONF_URL: url,
+            CONF_API_KEY: user_input.get(CONF_API_KEY) or "",
+            CONF_VERIFY_SSL: user_input.get(CONF_VERIFY_SSL, True),
+        }
+        client = OllamaClient(
+            async_get_clientsession(self.hass, verify_ssl=data[CONF_VERIFY_SSL]),
+            url,
+            api_key=data[CONF_API_KEY] or None,
+        )
+        try:
+            version = await client.version()
+            # The version endpoint is open on servers behind an auth proxy: ask for a list too.
+            await client.running_models()
+        except LlmServerAuthenticationError as err:
+            raise _FlowError("invalid_auth") from err
+        except LlmServerNotSupportedError as err:
+            raise _FlowError("not_ollama") from err
+        except LlmServerError as err:
+            LOGGER.debug("Cannot connect to %s: %s", redact_url(url), err)
+            raise _FlowError("cannot_connect") from err
+        except Exception as err:
+            LOGGER.exception("Unexpected error while checking %s", redact_url(url))
+            raise _FlowError("unknown") from err
+        return data, version
+
+    async def async_step_user(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Ask for the server's URL and credentials."""
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            try:
+                data, version = await self._async_validate(user_input)
+            except _FlowError as err:
+                errors["base"] = err.key
+            else:
+                await self.async_set_unique_id(unique_id_for(data[CONF_URL]))
+                self._abort_if_unique_id_configured()
+                host = unique_id_for(data[CONF_URL]).split("://", 1)[1]
+                LOGGER.debug("Adding Ollama %s at %s", version, redact_url(data[CONF_URL]))
+                return self.async_create_entry(title=f"Ollama {host}", data=data)
+        return self.async_show_form(
+            step_id="user",
+            data_schema=self.add_suggested_values_to_schema(_server_schema({}), user_input),
+            errors=errors,
+        )
+
+    async def async_step_reconfigure(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Change the URL, API key or TLS check of a configured server."""
+        entry = self._get_reconfigure_entry()
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            try:
+                data, _ = await self._async_validate(user_input)
+            except _FlowError as err:
+                errors["base"] = err.key
+            else:
+                unique_id = unique_id_for(data[CONF_URL])
+                if unique_id != entry.unique_id:
+                    await self.async_set_unique_id(unique_id)
+                    self._abort_if_unique_id_configured()
+                return self.async_update_reload_and_abort(
+                    entry, unique_id=unique_id, data_updates=data
+                )
+        return self.async_show_form(
+            step_id="reconfigure",
+            data_schema=self.add_suggested_values_to_schema(_server_schema(entry.data), user_input),
+            errors=errors,
+        )
+
+    async def async_step_reauth(self, entry_data: Mapping[str, Any]) -> ConfigFlowResult:
+        """Start re-authentication after the server refused the API key."""
+        return await self.async_step_reauth_confirm()
+
+    async def async_step_reauth_confirm(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Ask for a new API key."""
+        entry = self._get_reauth_entry()
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            try:
+                data, _ = await self._async_validate({**entry.data, **user_input})
+            except _FlowError as err:
+                errors["base"] = err.key
+            else:
+                return self.async_update_reload_and_abort(
+                    entry, data_updates={CONF_API_KEY: data[CONF_API_KEY]}
+                )
+        return self.async_show_form(
+            step_id="reauth_confirm",
+            data_schema=vol.Schema({vol.Optional(CONF_API_KEY, default=""): _PASSWORD}),
+            description_placeholders={"url": redact_url(entry.data[CONF_URL])},
+            errors=errors,
+        )
+
+
+class LlmWarmthOptionsFlow(OptionsFlowWithReload):
+    """Change the poll interval."""
+
+    async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Show and store the options."""
+        if user_input is not None:
+            return self.async_create_entry(
+                data={CONF_SCAN_INTERVAL: int(user_input[CONF_SCAN_INTERVAL])}
+            )
+        schema = vol.Schema(
+            {
+                vol.Required(
+                    CONF_SCAN_INTERVAL,
+                    default=self.config_entry.options.get(
+                        CONF_SCAN_INTERVAL, DEFAULT_SCAN_INTERVAL
+                    ),
+                ): NumberSelector(
+                    NumberSelectorConfig(
+                        min=MIN_SCAN_INTERVAL,
+                        max=MAX_SCAN_INTERVAL,
+                        step=1,
+                        unit_of_measurement="s",
+                        mode=NumberSelectorMode.BOX,
+                    )
+                ),
+            }
+        )
+        return self.async_show_form(step_id="init", data_schema=schema)
+
+
+class _FlowError(Exception):
+    """A check failed; ``key`` is the translated error to show."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key

@@ -1,0 +1,25 @@
+"""Constants of the LLM Warmth integration."""
+
+from datetime import timedelta
+import logging
+from typing import Final
+
+DOMAIN: Final = "llm_warmth"
+LOGGER = logging.getLogger(__package__)
+
+DEFAULT_OLLAMA_PORT: Final = 11434
+
+# Poll interval (options flow), in seconds.
+DEFAULT_SCAN_INTERVAL: Final = 10
+MIN_SCAN_INTERVAL: Final = 2
+MAX_SCAN_INTERVAL: Final = 300
+# While a model is loading the server is polled this often: the resolution of observed loads.
+SETTLING_SCAN_INTERVAL: Final = timedelta(seconds=0.5)
+# The installed models change rarely: list them at most this often (and when a new one is resident).
+INSTALLED_REFRESH_INTERVAL: Final = timedelta(minutes=1)
+
+EVENT_MODEL_LOADED: Final = "llm_warmth_model_loaded"
+EVENT_MODEL_UNLOADED: Final = "llm_warmth_model_unloaded"
+EVENT_SERVER_RESTARTED: Final = "llm_warmth_server_restarted"
+
+STORAGE_VERSION: Final = 1

@@ -1,0 +1,216 @@
+"""One coordinator per LLM server: one snapshot per poll, and the events between snapshots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+import time
+from typing import Any
+
+from homeassistant.config_entries import ConfigEntry
+from homeassistant.const import CONF_SCAN_INTERVAL
+from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import ConfigEntryAuthFailed
+from homeassistant.helpers.storage import Store
+from homeassistant.helpers.update_coordinator import DataUpdateCoordinator, UpdateFailed
+from homeassistant.util import dt as dt_util
+
+from .backends.errors import (
+    LlmServerAuthenticationError,
+    LlmServerConnectionError,
+    LlmServerError,
+    LlmServerNotSupportedError,
+    LlmServerTimeoutError,
+)
+from .backends.ollama import OllamaClient
+from .backends.types import InstalledModel, ResidentModel
+from .const import (
+    DEFAULT_SCAN_INTERVAL,
+    DOMAIN,
+    EVENT_MODEL_LOADED,
+    EVENT_MODEL_UNLOADED,
+    EVENT_SERVER_RESTARTED,
+    INSTALLED_REFRESH_INTERVAL,
+    LOGGER,
+    SETTLING_SCAN_INTERVAL,
+    STORAGE_VERSION,
+)
+from .residency import ModelLoaded, Phase, ResidencyTracker
+from .server_url import redact_url
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerSnapshot:
+    """What one poll of a server saw (compared by value: unchanged polls notify nobody)."""
+
+    version: str
+    resident: dict[str, ResidentModel]
+    installed: dict[str, InstalledModel]
+    loading: frozenset[str]
+    load_seconds: dict[str, float]
+    polled_at: datetime = field(compare=False)
+
+    @property
+    def models(self) -> frozenset[str]:
+        """Return every model the server has installed or resident."""
+        return frozenset(self.installed) | frozenset(self.resident)
+
+
+@dataclass
+class LlmWarmthData:
+    """Runtime data of one config entry."""
+
+    client: OllamaClient
+    coordinator: LlmWarmthCoordinator
+    server_device_id: str
+
+
+type LlmWarmthConfigEntry = ConfigEntry[LlmWarmthData]
+
+
+class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
+    """Polls one Ollama server and fires the residency events."""
+
+    config_entry: LlmWarmthConfigEntry
+
+    def __init__(
+        self, hass: HomeAssistant, entry: LlmWarmthConfigEntry, client: OllamaClient
+    ) -> None:
+        """Create the coordinator; the poll interval comes from the entry's options."""
+        self._normal_interval = timedelta(
+            seconds=entry.options.get(CONF_SCAN_INTERVAL, DEFAULT_SCAN_INTERVAL)
+        )
+        super().__init__(
+            hass,
+            LOGGER,
+            config_entry=entry,
+            name=f"{DOMAIN} {entry.title}",
+            update_interval=self._normal_interval,
+            always_update=False,
+        )
+        self.client = client
+        self._tracker = ResidencyTracker()
+        self._store = _store(hass, entry.entry_id)
+        self._load_seconds: dict[str, float] = {}
+        self._installed: dict[str, InstalledModel] = {}
+        self._installed_fetched: float | None = None
+        self._version: str | None = None
+        self._unreachable = False
+
+    async def _async_setup(self) -> None:
+        """Read what earlier runs measured."""
+        stored = await self._store.async_load() or {}
+        models = stored.get("models", {})
+        self._load_seconds = {
+            name: float(values["load_seconds"])
+            for name, values in models.items()
+            if isinstance(values, dict) and isinstance(values.get("load_seconds"), int | float)
+        }
+
+    async def _async_update_data(self) -> ServerSnapshot:
+        settling = self._tracker.settling
+        try:
+            # A settling poll only follows loads; the version is checked on regular polls.
+            version = self._version if settling and self._version else await self.client.version()
+            resident = await self.client.running_models()
+            if self._installed_due(resident):
+                self._installed = {m.name: m for m in await self.client.installed_models()}
+                self._installed_fetched = time.monotonic()
+        except LlmServerAuthenticationError as err:
+            raise ConfigEntryAuthFailed(
+                translation_domain=DOMAIN, translation_key="invalid_auth"
+            ) from err
+        except LlmServerError as err:
+            self._unreachable = self._unreachable or isinstance(err, LlmServerConnectionError)
+            raise _update_failed(err, redact_url(self.client.base_url)) from err
+
+        restarted = self._note_restart(version)
+        now, monotonic = dt_util.utcnow(), time.monotonic()
+        changes = self._tracker.observe(
+            resident, now=now, monotonic=monotonic, server_restarted=restarted
+        )
+        for change in changes:
+            if isinstance(change, ModelLoaded):
+                if change.load_seconds is not None:
+                    self._load_seconds[change.model] = change.load_seconds
+                    self._store.async_delay_save(self._data_to_store, 5)
+                self._fire(EVENT_MODEL_LOADED, model=change.model, load_seconds=change.load_seconds)
+            else:
+                self._fire(EVENT_MODEL_UNLOADED, model=change.model, reason=change.reason.value)
+        self.update_interval = (
+            SETTLING_SCAN_INTERVAL if self._tracker.settling else self._normal_interval
+        )
+        return ServerSnapshot(
+            version=version,
+            resident={m.name: m for m in resident},
+            installed=dict(self._installed),
+            loading=frozenset(
+                m.name for m in resident if self._tracker.phase(m.name) is Phase.LOADING
+            ),
+            load_seconds=dict(self._load_seconds),
+            polled_at=now,
+        )
+
+    def _installed_due(self, resident: tuple[ResidentModel, ...]) -> bool:
+        if self._installed_fetched is None or any(m.name not in self._installed for m in resident):
+            return True
+        age = time.monotonic() - self._installed_fetched
+        return age >= INSTALLED_REFRESH_INTERVAL.total_seconds()
+
+    def _note_restart(self, version: str) -> bool:
+        """Fire the restart event when the server came back or changed version."""
+        previous, self._version = self._version, version
+        came_back, self._unreachable = self._unreachable, False
+        changed = previous is not None and previous != version
+        if not (came_back or changed):
+            return False
+        self._fire(
+            EVENT_SERVER_RESTARTED,
+            reason="version_changed" if changed else "reconnected",
+            version=version,
+            previous_version=previous,
+        )
+        return True
+
+    def _fire(self, event_type: str, **data: Any) -> None:
+        self.hass.bus.async_fire(
+            event_type,
+            {
+                "server": self.config_entry.title,
+                "config_entry_id": self.config_entry.entry_id,
+                **data,
+            },
+        )
+
+    def _data_to_store(self) -> dict[str, Any]:
+        return {
+            "models": {
+                name: {"load_seconds": seconds} for name, seconds in self._load_seconds.items()
+            }
+        }
+
+
+def _store(hass: HomeAssistant, entry_id: str) -> Store[dict[str, Any]]:
+    return Store(hass, STORAGE_VERSION, f"{DOMAIN}.{entry_id}")
+
+
+async def async_remove_stored_data(hass: HomeAssistant, entry_id: str) -> None:
+    """Delete what an entry measured and stored (the entry is being removed)."""
+    await _store(hass, entry_id).async_remove()
+
+
+def _update_failed(err: LlmServerError, url: str) -> UpdateFailed:
+    """Translate a client error into the coordinator's update failure."""
+    if isinstance(err, LlmServerTimeoutError):
+        key = "timeout"
+    elif isinstance(err, LlmServerConnectionError):
+        key = "cannot_connect"
+    elif isinstance(err, LlmServerNotSupportedError):
+        key = "not_ollama"
+    else:
+        key = "unexpected_response"
+    return UpdateFailed(
+        translation_domain=DOMAIN,
+        translation_key=key,
+        translation_placeholders={"url": url, "error": str(err)},
+    )

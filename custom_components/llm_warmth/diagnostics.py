@@ -1,0 +1,40 @@
+"""Diagnostics download: the entry, the options and the latest snapshot, secrets redacted."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from homeassistant.components.diagnostics import async_redact_data
+from homeassistant.const import CONF_API_KEY, CONF_URL
+from homeassistant.core import HomeAssistant
+
+from .coordinator import LlmWarmthConfigEntry
+from .server_url import redact_url
+
+TO_REDACT = {CONF_API_KEY}
+
+
+async def async_get_config_entry_diagnostics(
+    hass: HomeAssistant, entry: LlmWarmthConfigEntry
+) -> dict[str, Any]:
+    """Return what helps to debug an entry, without its API key or URL credentials."""
+    coordinator = entry.runtime_data.coordinator
+    data = async_redact_data(dict(entry.data), TO_REDACT)
+    data[CONF_URL] = redact_url(entry.data[CONF_URL])
+    snapshot = coordinator.data
+    return {
+        "entry": {"title": entry.title, "data": data, "options": dict(entry.options)},
+        "last_update_success": coordinator.last_update_success,
+        "update_interval_seconds": coordinator.update_interval.total_seconds()
+        if coordinator.update_interval
+        else None,
+        "snapshot": {
+            "version": snapshot.version,
+            "polled_at": snapshot.polled_at.isoformat(),
+            "resident": [asdict(m) for m in snapshot.resident.values()],
+            "installed": [asdict(m) for m in snapshot.installed.values()],
+            "loading": sorted(snapshot.loading),
+            "load_seconds": snapshot.load_seconds,
+        },
+    }

@@ -1,0 +1,191 @@
+"""Sensors: what a server holds in memory, and each model's residency."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from homeassistant.components.sensor import (
+    SensorDeviceClass,
+    SensorEntity,
+    SensorEntityDescription,
+    SensorStateClass,
+)
+from homeassistant.const import PERCENTAGE, EntityCategory, UnitOfInformation, UnitOfTime
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+
+from .coordinator import LlmWarmthConfigEntry, ServerSnapshot
+from .entity import LlmModelEntity, LlmServerEntity, async_add_model_entities
+
+PARALLEL_UPDATES = 0
+
+type SensorValue = datetime | float | int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerSensorDescription(SensorEntityDescription):
+    """A sensor of the server's device."""
+
+    value_fn: Callable[[ServerSnapshot], SensorValue]
+    attrs_fn: Callable[[ServerSnapshot], Mapping[str, Any]] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSensorDescription(SensorEntityDescription):
+    """A sensor of one model's device."""
+
+    value_fn: Callable[[ServerSnapshot, str], SensorValue]
+    attrs_fn: Callable[[ServerSnapshot, str], Mapping[str, Any]] | None = None
+
+
+def _unloads_at(snapshot: ServerSnapshot, model: str) -> datetime | None:
+    resident = snapshot.resident.get(model)
+    if resident is None or model in snapshot.loading:
+        return None
+    return resident.expires_at
+
+
+def _kept_forever(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
+    resident = snapshot.resident.get(model)
+    return {
+        "kept_forever": resident is not None
+        and model not in snapshot.loading
+        and resident.kept_forever(snapshot.polled_at)
+    }
+
+
+SERVER_SENSORS: tuple[ServerSensorDescription, ...] = (
+    ServerSensorDescription(
+        key="resident_models",
+        translation_key="resident_models",
+        state_class=SensorStateClass.MEASUREMENT,
+        value_fn=lambda s: len(s.resident),
+        attrs_fn=lambda s: {"names": sorted(s.resident)},
+    ),
+    ServerSensorDescription(
+        key="resident_vram",
+        translation_key="resident_vram",
+        device_class=SensorDeviceClass.DATA_SIZE,
+        state_class=SensorStateClass.MEASUREMENT,
+        native_unit_of_measurement=UnitOfInformation.BYTES,
+        suggested_unit_of_measurement=UnitOfInformation.GIBIBYTES,
+        suggested_display_precision=2,
+        value_fn=lambda s: sum(m.size_vram for m in s.resident.values()),
+    ),
+    ServerSensorDescription(
+        key="resident_ram_spill",
+        translation_key="resident_ram_spill",
+        device_class=SensorDeviceClass.DATA_SIZE,
+        state_class=SensorStateClass.MEASUREMENT,
+        native_unit_of_measurement=UnitOfInformation.BYTES,
+        suggested_unit_of_measurement=UnitOfInformation.GIBIBYTES,
+        suggested_display_precision=2,
+        value_fn=lambda s: sum(m.ram_spill for m in s.resident.values()),
+    ),
+    ServerSensorDescription(
+        key="installed_models",
+        translation_key="installed_models",
+        entity_category=EntityCategory.DIAGNOSTIC,
+        state_class=SensorStateClass.MEASUREMENT,
+        value_fn=lambda s: len(s.installed),
+        attrs_fn=lambda s: {"names": sorted(s.installed)},
+    ),
+)
+
+MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
+    ModelSensorDescription(
+        key="unloads_at",
+        translation_key="unloads_at",
+        device_class=SensorDeviceClass.TIMESTAMP,
+        value_fn=_unloads_at,
+        attrs_fn=_kept_forever,
+    ),
+    ModelSensorDescription(
+        key="vram",
+        translation_key="vram",
+        device_class=SensorDeviceClass.DATA_SIZE,
+        state_class=SensorStateClass.MEASUREMENT,
+        native_unit_of_measurement=UnitOfInformation.BYTES,
+        suggested_unit_of_measurement=UnitOfInformation.GIBIBYTES,
+        suggested_display_precision=2,
+        value_fn=lambda s, m: s.resident[m].size_vram if m in s.resident else 0,
+    ),
+    ModelSensorDescription(
+        key="gpu_share",
+        translation_key="gpu_share",
+        native_unit_of_measurement=PERCENTAGE,
+        state_class=SensorStateClass.MEASUREMENT,
+        suggested_display_precision=0,
+        value_fn=lambda s, m: s.resident[m].gpu_share if m in s.resident else None,
+    ),
+    ModelSensorDescription(
+        key="context_length",
+        translation_key="context_length",
+        entity_category=EntityCategory.DIAGNOSTIC,
+        native_unit_of_measurement="tokens",
+        value_fn=lambda s, m: s.resident[m].context_length if m in s.resident else None,
+    ),
+    ModelSensorDescription(
+        key="last_load_duration",
+        translation_key="last_load_duration",
+        device_class=SensorDeviceClass.DURATION,
+        state_class=SensorStateClass.MEASUREMENT,
+        native_unit_of_measurement=UnitOfTime.SECONDS,
+        suggested_display_precision=1,
+        value_fn=lambda s, m: s.load_seconds.get(m),
+    ),
+)
+
+
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: LlmWarmthConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Set up the server's sensors and, as models appear, theirs."""
+    coordinator = entry.runtime_data.coordinator
+    async_add_entities(ServerSensor(coordinator, description) for description in SERVER_SENSORS)
+    async_add_model_entities(
+        entry,
+        async_add_entities,
+        lambda model: (
+            ModelSensor(coordinator, description, model) for description in MODEL_SENSORS
+        ),
+    )
+
+
+class ServerSensor(LlmServerEntity, SensorEntity):
+    """A sensor of the server's device."""
+
+    entity_description: ServerSensorDescription
+
+    @property
+    def native_value(self) -> SensorValue:
+        """Return the sensor's value from the latest snapshot."""
+        return self.entity_description.value_fn(self.coordinator.data)
+
+    @property
+    def extra_state_attributes(self) -> Mapping[str, Any] | None:
+        """Return the description's attributes, if it has any."""
+        attrs_fn = self.entity_description.attrs_fn
+        return attrs_fn(self.coordinator.data) if attrs_fn else None
+
+
+class ModelSensor(LlmModelEntity, SensorEntity):
+    """A sensor of one model's device."""
+
+    entity_description: ModelSensorDescription
+
+    @property
+    def native_value(self) -> SensorValue:
+        """Return the sensor's value from the latest snapshot."""
+        return self.entity_description.value_fn(self.coordinator.data, self.model)
+
+    @property
+    def extra_state_attributes(self) -> Mapping[str, Any] | None:
+        """Return the description's attributes, if it has any."""
+        attrs_fn = self.entity_description.attrs_fn
+        return attrs_fn(self.coordinator.data, self.model) if attrs_fn else None
