@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 import time
@@ -72,6 +73,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
     """Polls one Ollama server and fires the residency events."""
 
     config_entry: LlmWarmthConfigEntry
+    # The wall clock compared with the server's expiries (tests align it with the server's).
+    utcnow: Callable[[], datetime] = staticmethod(dt_util.utcnow)
 
     def __init__(
         self, hass: HomeAssistant, entry: LlmWarmthConfigEntry, client: OllamaClient
@@ -125,7 +128,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             raise _update_failed(err, redact_url(self.client.base_url)) from err
 
         restarted = self._note_restart(version)
-        now, monotonic = dt_util.utcnow(), time.monotonic()
+        now, monotonic = self.utcnow(), time.monotonic()
         changes = self._tracker.observe(
             resident, now=now, monotonic=monotonic, server_restarted=restarted
         )

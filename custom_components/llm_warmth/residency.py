@@ -15,8 +15,8 @@ from enum import StrEnum
 from .backends.types import ResidentModel
 
 # An expiry that moved forward by the time between two polls, within this much, floats.
-_FLOAT_TOLERANCE_SECONDS = 0.35
-_FLOAT_TOLERANCE_RATIO = 0.1
+_FLOAT_TOLERANCE_SECONDS = 0.15
+_FLOAT_TOLERANCE_RATIO = 0.02
 
 
 class Phase(StrEnum):
@@ -59,6 +59,7 @@ class _Tracked:
     phase: Phase
     first_seen: float
     seen_at: datetime
+    seen_mono: float
     expires_at: datetime | None
 
 
@@ -112,7 +113,9 @@ class ResidencyTracker:
             if previous is None:
                 seen[model.name] = self._first_sight(model, now, monotonic, baseline=baseline)
                 continue
-            tracked = _Tracked(previous.phase, previous.first_seen, now, model.expires_at)
+            tracked = _Tracked(
+                previous.phase, previous.first_seen, now, monotonic, model.expires_at
+            )
             still_loading = model.loading or _floats(previous, model.expires_at, now)
             if previous.phase is Phase.LOADED and model.loading:
                 # Reloaded in place (e.g. another client asked for a different num_ctx).
@@ -124,7 +127,8 @@ class ResidencyTracker:
                 changes.append(ModelLoaded(model.name, None))
             elif previous.phase is Phase.LOADING and not still_loading:
                 tracked.phase = Phase.LOADED
-                changes.append(ModelLoaded(model.name, round(monotonic - previous.first_seen, 3)))
+                loaded_at = _load_end(previous, model.expires_at, monotonic)
+                changes.append(ModelLoaded(model.name, round(loaded_at - previous.first_seen, 3)))
             seen[model.name] = tracked
         for name, gone in self._models.items():
             if name in seen or gone.phase is not Phase.LOADED:
@@ -143,7 +147,20 @@ class ResidencyTracker:
             phase = Phase.LOADED
         else:
             phase = Phase.UNSURE
-        return _Tracked(phase, monotonic, now, model.expires_at)
+        return _Tracked(phase, monotonic, now, monotonic, model.expires_at)
+
+
+def _load_end(previous: _Tracked, expires_at: datetime | None, monotonic: float) -> float:
+    """Return when a load ended, on the monotonic clock.
+
+    A floating expiry (Ollama 0.9) stops at "load end + keep_alive": how far it moved
+    since the previous poll dates the end between the two polls. Otherwise the end is
+    known to the resolution of the poll interval: this poll.
+    """
+    if previous.expires_at is None or expires_at is None:
+        return monotonic
+    moved = (expires_at - previous.expires_at).total_seconds()
+    return previous.seen_mono + min(max(moved, 0.0), monotonic - previous.seen_mono)
 
 
 def _unload_reason(gone: _Tracked, now: datetime, server_restarted: bool) -> UnloadReason:

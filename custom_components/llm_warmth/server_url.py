@@ -15,7 +15,10 @@ def normalize_url(raw: str, default_port: int) -> str:
     text = raw.strip()
     if "://" not in text:
         text = f"http://{text}"
-    url = URL(text)
+    try:
+        url = URL(text)
+    except ValueError as err:
+        raise ValueError(f"not an http(s) URL: {raw!r}") from err
     if url.scheme not in ("http", "https") or not url.host:
         raise ValueError(f"not an http(s) URL: {raw!r}")
     path = url.path.rstrip("/")

@@ -49,13 +49,13 @@ class OllamaClient:
         base_url: str,
         *,
         api_key: str | None = None,
-        request_timeout: float = DEFAULT_TIMEOUT,
+        request_timeout: float | None = None,
     ) -> None:
         """Create a client for ``base_url`` (e.g. ``http://127.0.0.1:11434``)."""
         self._session = session
         self._base_url = URL(base_url)
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._timeout = request_timeout
+        self._timeout = request_timeout or DEFAULT_TIMEOUT
 
     @property
     def base_url(self) -> str:

@@ -1,0 +1,122 @@
+"""Fixtures: the Ollama emulator on loopback and a config entry pointing at it."""
+
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+from typing import Any
+from unittest.mock import patch
+
+import aiohttp
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+from syrupy.assertion import SnapshotAssertion
+
+from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.coordinator import LlmWarmthCoordinator
+from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
+from homeassistant.core import HomeAssistant
+
+from .ollama_emulator import EmulatedModel, OllamaEmulator
+
+pytest_plugins = ["pytest_homeassistant_custom_component"]
+
+ENTRY_ID = "01JLLMWARMTHTESTENTRY0000"
+LLAMA = "llama3.2:3b"
+QWEN = "qwen3:8b"
+GIB = 1024**3
+
+
+@pytest.fixture(autouse=True)
+def auto_enable_custom_integrations(enable_custom_integrations: None) -> None:
+    """Load custom integrations in every test."""
+
+
+@pytest.fixture
+def snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+    """Use Home Assistant's snapshot serializer."""
+    from pytest_homeassistant_custom_component.syrupy import (  # noqa: PLC0415
+        HomeAssistantSnapshotExtension,
+    )
+
+    return snapshot.use_extension(HomeAssistantSnapshotExtension)
+
+
+@pytest.fixture
+def entity_registry_enabled_by_default() -> Generator[None]:
+    """Create entities that are disabled by default enabled."""
+    with patch(
+        "homeassistant.helpers.entity.Entity.entity_registry_enabled_default", return_value=True
+    ):
+        yield
+
+
+def make_models() -> list[EmulatedModel]:
+    """Two installed models: a small one that fits the GPU, a bigger one."""
+    return [
+        EmulatedModel(name=LLAMA, size=3 * GIB, parameter_size="3.2B", context_length=131072),
+        EmulatedModel(
+            name=QWEN,
+            size=6 * GIB,
+            family="qwen3",
+            parameter_size="8.2B",
+            quantization_level="Q4_K_M",
+            context_length=40960,
+        ),
+    ]
+
+
+@pytest.fixture
+async def emulator(socket_enabled: None) -> AsyncGenerator[OllamaEmulator]:
+    """Start an Ollama emulator on 127.0.0.1 with two installed models."""
+    server = OllamaEmulator(vram_budget=8 * GIB)
+    for model in make_models():
+        server.add_model(model)
+    await server.start()
+    # The coordinator compares the server's expiries with this clock: align both.
+    with patch.object(LlmWarmthCoordinator, "utcnow", staticmethod(server.clock.now)):
+        yield server
+    await server.stop()
+
+
+@pytest.fixture
+def mock_config_entry(emulator: OllamaEmulator) -> MockConfigEntry:
+    """A config entry for the emulator."""
+    return MockConfigEntry(
+        domain=DOMAIN,
+        title="Ollama test",
+        entry_id=ENTRY_ID,
+        unique_id=emulator.url,
+        data={CONF_URL: emulator.url, CONF_API_KEY: "", CONF_VERIFY_SSL: True},
+        options={CONF_SCAN_INTERVAL: 10},
+    )
+
+
+@pytest.fixture
+async def init_integration(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry
+) -> MockConfigEntry:
+    """Set up the integration against the emulator."""
+    mock_config_entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    await hass.async_block_till_done()
+    return mock_config_entry
+
+
+@pytest.fixture
+def poll(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry
+) -> Callable[[], Awaitable[None]]:
+    """Return a coroutine function that runs one poll of the coordinator now."""
+
+    async def run_poll() -> None:
+        await mock_config_entry.runtime_data.coordinator.async_refresh()
+        await hass.async_block_till_done()
+
+    return run_poll
+
+
+async def ollama_request(emulator: OllamaEmulator, path: str, payload: dict[str, Any]) -> Any:
+    """Send a request straight to the emulator, as another client (a chat UI) would."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{emulator.url}{path}", json={"stream": False, **payload}) as response,
+    ):
+        return await response.json()

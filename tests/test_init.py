@@ -1,0 +1,242 @@
+"""Setup, unload, unavailability and recovery, devices of models that come and go."""
+
+import logging
+
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.llm_warmth.const import DOMAIN
+from homeassistant.config_entries import SOURCE_REAUTH, ConfigEntryState
+from homeassistant.const import STATE_OFF, STATE_ON, STATE_UNAVAILABLE
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import device_registry as dr, entity_registry as er
+from homeassistant.setup import async_setup_component
+
+from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request
+from .ollama_emulator import EmulatedModel, OllamaEmulator
+
+SERVER_ONLINE = "binary_sensor.ollama_test_connectivity"
+RESIDENT_MODELS = "sensor.ollama_test_resident_models"
+LLAMA_RESIDENT = "binary_sensor.llama3_2_3b_resident"
+
+
+async def test_setup_and_unload(hass: HomeAssistant, init_integration: MockConfigEntry) -> None:
+    assert init_integration.state is ConfigEntryState.LOADED
+    assert hass.states.get(SERVER_ONLINE).state == STATE_ON
+    assert await hass.config_entries.async_unload(init_integration.entry_id)
+    await hass.async_block_till_done()
+    assert init_integration.state is ConfigEntryState.NOT_LOADED
+
+
+async def test_async_setup_without_entries(hass: HomeAssistant) -> None:
+    assert await async_setup_component(hass, DOMAIN, {})
+
+
+@pytest.mark.parametrize(
+    ("fault", "key"),
+    [
+        ({"drop": True, "times": None}, "cannot_connect"),
+        ({"delay": 30, "times": None}, "timeout"),
+        ({"status": 200, "body": "<html>hello</html>", "times": None}, "not_ollama"),
+    ],
+)
+async def test_setup_retries_with_a_translated_reason(
+    hass: HomeAssistant,
+    emulator: OllamaEmulator,
+    mock_config_entry: MockConfigEntry,
+    fault: dict[str, object],
+    key: str,
+) -> None:
+    emulator.inject("/api/version", **fault)  # type: ignore[arg-type]
+    mock_config_entry.add_to_hass(hass)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("custom_components.llm_warmth.backends.ollama.DEFAULT_TIMEOUT", 0.3)
+        await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    assert mock_config_entry.state is ConfigEntryState.SETUP_RETRY
+    assert mock_config_entry.error_reason_translation_key == key
+
+
+async def test_setup_with_malformed_reply_retries(
+    hass: HomeAssistant, emulator: OllamaEmulator, mock_config_entry: MockConfigEntry
+) -> None:
+    emulator.inject("/api/ps", status=200, body='{"models": [{"size": "big"}]}', times=None)
+    mock_config_entry.add_to_hass(hass)
+    await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    assert mock_config_entry.state is ConfigEntryState.SETUP_RETRY
+    assert mock_config_entry.error_reason_translation_key == "unexpected_response"
+
+
+async def test_auth_failure_starts_reauth(
+    hass: HomeAssistant, emulator: OllamaEmulator, mock_config_entry: MockConfigEntry
+) -> None:
+    emulator.inject("/api/version", status=401, body='{"error": "unauthorized"}')
+    mock_config_entry.add_to_hass(hass)
+    await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    assert mock_config_entry.state is ConfigEntryState.SETUP_ERROR
+    flows = hass.config_entries.flow.async_progress()
+    assert [(f["context"]["source"], f["step_id"]) for f in flows] == [
+        (SOURCE_REAUTH, "reauth_confirm")
+    ]
+
+
+async def test_auth_failure_after_setup_starts_reauth(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    emulator.inject("/api/version", status=403, body="forbidden", content_type="text/plain")
+    await poll()
+    flows = hass.config_entries.flow.async_progress()
+    assert [f["context"]["source"] for f in flows] == [SOURCE_REAUTH]
+
+
+async def test_unavailable_and_back_logs_once_each(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
+    await poll()
+    await poll()
+    assert hass.states.get(LLAMA_RESIDENT).state == STATE_ON
+    caplog.clear()
+    caplog.set_level(logging.DEBUG, logger="custom_components.llm_warmth")
+    emulator.inject("/api/version", drop=True, times=None)
+    for _ in range(3):
+        await poll()
+    assert hass.states.get(LLAMA_RESIDENT).state == STATE_UNAVAILABLE
+    assert hass.states.get(RESIDENT_MODELS).state == STATE_UNAVAILABLE
+    assert hass.states.get(SERVER_ONLINE).state == STATE_OFF
+    failures = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(failures) == 1
+    assert "Cannot connect to the server at" in failures[0].getMessage()
+    assert failures[0].exc_info is None
+    emulator.clear_faults()
+    await poll()
+    assert hass.states.get(LLAMA_RESIDENT).state == STATE_ON
+    assert hass.states.get(SERVER_ONLINE).state == STATE_ON
+    recovered = [r for r in caplog.records if "recovered" in r.getMessage()]
+    assert len(recovered) == 1
+    assert recovered[0].levelno == logging.INFO
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "<!DOCTYPE html><html><body>502 Bad Gateway</body></html>",
+        '{"models": "nope"}',
+        '{"models": [{"name": "x", "size": -1, "expires_at": "0001-01-01T00:00:00Z"}]}',
+        "{truncated",
+    ],
+)
+async def test_malformed_replies_mark_unavailable_without_traceback(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    caplog: pytest.LogCaptureFixture,
+    body: str,
+) -> None:
+    emulator.inject("/api/ps", status=200, body=body, times=None)
+    await poll()
+    assert hass.states.get(RESIDENT_MODELS).state == STATE_UNAVAILABLE
+    assert "unexpected response" in caplog.text
+    # The traceback goes to the debug log only.
+    assert not [r for r in caplog.records if r.exc_info and r.levelno >= logging.INFO]
+    emulator.clear_faults()
+    await poll()
+    assert hass.states.get(RESIDENT_MODELS).state == "0"
+
+
+async def test_model_devices_follow_the_server(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    device_registry: dr.DeviceRegistry,
+    entity_registry: er.EntityRegistry,
+) -> None:
+    server = device_registry.async_get_device_by_identifier((DOMAIN, ENTRY_ID), ENTRY_ID)
+    assert server is not None
+    assert server.sw_version == emulator.version
+    llama = device_registry.async_get_device_by_identifier((DOMAIN, f"{ENTRY_ID}_{LLAMA}"), ENTRY_ID)
+    assert llama is not None
+    assert llama.via_device_id == server.id
+    assert llama.model == "llama 3.2B"
+
+    emulator.add_model(EmulatedModel(name="gemma3:4b", size=4 * 1024**3, family="gemma3"))
+    init_integration.runtime_data.coordinator._installed_fetched = None
+    await poll()
+    assert device_registry.async_get_device_by_identifier((DOMAIN, f"{ENTRY_ID}_gemma3:4b"), ENTRY_ID)
+    assert hass.states.get("binary_sensor.gemma3_4b_resident").state == STATE_OFF
+
+    emulator.remove_model(QWEN)
+    init_integration.runtime_data.coordinator._installed_fetched = None
+    await poll()
+    assert device_registry.async_get_device_by_identifier((DOMAIN, f"{ENTRY_ID}_{QWEN}"), ENTRY_ID) is None
+    assert entity_registry.async_get("binary_sensor.qwen3_8b_resident") is None
+    assert hass.states.get("binary_sensor.qwen3_8b_resident") is None
+
+    # Installed again: it comes back with fresh entities.
+    emulator.add_model(EmulatedModel(name=QWEN, size=6 * 1024**3, family="qwen3"))
+    init_integration.runtime_data.coordinator._installed_fetched = None
+    await poll()
+    assert hass.states.get("binary_sensor.qwen3_8b_resident").state == STATE_OFF
+
+
+async def test_resident_model_unknown_to_tags_gets_a_device(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """A model resident but not yet listed makes the coordinator list the models again."""
+    emulator.add_model(EmulatedModel(name="phi4:14b", size=2 * 1024**3, family="phi3"))
+    await ollama_request(emulator, "/api/generate", {"model": "phi4:14b"})
+    await poll()
+    assert hass.states.get("binary_sensor.phi4_14b_resident").state == STATE_ON
+
+
+async def test_version_change_updates_the_device(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    device_registry: dr.DeviceRegistry,
+) -> None:
+    emulator.version = "0.14.0"
+    await poll()
+    server = device_registry.async_get_device_by_identifier((DOMAIN, ENTRY_ID), ENTRY_ID)
+    assert server is not None
+    assert server.sw_version == "0.14.0"
+
+
+async def test_remove_config_entry_device(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    device_registry: dr.DeviceRegistry,
+) -> None:
+    from custom_components.llm_warmth import (  # noqa: PLC0415
+        async_remove_config_entry_device,
+    )
+
+    server = device_registry.async_get_device_by_identifier((DOMAIN, ENTRY_ID), ENTRY_ID)
+    llama = device_registry.async_get_device_by_identifier((DOMAIN, f"{ENTRY_ID}_{LLAMA}"), ENTRY_ID)
+    assert server is not None
+    assert llama is not None
+    assert not await async_remove_config_entry_device(hass, init_integration, server)
+    assert not await async_remove_config_entry_device(hass, init_integration, llama)
+    stale = device_registry.async_get_or_create(
+        config_entry_id=init_integration.entry_id, identifiers={(DOMAIN, f"{ENTRY_ID}_old:1b")}
+    )
+    assert await async_remove_config_entry_device(hass, init_integration, stale)
+
+
+async def test_removing_the_entry_deletes_its_stored_data(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_storage: dict[str, object],
+) -> None:
+    key = f"{DOMAIN}.{ENTRY_ID}"
+    hass_storage[key] = {"version": 1, "data": {"models": {}}}
+    await hass.config_entries.async_remove(init_integration.entry_id)
+    await hass.async_block_till_done()
+    assert key not in hass_storage

@@ -1,0 +1,238 @@
+"""The Ollama client against the emulator over HTTP: results and every kind of failure."""
+
+import asyncio
+from datetime import timedelta
+
+import aiohttp
+import pytest
+
+from custom_components.llm_warmth.backends.errors import (
+    LlmModelNotFoundError,
+    LlmServerAuthenticationError,
+    LlmServerBusyError,
+    LlmServerConnectionError,
+    LlmServerError,
+    LlmServerNotSupportedError,
+    LlmServerOutOfMemoryError,
+    LlmServerResponseError,
+    LlmServerTimeoutError,
+)
+from custom_components.llm_warmth.backends.ollama import OllamaClient, parse_timestamp
+
+from .conftest import GIB, LLAMA, QWEN, ollama_request
+from .ollama_emulator import EmulatedModel, OllamaEmulator
+
+
+@pytest.fixture
+async def session() -> aiohttp.ClientSession:
+    async with aiohttp.ClientSession() as client_session:
+        yield client_session
+
+
+@pytest.fixture
+def client(session: aiohttp.ClientSession, emulator: OllamaEmulator) -> OllamaClient:
+    return OllamaClient(session, emulator.url, request_timeout=2)
+
+
+async def test_version_and_lists(client: OllamaClient, emulator: OllamaEmulator) -> None:
+    assert await client.version() == emulator.version
+    installed = await client.installed_models()
+    assert [m.name for m in installed] == [LLAMA, QWEN]
+    assert installed[1].family == "qwen3"
+    assert installed[1].parameter_size == "8.2B"
+    assert installed[1].modified_at is not None
+    assert await client.running_models() == ()
+
+
+async def test_running_model_loading_then_loaded(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    emulator.models[LLAMA].load_delay = 0.3
+    preload = emulator.clock.now()
+    task = asyncio.create_task(ollama_request(emulator, "/api/generate", {"model": LLAMA}))
+    for _ in range(50):
+        if emulator.loaded:
+            break
+        await asyncio.sleep(0.01)
+    (loading,) = await client.running_models()
+    assert loading.loading
+    assert loading.expires_at is None
+    assert (await task)["done_reason"] == "load"
+    (loaded,) = await client.running_models()
+    assert not loaded.loading
+    assert loaded.expires_at == preload + timedelta(minutes=5)
+    assert loaded.size == 3 * GIB
+    assert loaded.size_vram == 3 * GIB
+    assert loaded.gpu_share == 100.0
+    assert loaded.ram_spill == 0
+    assert loaded.context_length == 2048
+    assert not loaded.kept_forever(emulator.clock.now())
+
+
+async def test_kept_forever_and_spill(client: OllamaClient, emulator: OllamaEmulator) -> None:
+    emulator.add_model(EmulatedModel(name="huge:70b", size=10 * GIB))
+    await ollama_request(emulator, "/api/generate", {"model": "huge:70b", "keep_alive": -1})
+    (huge,) = await client.running_models()
+    assert huge.kept_forever(emulator.clock.now())
+    assert huge.size_vram == 8 * GIB
+    assert huge.ram_spill == 2 * GIB
+    assert huge.gpu_share == 80.0
+
+
+async def test_legacy_server_without_context_length(
+    session: aiohttp.ClientSession, socket_enabled: None
+) -> None:
+    legacy = OllamaEmulator(version="0.9.3", legacy_expires=True, report_context_length=False)
+    legacy.add_model(EmulatedModel(name="tiny:latest", size=1000))
+    url = await legacy.start()
+    try:
+        await ollama_request(legacy, "/api/generate", {"model": "tiny"})
+        client = OllamaClient(session, url)
+        assert await client.version() == "0.9.3"
+        (tiny,) = await client.running_models()
+        assert tiny.context_length is None
+        assert tiny.expires_at is not None
+    finally:
+        await legacy.stop()
+
+
+async def test_show(client: OllamaClient) -> None:
+    info = await client.show(QWEN)
+    assert info.family == "qwen3"
+    assert info.context_length == 40960
+    assert info.model_file is not None
+    assert info.model_file.startswith("/")
+    with pytest.raises(LlmModelNotFoundError):
+        await client.show("nope:1b")
+
+
+async def test_api_key_is_sent(session: aiohttp.ClientSession, socket_enabled: None) -> None:
+    secured = OllamaEmulator(api_key="s3cret")
+    url = await secured.start()
+    try:
+        with pytest.raises(LlmServerAuthenticationError):
+            await OllamaClient(session, url).running_models()
+        with pytest.raises(LlmServerAuthenticationError):
+            await OllamaClient(session, url, api_key="wrong").running_models()
+        assert await OllamaClient(session, url, api_key="s3cret").running_models() == ()
+        assert secured.requests[-1].headers["Authorization"] == "Bearer s3cret"
+    finally:
+        await secured.stop()
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "error"),
+    [
+        (401, '{"error": "unauthorized"}', LlmServerAuthenticationError),
+        (403, "<html>Forbidden</html>", LlmServerAuthenticationError),
+        (503, '{"error": "server busy, please try again."}', LlmServerBusyError),
+        (500, '{"error": "cudaMalloc failed: out of memory"}', LlmServerOutOfMemoryError),
+        (500, '{"error": "llama runner process has terminated"}', LlmServerResponseError),
+        (502, "<html><body>Bad Gateway</body></html>", LlmServerResponseError),
+        (200, "<html><body>Welcome to nginx</body></html>", LlmServerResponseError),
+        (200, '["not", "an", "object"]', LlmServerResponseError),
+        (200, '{"models": {"name": "x"}}', LlmServerResponseError),
+        (200, '{"models": ["x"]}', LlmServerResponseError),
+        (200, '{"models": [{"name": "x"}]}', LlmServerResponseError),
+        (200, '{"models": [{"name": 3, "size": 1, "expires_at": "x"}]}', LlmServerResponseError),
+        (
+            200,
+            '{"models": [{"name": "x", "size": 1, "size_vram": 1, "expires_at": "yesterday"}]}',
+            LlmServerResponseError,
+        ),
+        (
+            200,
+            '{"models": [{"name": "x", "size": true, "expires_at": "2026-01-01T00:00:00Z"}]}',
+            LlmServerResponseError,
+        ),
+        (
+            200,
+            '{"models": [{"name": "x", "size": 1, "expires_at": "2026-01-01T00:00:00"}]}',
+            LlmServerResponseError,
+        ),
+    ],
+)
+async def test_ps_failures(
+    client: OllamaClient, emulator: OllamaEmulator, status: int, body: str, error: type
+) -> None:
+    emulator.inject("/api/ps", status=status, body=body)
+    with pytest.raises(error):
+        await client.running_models()
+
+
+async def test_null_models_is_empty(client: OllamaClient, emulator: OllamaEmulator) -> None:
+    emulator.inject("/api/ps", status=200, body='{"models": null}')
+    assert await client.running_models() == ()
+
+
+async def test_tags_failures(client: OllamaClient, emulator: OllamaEmulator) -> None:
+    emulator.inject("/api/tags", status=200, body='{"models": [{"name": ""}]}')
+    with pytest.raises(LlmServerResponseError, match="/api/tags"):
+        await client.installed_models()
+
+
+async def test_not_ollama(client: OllamaClient, emulator: OllamaEmulator) -> None:
+    emulator.inject("/api/version", status=404, body="<html>Not Found</html>", content_type="text/html")
+    with pytest.raises(LlmServerNotSupportedError):
+        await client.version()
+    emulator.inject("/api/version", status=200, body='{"name": "llama-swap"}')
+    with pytest.raises(LlmServerNotSupportedError, match="no version"):
+        await client.version()
+    emulator.inject("/api/version", status=200, body="Ollama is running", content_type="text/plain")
+    with pytest.raises(LlmServerNotSupportedError):
+        await client.version()
+
+
+async def test_timeout(client: OllamaClient, emulator: OllamaEmulator) -> None:
+    emulator.inject("/api/ps", delay=1.0)
+    with pytest.raises(LlmServerTimeoutError):
+        await client.running_models(timeout=0.2)
+
+
+async def test_dropped_connection(client: OllamaClient, emulator: OllamaEmulator) -> None:
+    # aiohttp retries an idempotent request once on a dropped connection: drop both.
+    emulator.inject("/api/ps", drop=True, times=2)
+    with pytest.raises(LlmServerConnectionError):
+        await client.running_models()
+
+
+async def test_unreachable(session: aiohttp.ClientSession, emulator: OllamaEmulator) -> None:
+    url = emulator.url
+    await emulator.stop()
+    with pytest.raises(LlmServerConnectionError, match="Cannot reach"):
+        await OllamaClient(session, url).version()
+
+
+async def test_server_restart_between_requests(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
+    assert len(await client.running_models()) == 1
+    await emulator.restart(version="0.13.0")
+    assert await client.version() == "0.13.0"
+    assert await client.running_models() == ()
+
+
+def test_error_classes_share_a_base() -> None:
+    for error in (
+        LlmServerConnectionError,
+        LlmServerTimeoutError,
+        LlmServerAuthenticationError,
+        LlmServerNotSupportedError,
+        LlmServerResponseError,
+        LlmModelNotFoundError,
+        LlmServerBusyError,
+        LlmServerOutOfMemoryError,
+    ):
+        assert issubclass(error, LlmServerError)
+
+
+def test_parse_timestamp() -> None:
+    assert parse_timestamp("0001-01-01T00:00:00Z") is None
+    parsed = parse_timestamp("2026-11-29T09:03:35.478036874-07:00")
+    assert parsed is not None
+    assert parsed.utcoffset() == timedelta(hours=-7)
+    with pytest.raises(ValueError, match="timezone"):
+        parse_timestamp("2026-11-29T09:03:35")
+    with pytest.raises(ValueError, match="not a timestamp"):
+        parse_timestamp(None)

@@ -1,0 +1,120 @@
+"""Every entity of both platforms, and the values they take as models load and leave."""
+
+import asyncio
+from datetime import timedelta
+
+from unittest.mock import patch
+
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry, snapshot_platform
+from syrupy.assertion import SnapshotAssertion
+
+from custom_components.llm_warmth.const import SETTLING_SCAN_INTERVAL
+from homeassistant.const import STATE_OFF, STATE_ON, STATE_UNKNOWN, Platform
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import entity_registry as er
+
+from .conftest import GIB, LLAMA, QWEN, ollama_request
+from .ollama_emulator import EmulatedModel, OllamaEmulator
+
+
+@pytest.mark.usefixtures("entity_registry_enabled_by_default")
+@pytest.mark.parametrize("platform", [Platform.SENSOR, Platform.BINARY_SENSOR])
+async def test_entities(
+    hass: HomeAssistant,
+    emulator: OllamaEmulator,
+    mock_config_entry: MockConfigEntry,
+    entity_registry: er.EntityRegistry,
+    snapshot: SnapshotAssertion,
+    platform: Platform,
+) -> None:
+    """Snapshot every entity, with one model resident and kept forever."""
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": -1})
+    mock_config_entry.add_to_hass(hass)
+    with patch("custom_components.llm_warmth.PLATFORMS", [platform]):
+        await hass.config_entries.async_setup(mock_config_entry.entry_id)
+        await hass.async_block_till_done()
+    await snapshot_platform(hass, entity_registry, snapshot, mock_config_entry.entry_id)
+
+
+async def test_server_sensors(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    assert hass.states.get("sensor.ollama_test_resident_models").state == "0"
+    assert hass.states.get("sensor.ollama_test_installed_models").attributes["names"] == [
+        LLAMA,
+        QWEN,
+    ]
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
+    await ollama_request(emulator, "/api/generate", {"model": QWEN})
+    await poll()
+    # 3 + 6 GiB against an 8 GiB budget: the emulator evicted llama for qwen.
+    resident = hass.states.get("sensor.ollama_test_resident_models")
+    assert resident.state == "1"
+    assert resident.attributes["names"] == [QWEN]
+    vram = hass.states.get("sensor.ollama_test_resident_gpu_memory")
+    assert float(vram.state) == pytest.approx(6.0)
+    assert vram.attributes["unit_of_measurement"] == "GiB"
+    assert hass.states.get("sensor.ollama_test_resident_ram_spill").state == "0.0"
+
+
+async def test_model_sensors_through_a_load(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    coordinator = init_integration.runtime_data.coordinator
+    assert hass.states.get("binary_sensor.llama3_2_3b_resident").state == STATE_OFF
+    assert hass.states.get("sensor.llama3_2_3b_unloads_at").state == STATE_UNKNOWN
+    assert hass.states.get("sensor.llama3_2_3b_gpu_memory").state == "0.0"
+    assert hass.states.get("sensor.llama3_2_3b_gpu_share").state == STATE_UNKNOWN
+
+    emulator.models[LLAMA].load_delay = 0.4
+    load = hass.async_create_task(ollama_request(emulator, "/api/generate", {"model": LLAMA}))
+    while not emulator.loaded:
+        await asyncio.sleep(0.01)
+    await poll()
+    resident = hass.states.get("binary_sensor.llama3_2_3b_resident")
+    assert resident.state == STATE_ON
+    assert resident.attributes["loading"] is True
+    assert hass.states.get("sensor.llama3_2_3b_unloads_at").state == STATE_UNKNOWN
+    assert coordinator.update_interval == SETTLING_SCAN_INTERVAL
+    await load
+    await poll()
+    resident = hass.states.get("binary_sensor.llama3_2_3b_resident")
+    assert resident.attributes["loading"] is False
+    assert coordinator.update_interval == timedelta(seconds=10)
+    expected = emulator.loaded[LLAMA].expires_at
+    assert expected is not None
+    unloads_at = hass.states.get("sensor.llama3_2_3b_unloads_at")
+    assert unloads_at.state == expected.isoformat(timespec="seconds")
+    assert unloads_at.attributes["kept_forever"] is False
+    assert hass.states.get("sensor.llama3_2_3b_gpu_share").state == "100.0"
+    assert float(hass.states.get("sensor.llama3_2_3b_gpu_memory").state) == pytest.approx(3.0)
+    load_seconds = float(hass.states.get("sensor.llama3_2_3b_last_observed_load_duration").state)
+    assert 0.2 <= load_seconds <= 1.5
+
+
+async def test_ram_spill(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    emulator.add_model(EmulatedModel(name="huge:70b", size=10 * GIB, family="llama"))
+    await ollama_request(emulator, "/api/generate", {"model": "huge:70b", "keep_alive": "1h"})
+    init_integration.runtime_data.coordinator._installed_fetched = None
+    await poll()
+    await poll()
+    assert float(hass.states.get("sensor.ollama_test_resident_ram_spill").state) == 2.0
+    assert float(hass.states.get("sensor.ollama_test_resident_gpu_memory").state) == 8.0
+    assert hass.states.get("sensor.huge_70b_gpu_share").state == "80.0"
+    unloads_at = hass.states.get("sensor.huge_70b_unloads_at")
+    assert unloads_at.state == "2026-11-29T09:00:00+00:00"
+    assert unloads_at.attributes["kept_forever"] is False
+
+
+async def test_kept_forever(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    await ollama_request(emulator, "/api/generate", {"model": QWEN, "keep_alive": -1})
+    await poll()
+    await poll()
+    unloads_at = hass.states.get("sensor.qwen3_8b_unloads_at")
+    assert unloads_at.attributes["kept_forever"] is True
+    assert unloads_at.state.startswith("2318-")
