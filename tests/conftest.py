@@ -5,14 +5,14 @@ from typing import Any
 from unittest.mock import patch
 
 import aiohttp
+from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
+from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 
 from custom_components.llm_warmth.const import DOMAIN
 from custom_components.llm_warmth.coordinator import LlmWarmthCoordinator
-from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
-from homeassistant.core import HomeAssistant
 
 from .ollama_emulator import EmulatedModel, OllamaEmulator
 
@@ -101,9 +101,7 @@ async def init_integration(
 
 
 @pytest.fixture
-def poll(
-    hass: HomeAssistant, mock_config_entry: MockConfigEntry
-) -> Callable[[], Awaitable[None]]:
+def poll(hass: HomeAssistant, mock_config_entry: MockConfigEntry) -> Callable[[], Awaitable[None]]:
     """Return a coroutine function that runs one poll of the coordinator now."""
 
     async def run_poll() -> None:

@@ -1,16 +1,20 @@
 """Setup, unload, unavailability and recovery, devices of models that come and go."""
 
+import asyncio
+from datetime import timedelta
 import logging
 
-import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry
-
-from custom_components.llm_warmth.const import DOMAIN
 from homeassistant.config_entries import SOURCE_REAUTH, ConfigEntryState
 from homeassistant.const import STATE_OFF, STATE_ON, STATE_UNAVAILABLE
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr, entity_registry as er
 from homeassistant.setup import async_setup_component
+from homeassistant.util import dt as dt_util
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
+
+from custom_components.llm_warmth import async_remove_config_entry_device
+from custom_components.llm_warmth.const import DOMAIN
 
 from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request
 from .ollama_emulator import EmulatedModel, OllamaEmulator
@@ -159,7 +163,9 @@ async def test_model_devices_follow_the_server(
     server = device_registry.async_get_device_by_identifier((DOMAIN, ENTRY_ID), ENTRY_ID)
     assert server is not None
     assert server.sw_version == emulator.version
-    llama = device_registry.async_get_device_by_identifier((DOMAIN, f"{ENTRY_ID}_{LLAMA}"), ENTRY_ID)
+    llama = device_registry.async_get_device_by_identifier(
+        (DOMAIN, f"{ENTRY_ID}_{LLAMA}"), ENTRY_ID
+    )
     assert llama is not None
     assert llama.via_device_id == server.id
     assert llama.model == "llama 3.2B"
@@ -167,13 +173,18 @@ async def test_model_devices_follow_the_server(
     emulator.add_model(EmulatedModel(name="gemma3:4b", size=4 * 1024**3, family="gemma3"))
     init_integration.runtime_data.coordinator._installed_fetched = None
     await poll()
-    assert device_registry.async_get_device_by_identifier((DOMAIN, f"{ENTRY_ID}_gemma3:4b"), ENTRY_ID)
+    assert device_registry.async_get_device_by_identifier(
+        (DOMAIN, f"{ENTRY_ID}_gemma3:4b"), ENTRY_ID
+    )
     assert hass.states.get("binary_sensor.gemma3_4b_resident").state == STATE_OFF
 
     emulator.remove_model(QWEN)
     init_integration.runtime_data.coordinator._installed_fetched = None
     await poll()
-    assert device_registry.async_get_device_by_identifier((DOMAIN, f"{ENTRY_ID}_{QWEN}"), ENTRY_ID) is None
+    assert (
+        device_registry.async_get_device_by_identifier((DOMAIN, f"{ENTRY_ID}_{QWEN}"), ENTRY_ID)
+        is None
+    )
     assert entity_registry.async_get("binary_sensor.qwen3_8b_resident") is None
     assert hass.states.get("binary_sensor.qwen3_8b_resident") is None
 
@@ -214,12 +225,10 @@ async def test_remove_config_entry_device(
     emulator: OllamaEmulator,
     device_registry: dr.DeviceRegistry,
 ) -> None:
-    from custom_components.llm_warmth import (  # noqa: PLC0415
-        async_remove_config_entry_device,
-    )
-
     server = device_registry.async_get_device_by_identifier((DOMAIN, ENTRY_ID), ENTRY_ID)
-    llama = device_registry.async_get_device_by_identifier((DOMAIN, f"{ENTRY_ID}_{LLAMA}"), ENTRY_ID)
+    llama = device_registry.async_get_device_by_identifier(
+        (DOMAIN, f"{ENTRY_ID}_{LLAMA}"), ENTRY_ID
+    )
     assert server is not None
     assert llama is not None
     assert not await async_remove_config_entry_device(hass, init_integration, server)
@@ -240,3 +249,46 @@ async def test_removing_the_entry_deletes_its_stored_data(
     await hass.config_entries.async_remove(init_integration.entry_id)
     await hass.async_block_till_done()
     assert key not in hass_storage
+
+
+async def test_stored_load_times_survive_a_restart(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    hass_storage: dict[str, object],
+) -> None:
+    hass_storage[f"{DOMAIN}.{ENTRY_ID}"] = {
+        "version": 1,
+        "key": f"{DOMAIN}.{ENTRY_ID}",
+        "data": {
+            "models": {
+                LLAMA: {"load_seconds": 7.25},
+                QWEN: {"load_seconds": "garbage"},
+                "old:1b": "garbage",
+            }
+        },
+    }
+    mock_config_entry.add_to_hass(hass)
+    await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    await hass.async_block_till_done()
+    assert hass.states.get("sensor.llama3_2_3b_last_observed_load_duration").state == "7.25"
+    assert hass.states.get("sensor.qwen3_8b_last_observed_load_duration").state == "unknown"
+
+
+async def test_new_load_times_are_saved(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    hass_storage: dict[str, object],
+) -> None:
+    emulator.models[LLAMA].load_delay = 0.3
+    load = hass.async_create_task(ollama_request(emulator, "/api/generate", {"model": LLAMA}))
+    while not emulator.loaded:
+        await asyncio.sleep(0.01)
+    await poll()
+    await load
+    await poll()
+    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=10))
+    await hass.async_block_till_done()
+    stored = hass_storage[f"{DOMAIN}.{ENTRY_ID}"]["data"]  # type: ignore[index]
+    assert 0.1 < stored["models"][LLAMA]["load_seconds"] < 1.5

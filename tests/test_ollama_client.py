@@ -172,7 +172,9 @@ async def test_tags_failures(client: OllamaClient, emulator: OllamaEmulator) -> 
 
 
 async def test_not_ollama(client: OllamaClient, emulator: OllamaEmulator) -> None:
-    emulator.inject("/api/version", status=404, body="<html>Not Found</html>", content_type="text/html")
+    emulator.inject(
+        "/api/version", status=404, body="<html>Not Found</html>", content_type="text/html"
+    )
     with pytest.raises(LlmServerNotSupportedError):
         await client.version()
     emulator.inject("/api/version", status=200, body='{"name": "llama-swap"}')

@@ -73,9 +73,7 @@ def test_unsure_model_that_turns_out_loading() -> None:
     tracker.observe([model("a", at(300))], now=at(1), monotonic=1)
     tracker.observe([model("a", None)], now=at(1.5), monotonic=1.5)
     assert tracker.phase("a") is Phase.LOADING
-    assert tracker.observe([model("a", at(302))], now=at(2), monotonic=2) == [
-        ModelLoaded("a", 1.0)
-    ]
+    assert tracker.observe([model("a", at(302))], now=at(2), monotonic=2) == [ModelLoaded("a", 1.0)]
 
 
 def test_reload_in_place_is_a_new_load() -> None:
@@ -83,9 +81,7 @@ def test_reload_in_place_is_a_new_load() -> None:
     tracker.observe([model("a", at(300))], now=T0, monotonic=0)
     tracker.observe([model("a", None)], now=at(5), monotonic=5)
     assert tracker.phase("a") is Phase.LOADING
-    assert tracker.observe([model("a", at(306))], now=at(6), monotonic=6) == [
-        ModelLoaded("a", 1.0)
-    ]
+    assert tracker.observe([model("a", at(306))], now=at(6), monotonic=6) == [ModelLoaded("a", 1.0)]
 
 
 def test_unload_reasons() -> None:

@@ -2,17 +2,16 @@
 
 import asyncio
 from datetime import timedelta
-
 from unittest.mock import patch
 
+from homeassistant.const import STATE_OFF, STATE_ON, STATE_UNKNOWN, Platform
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import entity_registry as er
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, snapshot_platform
 from syrupy.assertion import SnapshotAssertion
 
 from custom_components.llm_warmth.const import SETTLING_SCAN_INTERVAL
-from homeassistant.const import STATE_OFF, STATE_ON, STATE_UNKNOWN, Platform
-from homeassistant.core import HomeAssistant
-from homeassistant.helpers import entity_registry as er
 
 from .conftest import GIB, LLAMA, QWEN, ollama_request
 from .ollama_emulator import EmulatedModel, OllamaEmulator

@@ -81,6 +81,9 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
             CONF_API_KEY: user_input.get(CONF_API_KEY) or "",
             CONF_VERIFY_SSL: user_input.get(CONF_VERIFY_SSL, True),
         }
+        if data[CONF_API_KEY] and unique_id_for(url) != url:
+            # aiohttp cannot send basic-auth credentials from the URL and a bearer token.
+            raise _FlowError("auth_conflict")
         client = OllamaClient(
             async_get_clientsession(self.hass, verify_ssl=data[CONF_VERIFY_SSL]),
             url,

@@ -54,6 +54,8 @@ class OllamaClient:
         """Create a client for ``base_url`` (e.g. ``http://127.0.0.1:11434``)."""
         self._session = session
         self._base_url = URL(base_url)
+        if api_key and self._base_url.user is not None:
+            raise ValueError("give either credentials in the URL or an API key, not both")
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = request_timeout or DEFAULT_TIMEOUT
 
@@ -90,10 +92,7 @@ class OllamaClient:
     async def show(self, model: str, *, timeout: float | None = None) -> ModelInfo:
         """Return details of one installed model (``/api/show``)."""
         payload = await self._request("POST", "/api/show", json={"model": model}, timeout=timeout)
-        try:
-            return _parse_show(model, payload)
-        except (KeyError, TypeError, ValueError) as err:
-            raise LlmServerResponseError(f"Unexpected /api/show reply for {model}: {err}") from err
+        return _parse_show(model, payload)
 
     async def _request(
         self,

@@ -1,0 +1,209 @@
+"""Config, reconfigure, reauth and options flows (100% of config_flow.py)."""
+
+from unittest.mock import patch
+
+from homeassistant.config_entries import SOURCE_USER
+from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
+from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.llm_warmth.const import DOMAIN
+
+from .ollama_emulator import OllamaEmulator
+
+
+@pytest.fixture
+async def secured(socket_enabled: None) -> OllamaEmulator:
+    server = OllamaEmulator(api_key="s3cret")
+    await server.start()
+    yield server
+    await server.stop()
+
+
+async def test_user_flow(hass: HomeAssistant, emulator: OllamaEmulator) -> None:
+    result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "user"
+    assert result["errors"] == {}
+    host_port = emulator.url.removeprefix("http://")
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_URL: f" {host_port}/ ", CONF_VERIFY_SSL: True}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["title"] == f"Ollama {host_port}"
+    assert result["data"] == {CONF_URL: emulator.url, CONF_API_KEY: "", CONF_VERIFY_SSL: True}
+    assert result["result"].unique_id == emulator.url
+
+
+@pytest.mark.parametrize(
+    ("prepare", "error"),
+    [
+        ("stopped", "cannot_connect"),
+        ("html", "not_ollama"),
+        ("bad_url", "invalid_url"),
+        ("both_credentials", "auth_conflict"),
+        ("crash", "unknown"),
+    ],
+)
+async def test_user_flow_errors_then_recovers(
+    hass: HomeAssistant, emulator: OllamaEmulator, prepare: str, error: str
+) -> None:
+    url = emulator.url
+    result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
+    user_input = {CONF_URL: url, CONF_API_KEY: "", CONF_VERIFY_SSL: True}
+    if prepare == "stopped":
+        await emulator.stop()
+    elif prepare == "html":
+        emulator.inject("/api/version", status=200, body="<html/>", content_type="text/html")
+    elif prepare == "bad_url":
+        user_input[CONF_URL] = "ftp://gpu-box"
+    elif prepare == "both_credentials":
+        user_input[CONF_URL] = url.replace("http://", "http://user:pw@")
+        user_input[CONF_API_KEY] = "key"
+    with (
+        patch(
+            "custom_components.llm_warmth.config_flow.OllamaClient.version",
+            side_effect=RuntimeError("boom"),
+        )
+        if prepare == "crash"
+        else _Nothing()
+    ):
+        result = await hass.config_entries.flow.async_configure(result["flow_id"], user_input)
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == {"base": error}
+    if prepare == "stopped":
+        await emulator.start()
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {**user_input, CONF_URL: url, CONF_API_KEY: ""}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+
+
+async def test_user_flow_invalid_auth(hass: HomeAssistant, secured: OllamaEmulator) -> None:
+    result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_URL: secured.url, CONF_API_KEY: "wrong", CONF_VERIFY_SSL: True}
+    )
+    assert result["errors"] == {"base": "invalid_auth"}
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_URL: secured.url, CONF_API_KEY: "s3cret", CONF_VERIFY_SSL: True}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"][CONF_API_KEY] == "s3cret"
+
+
+async def test_user_flow_duplicate(
+    hass: HomeAssistant, emulator: OllamaEmulator, mock_config_entry: MockConfigEntry
+) -> None:
+    mock_config_entry.add_to_hass(hass)
+    result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_URL: emulator.url + "/", CONF_VERIFY_SSL: True}
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "already_configured"
+
+
+async def test_reconfigure(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    other = OllamaEmulator()
+    await other.start()
+    try:
+        result = await init_integration.start_reconfigure_flow(hass)
+        assert result["step_id"] == "reconfigure"
+        await other.stop()
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_URL: other.url, CONF_VERIFY_SSL: True}
+        )
+        assert result["errors"] == {"base": "cannot_connect"}
+        await other.start()
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_URL: other.url, CONF_VERIFY_SSL: True}
+        )
+        assert result["type"] is FlowResultType.ABORT
+        assert result["reason"] == "reconfigure_successful"
+        assert init_integration.data[CONF_URL] == other.url
+        assert init_integration.unique_id == other.url
+    finally:
+        await hass.async_block_till_done()
+        await hass.config_entries.async_unload(init_integration.entry_id)
+        await other.stop()
+
+
+async def test_reconfigure_same_server_keeps_unique_id(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    result = await init_integration.start_reconfigure_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_URL: emulator.url, CONF_VERIFY_SSL: False}
+    )
+    assert result["reason"] == "reconfigure_successful"
+    assert init_integration.data[CONF_VERIFY_SSL] is False
+
+
+async def test_reconfigure_onto_another_configured_server(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    other = OllamaEmulator()
+    await other.start()
+    try:
+        MockConfigEntry(domain=DOMAIN, unique_id=other.url, data={CONF_URL: other.url}).add_to_hass(
+            hass
+        )
+        result = await init_integration.start_reconfigure_flow(hass)
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_URL: other.url, CONF_VERIFY_SSL: True}
+        )
+        assert result["type"] is FlowResultType.ABORT
+        assert result["reason"] == "already_configured"
+        assert init_integration.data[CONF_URL] == emulator.url
+    finally:
+        await other.stop()
+
+
+async def test_reauth(hass: HomeAssistant, secured: OllamaEmulator) -> None:
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        unique_id=secured.url,
+        data={CONF_URL: secured.url, CONF_API_KEY: "old", CONF_VERIFY_SSL: True},
+    )
+    entry.add_to_hass(hass)
+    result = await entry.start_reauth_flow(hass)
+    assert result["step_id"] == "reauth_confirm"
+    assert result["description_placeholders"]["url"] == secured.url
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_API_KEY: "still-wrong"}
+    )
+    assert result["errors"] == {"base": "invalid_auth"}
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_API_KEY: "s3cret"}
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "reauth_successful"
+    assert entry.data[CONF_API_KEY] == "s3cret"
+    await hass.async_block_till_done()
+    await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_options_flow(hass: HomeAssistant, init_integration: MockConfigEntry) -> None:
+    result = await hass.config_entries.options.async_init(init_integration.entry_id)
+    assert result["type"] is FlowResultType.FORM
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {CONF_SCAN_INTERVAL: 30}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert init_integration.options == {CONF_SCAN_INTERVAL: 30}
+    await hass.async_block_till_done()
+    coordinator = init_integration.runtime_data.coordinator
+    assert coordinator.update_interval.total_seconds() == 30
+
+
+class _Nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *args: object) -> None:
+        return None
