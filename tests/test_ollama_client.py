@@ -238,3 +238,30 @@ def test_parse_timestamp() -> None:
         parse_timestamp("2026-11-29T09:03:35")
     with pytest.raises(ValueError, match="not a timestamp"):
         parse_timestamp(None)
+
+
+async def test_error_body_that_is_json_but_not_an_error_object(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    emulator.inject("/api/ps", status=500, body='["boom"]')
+    with pytest.raises(LlmServerResponseError, match=r'HTTP 500 \["boom"\]'):
+        await client.running_models()
+
+
+async def test_show_of_a_sparse_reply(client: OllamaClient, emulator: OllamaEmulator) -> None:
+    emulator.inject("/api/show", status=200, body='{"model_info": [], "modelfile": "# none"}')
+    info = await client.show(LLAMA)
+    assert info.context_length is None
+    assert info.model_file is None
+    assert info.capabilities == ()
+
+
+def test_url_credentials_and_api_key_are_exclusive(session: aiohttp.ClientSession) -> None:
+    with pytest.raises(ValueError, match="not both"):
+        OllamaClient(session, "http://u:p@gpu-box:11434", api_key="key")
+
+
+def test_gpu_share_of_an_empty_model() -> None:
+    from custom_components.llm_warmth.backends.types import ResidentModel  # noqa: PLC0415
+
+    assert ResidentModel(name="x", size=0, size_vram=0, expires_at=None).gpu_share is None
