@@ -1,5 +1,6 @@
 """Shared helpers of the end-to-end tests against the real servers from ../shared/servers."""
 
+import asyncio
 import os
 
 import aiohttp
@@ -26,3 +27,17 @@ async def ollama_call(url: str, path: str, payload: dict[str, object]) -> dict[s
         response.raise_for_status()
         reply: dict[str, object] = await response.json()
         return reply
+
+
+async def evict(url: str, model: str, *, within: float = 30.0) -> None:
+    """Unload ``model`` and wait until the server no longer lists it (its runner exited)."""
+    await ollama_call(url, "/api/generate", {"model": model, "keep_alive": 0})
+    deadline = asyncio.get_running_loop().time() + within
+    async with aiohttp.ClientSession() as session:
+        while asyncio.get_running_loop().time() < deadline:
+            async with session.get(f"{url}/api/ps") as response:
+                listed = [m["name"] for m in (await response.json())["models"] or []]
+            if not any(name == model or name.startswith(f"{model}:") for name in listed):
+                return
+            await asyncio.sleep(0.2)
+    pytest.fail(f"{model} was still resident {within:g} s after its eviction")

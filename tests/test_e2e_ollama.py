@@ -12,7 +12,7 @@ from pytest_homeassistant_custom_component.common import async_capture_events
 
 from custom_components.llm_warmth.const import DOMAIN, EVENT_MODEL_LOADED, EVENT_MODEL_UNLOADED
 
-from .e2e import ollama_call, server_url
+from .e2e import evict, ollama_call, server_url
 
 pytestmark = pytest.mark.e2e
 
@@ -24,7 +24,7 @@ def ollama_url(socket_enabled: None) -> str:
 
 async def test_residency_follows_the_real_server(hass: HomeAssistant, ollama_url: str) -> None:
     # Start from a known state: tiny not resident.
-    await ollama_call(ollama_url, "/api/generate", {"model": "tiny", "keep_alive": 0})
+    await evict(ollama_url, "tiny")
 
     result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
     result = await hass.config_entries.flow.async_configure(

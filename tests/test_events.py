@@ -20,7 +20,7 @@ async def test_loaded_event_with_observed_load_time(
 ) -> None:
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
     emulator.models[LLAMA].load_delay = 0.5
-    load = hass.async_create_task(ollama_request(emulator, "/api/generate", {"model": LLAMA}))
+    load = asyncio.create_task(ollama_request(emulator, "/api/generate", {"model": LLAMA}))
     while not emulator.loaded:
         await asyncio.sleep(0.01)
     await poll()
@@ -35,7 +35,8 @@ async def test_loaded_event_with_observed_load_time(
     assert 0.3 <= data["load_seconds"] <= 1.5
     # The measurement is kept for the sensor and the next start.
     assert (
-        init_integration.runtime_data.coordinator.data.load_seconds[LLAMA] == data["load_seconds"]
+        init_integration.runtime_data.coordinator.data.timings[LLAMA].load_seconds
+        == data["load_seconds"]
     )
 
 

@@ -282,7 +282,7 @@ async def test_new_load_times_are_saved(
     hass_storage: dict[str, object],
 ) -> None:
     emulator.models[LLAMA].load_delay = 0.3
-    load = hass.async_create_task(ollama_request(emulator, "/api/generate", {"model": LLAMA}))
+    load = asyncio.create_task(ollama_request(emulator, "/api/generate", {"model": LLAMA}))
     while not emulator.loaded:
         await asyncio.sleep(0.01)
     await poll()

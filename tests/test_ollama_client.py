@@ -265,3 +265,106 @@ def test_gpu_share_of_an_empty_model() -> None:
     from custom_components.llm_warmth.backends.types import ResidentModel  # noqa: PLC0415
 
     assert ResidentModel(name="x", size=0, size_vram=0, expires_at=None).gpu_share is None
+
+
+@pytest.mark.parametrize("api", ["chat", "generate"])
+async def test_timed_generation_stages(
+    client: OllamaClient, emulator: OllamaEmulator, api: str
+) -> None:
+    model = emulator.models[LLAMA]
+    model.load_delay, model.prefill_delay, model.token_delay = 0.2, 0.05, 0.01
+    timed = await client.timed_generation(api, LLAMA, "hello there", options={"num_ctx": 4096})  # type: ignore[arg-type]
+    assert timed.sent_ns < timed.headers_ns <= timed.first_token_ns < timed.final_ns
+    assert timed.load_duration_ns >= 200_000_000
+    assert timed.prompt_eval_duration_ns >= 50_000_000
+    assert timed.eval_count == 3  # "Hello there friend"
+    assert timed.done_reason == "stop"
+    request = emulator.requests[-1]
+    assert request.path == f"/api/{api}"
+    assert "keep_alive" not in request.json
+    assert request.json["options"] == {"num_ctx": 4096}
+    # The first token came after load and prefill: the client saw both.
+    assert timed.first_token_ns - timed.sent_ns >= 250_000_000
+
+
+async def test_timed_generation_thinking_counts_as_first_token(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    model = emulator.models[LLAMA]
+    model.thinking, model.token_delay = "Let me think", 0.05
+    timed = await client.timed_generation("chat", LLAMA, "hi", options={"think": True})
+    # Thinking chunks come first and count: the three content tokens (50 ms each) follow.
+    assert timed.first_token_ns - timed.headers_ns < 50_000_000
+    assert timed.final_ns - timed.first_token_ns >= 2 * 50_000_000
+
+
+async def test_timed_generation_one_chunk_reply(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    emulator.models[LLAMA].reply = "Yes"
+    timed = await client.timed_generation("generate", LLAMA, "ready?")
+    assert timed.first_token_ns == timed.final_ns
+    assert timed.eval_count == 1
+
+
+async def test_timed_generation_mid_stream_error(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    emulator.inject_stream_fault(kind="error_line", after_chunks=1)
+    with pytest.raises(LlmServerResponseError, match="error was encountered"):
+        await client.timed_generation("chat", LLAMA, "hi")
+    emulator.inject_stream_fault(kind="error_line", message="CUDA error: out of memory")
+    with pytest.raises(LlmServerOutOfMemoryError):
+        await client.timed_generation("chat", LLAMA, "hi")
+
+
+async def test_timed_generation_dropped_connection(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    emulator.inject_stream_fault(kind="drop", after_chunks=1)
+    with pytest.raises(LlmServerConnectionError):
+        await client.timed_generation("chat", LLAMA, "hi")
+
+
+async def test_timed_generation_without_final_chunk(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    emulator.inject_stream_fault(kind="hang", after_chunks=1)
+    with pytest.raises(LlmServerTimeoutError, match="no complete reply"):
+        await client.timed_generation("chat", LLAMA, "hi", timeout=0.5)
+
+
+async def test_timed_generation_stream_ends_early(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    emulator.inject(
+        "/api/chat", status=200, body='{"message": {"content": "Hi"}, "done": false}\n\n',
+        content_type="application/x-ndjson",
+    )  # fmt: skip
+    with pytest.raises(LlmServerConnectionError, match="without a final chunk"):
+        await client.timed_generation("chat", LLAMA, "hi")
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "error"),
+    [
+        (404, '{"error": "model \\"x\\" not found, try pulling it first"}', LlmModelNotFoundError),
+        (503, '{"error": "server busy, please try again."}', LlmServerBusyError),
+        (500, '{"error": "model requires more system memory (9 GiB)"}', LlmServerOutOfMemoryError),
+    ],
+)
+async def test_timed_generation_http_errors(
+    client: OllamaClient, emulator: OllamaEmulator, status: int, body: str, error: type
+) -> None:
+    emulator.inject("/api/generate", status=status, body=body)
+    with pytest.raises(error):
+        await client.timed_generation("generate", LLAMA, "hi")
+
+
+async def test_timed_generation_unreachable(
+    session: aiohttp.ClientSession, emulator: OllamaEmulator
+) -> None:
+    url = emulator.url
+    await emulator.stop()
+    with pytest.raises(LlmServerConnectionError):
+        await OllamaClient(session, url).timed_generation("chat", LLAMA, "hi")

@@ -67,7 +67,7 @@ async def test_model_sensors_through_a_load(
     assert hass.states.get("sensor.llama3_2_3b_gpu_share").state == STATE_UNKNOWN
 
     emulator.models[LLAMA].load_delay = 0.4
-    load = hass.async_create_task(ollama_request(emulator, "/api/generate", {"model": LLAMA}))
+    load = asyncio.create_task(ollama_request(emulator, "/api/generate", {"model": LLAMA}))
     while not emulator.loaded:
         await asyncio.sleep(0.01)
     await poll()

@@ -17,6 +17,7 @@ from .coordinator import (
     async_remove_stored_data,
 )
 from .entity import model_device_identifier, server_device_identifier
+from .services import async_setup_services
 
 PLATFORMS = [Platform.BINARY_SENSOR, Platform.SENSOR]
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
@@ -24,6 +25,7 @@ CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
 async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     """Set up the integration (its actions live for as long as Home Assistant runs)."""
+    async_setup_services(hass)
     return True
 
 

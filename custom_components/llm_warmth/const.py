@@ -21,5 +21,8 @@ INSTALLED_REFRESH_INTERVAL: Final = timedelta(minutes=1)
 EVENT_MODEL_LOADED: Final = "llm_warmth_model_loaded"
 EVENT_MODEL_UNLOADED: Final = "llm_warmth_model_unloaded"
 EVENT_SERVER_RESTARTED: Final = "llm_warmth_server_restarted"
+EVENT_COLD_START: Final = "llm_warmth_cold_start"
 
 STORAGE_VERSION: Final = 1
+# Seconds to gather writes to the store.
+STORE_DELAY: Final = 5

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 import time
-from typing import Any
+from typing import Any, Literal
 
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.const import CONF_SCAN_INTERVAL
@@ -23,11 +23,12 @@ from .backends.errors import (
     LlmServerNotSupportedError,
     LlmServerTimeoutError,
 )
-from .backends.ollama import OllamaClient
+from .backends.ollama import GENERATION_TIMEOUT, OllamaClient
 from .backends.types import InstalledModel, ResidentModel
 from .const import (
     DEFAULT_SCAN_INTERVAL,
     DOMAIN,
+    EVENT_COLD_START,
     EVENT_MODEL_LOADED,
     EVENT_MODEL_UNLOADED,
     EVENT_SERVER_RESTARTED,
@@ -35,9 +36,11 @@ from .const import (
     LOGGER,
     SETTLING_SCAN_INTERVAL,
     STORAGE_VERSION,
+    STORE_DELAY,
 )
 from .residency import ModelLoaded, Phase, ResidencyTracker
 from .server_url import redact_url
+from .ttft import Classification, ModelTiming, Stage, StageBreakdown, Verdict, breakdown, judge
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,7 +51,7 @@ class ServerSnapshot:
     resident: dict[str, ResidentModel]
     installed: dict[str, InstalledModel]
     loading: frozenset[str]
-    load_seconds: dict[str, float]
+    timings: dict[str, ModelTiming]
     polled_at: datetime = field(compare=False)
 
     @property
@@ -94,21 +97,29 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self.client = client
         self._tracker = ResidencyTracker()
         self._store = _store(hass, entry.entry_id)
-        self._load_seconds: dict[str, float] = {}
+        self._timings: dict[str, ModelTiming] = {}
+        # Models our own probe is loading: their passive load is not a second cold start.
+        self._probe_loads: set[str] = set()
         self._installed: dict[str, InstalledModel] = {}
         self._installed_fetched: float | None = None
         self._version: str | None = None
         self._unreachable = False
 
     async def _async_setup(self) -> None:
-        """Read what earlier runs measured."""
+        """Read what earlier runs measured; a damaged record is dropped, not fatal."""
         stored = await self._store.async_load() or {}
-        models = stored.get("models", {})
-        self._load_seconds = {
-            name: float(values["load_seconds"])
-            for name, values in models.items()
-            if isinstance(values, dict) and isinstance(values.get("load_seconds"), int | float)
-        }
+        models = stored.get("models")
+        for name, values in (models if isinstance(models, dict) else {}).items():
+            try:
+                self._timings[name] = ModelTiming.from_dict(values)
+            except ValueError as err:
+                LOGGER.warning("Ignoring the stored measurements of %s: %s", name, err)
+
+    async def async_shutdown(self) -> None:
+        """Stop polling and write what was measured (the entry unloads)."""
+        await super().async_shutdown()
+        if self._timings:
+            await self._store.async_save(self._data_to_store())
 
     async def _async_update_data(self) -> ServerSnapshot:
         settling = self._tracker.settling
@@ -134,10 +145,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         )
         for change in changes:
             if isinstance(change, ModelLoaded):
-                if change.load_seconds is not None:
-                    self._load_seconds[change.model] = change.load_seconds
-                    self._store.async_delay_save(self._data_to_store, 5)
-                self._fire(EVENT_MODEL_LOADED, model=change.model, load_seconds=change.load_seconds)
+                self._note_load(change)
             else:
                 self._fire(EVENT_MODEL_UNLOADED, model=change.model, reason=change.reason.value)
         self.update_interval = (
@@ -150,9 +158,77 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             loading=frozenset(
                 m.name for m in resident if self._tracker.phase(m.name) is Phase.LOADING
             ),
-            load_seconds=dict(self._load_seconds),
+            timings=dict(self._timings),
             polled_at=now,
         )
+
+    def _note_load(self, change: ModelLoaded) -> None:
+        """Record a load seen by polling and fire its events."""
+        model = change.model
+        if change.load_seconds is not None:
+            timing = self._timings.get(model, ModelTiming())
+            self._timings[model] = replace(timing, load_seconds=change.load_seconds)
+            self._store.async_delay_save(self._data_to_store, STORE_DELAY)
+        self._fire(EVENT_MODEL_LOADED, model=model, load_seconds=change.load_seconds)
+        if model in self._probe_loads:
+            self._probe_loads.discard(model)
+            return
+        self._fire(
+            EVENT_COLD_START,
+            model=model,
+            source="passive",
+            ttft_ms=None,
+            dominant_stage=Stage.LOAD.value,
+            load_seconds=change.load_seconds,
+        )
+
+    def resolve_model(self, model: str) -> str:
+        """Return the server's name for ``model`` ("llama3.2" -> "llama3.2:latest")."""
+        known = self.data.models
+        if model not in known and ":" not in model and f"{model}:latest" in known:
+            return f"{model}:latest"
+        return model
+
+    async def async_probe(
+        self,
+        model: str,
+        prompt: str,
+        *,
+        api: Literal["chat", "generate"] = "chat",
+        options: Mapping[str, Any] | None = None,
+        timeout: float = GENERATION_TIMEOUT,
+    ) -> tuple[StageBreakdown, Verdict]:
+        """Run one measured request, record it, and return its breakdown and verdict.
+
+        Raise the client's errors; nothing is recorded when the request fails.
+        """
+        model = self.resolve_model(model)
+        was_resident = model in self.data.resident
+        if not was_resident:
+            self._probe_loads.add(model)
+        try:
+            reply = await self.client.timed_generation(
+                api, model, prompt, options=options, timeout=timeout
+            )
+        except LlmServerError:
+            self._probe_loads.discard(model)
+            raise
+        sample = breakdown(reply)
+        timing = self._timings.get(model, ModelTiming())
+        verdict = judge(sample, was_resident=was_resident, baseline=timing.baseline)
+        self._timings[model] = timing.with_probe(sample, verdict, self.utcnow())
+        self._store.async_delay_save(self._data_to_store, STORE_DELAY)
+        if verdict.classification is Classification.COLD:
+            self._fire(
+                EVENT_COLD_START,
+                model=model,
+                source="probe",
+                ttft_ms=sample.ttft_ms,
+                dominant_stage=verdict.dominant_stage.value,
+                load_seconds=round(sample.queue_and_load_ms / 1000, 3),
+            )
+        self.async_set_updated_data(replace(self.data, timings=dict(self._timings)))
+        return sample, verdict
 
     def _installed_due(self, resident: tuple[ResidentModel, ...]) -> bool:
         if self._installed_fetched is None or any(m.name not in self._installed for m in resident):
@@ -186,11 +262,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         )
 
     def _data_to_store(self) -> dict[str, Any]:
-        return {
-            "models": {
-                name: {"load_seconds": seconds} for name, seconds in self._load_seconds.items()
-            }
-        }
+        return {"models": {name: timing.as_dict() for name, timing in self._timings.items()}}
 
 
 def _store(hass: HomeAssistant, entry_id: str) -> Store[dict[str, Any]]:

@@ -35,6 +35,6 @@ async def async_get_config_entry_diagnostics(
             "resident": [asdict(m) for m in snapshot.resident.values()],
             "installed": [asdict(m) for m in snapshot.installed.values()],
             "loading": sorted(snapshot.loading),
-            "load_seconds": snapshot.load_seconds,
+            "timings": {name: t.as_dict() for name, t in snapshot.timings.items()},
         },
     }

@@ -19,10 +19,11 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .coordinator import LlmWarmthConfigEntry, ServerSnapshot
 from .entity import LlmModelEntity, LlmServerEntity, async_add_model_entities
+from .ttft import Classification, ModelTiming
 
 PARALLEL_UPDATES = 0
 
-type SensorValue = datetime | float | int | None
+type SensorValue = datetime | float | int | str | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +40,46 @@ class ModelSensorDescription(SensorEntityDescription):
 
     value_fn: Callable[[ServerSnapshot, str], SensorValue]
     attrs_fn: Callable[[ServerSnapshot, str], Mapping[str, Any]] | None = None
+
+
+_NO_TIMING = ModelTiming()
+
+
+def _timing(snapshot: ServerSnapshot, model: str) -> ModelTiming:
+    return snapshot.timings.get(model, _NO_TIMING)
+
+
+def _decode_rate(snapshot: ServerSnapshot, model: str) -> float | None:
+    last = _timing(snapshot, model).last
+    return last.decode_rate if last else None
+
+
+def _classification(snapshot: ServerSnapshot, model: str) -> str | None:
+    verdict = _timing(snapshot, model).last_verdict
+    return verdict.classification.value if verdict else None
+
+
+def _classification_attrs(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
+    timing = _timing(snapshot, model)
+    return {
+        "dominant_stage": timing.last_verdict.dominant_stage.value if timing.last_verdict else None,
+        "prompt_tokens": timing.last.prompt_tokens if timing.last else None,
+    }
+
+
+def _stage_sensor(
+    key: str, value_fn: Callable[[ModelTiming], float | None]
+) -> ModelSensorDescription:
+    """Describe a TTFT or stage sensor: a duration in milliseconds."""
+    return ModelSensorDescription(
+        key=key,
+        translation_key=key,
+        device_class=SensorDeviceClass.DURATION,
+        native_unit_of_measurement=UnitOfTime.MILLISECONDS,
+        state_class=SensorStateClass.MEASUREMENT,
+        suggested_display_precision=0,
+        value_fn=lambda s, m: value_fn(_timing(s, m)),
+    )
 
 
 def _unloads_at(snapshot: ServerSnapshot, model: str) -> datetime | None:
@@ -135,7 +176,37 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         state_class=SensorStateClass.MEASUREMENT,
         native_unit_of_measurement=UnitOfTime.SECONDS,
         suggested_display_precision=1,
-        value_fn=lambda s, m: s.load_seconds.get(m),
+        value_fn=lambda s, m: _timing(s, m).load_seconds,
+    ),
+    _stage_sensor("last_ttft", lambda t: t.last.ttft_ms if t.last else None),
+    _stage_sensor("last_cold_ttft", lambda t: t.last_cold_ttft_ms),
+    _stage_sensor("last_warm_ttft", lambda t: t.last_warm_ttft_ms),
+    _stage_sensor("load_stage", lambda t: t.last.queue_and_load_ms if t.last else None),
+    _stage_sensor("prefill_stage", lambda t: t.last.prefill_ms if t.last else None),
+    _stage_sensor("first_decode_stage", lambda t: t.last.first_decode_ms if t.last else None),
+    _stage_sensor("overhead_stage", lambda t: t.last.overhead_ms if t.last else None),
+    ModelSensorDescription(
+        key="decode_rate",
+        translation_key="decode_rate",
+        native_unit_of_measurement="tokens/s",
+        state_class=SensorStateClass.MEASUREMENT,
+        suggested_display_precision=1,
+        value_fn=_decode_rate,
+    ),
+    ModelSensorDescription(
+        key="last_probe",
+        translation_key="last_probe",
+        device_class=SensorDeviceClass.TIMESTAMP,
+        entity_category=EntityCategory.DIAGNOSTIC,
+        value_fn=lambda s, m: _timing(s, m).last_probe_at,
+    ),
+    ModelSensorDescription(
+        key="last_classification",
+        translation_key="last_classification",
+        device_class=SensorDeviceClass.ENUM,
+        options=[c.value for c in Classification],
+        value_fn=_classification,
+        attrs_fn=_classification_attrs,
     ),
 )
 

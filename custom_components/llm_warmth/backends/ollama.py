@@ -8,7 +8,8 @@ import asyncio
 from collections.abc import Mapping
 from datetime import datetime
 import json
-from typing import Any, Final
+import time
+from typing import Any, Final, Literal
 
 import aiohttp
 from yarl import URL
@@ -24,10 +25,21 @@ from .errors import (
     LlmServerResponseError,
     LlmServerTimeoutError,
 )
-from .types import InstalledModel, ModelInfo, ResidentModel
+from .types import InstalledModel, ModelInfo, ResidentModel, TimedReply
 
 DEFAULT_PORT: Final = 11434
 DEFAULT_TIMEOUT: Final = 10.0
+# A generation that loads a model must not be cut short: a client timeout aborts the load
+# (Ollama answers 499 and drops the half-loaded model). Ollama's own load timeout is 5 min.
+GENERATION_TIMEOUT: Final = 300.0
+_FINAL_METRICS: Final = {
+    "load_duration": "load_duration_ns",
+    "prompt_eval_count": "prompt_eval_count",
+    "prompt_eval_duration": "prompt_eval_duration_ns",
+    "eval_count": "eval_count",
+    "eval_duration": "eval_duration_ns",
+    "total_duration": "total_duration_ns",
+}
 
 # Substrings Ollama's llm.IsOutOfMemory matches, plus the pre-0.30 wording.
 _OUT_OF_MEMORY_MARKERS: Final = (
@@ -94,6 +106,49 @@ class OllamaClient:
         payload = await self._request("POST", "/api/show", json={"model": model}, timeout=timeout)
         return _parse_show(model, payload)
 
+    async def timed_generation(
+        self,
+        api: Literal["chat", "generate"],
+        model: str,
+        prompt: str,
+        *,
+        options: Mapping[str, Any] | None = None,
+        timeout: float = GENERATION_TIMEOUT,
+    ) -> TimedReply:
+        """Stream one generation and time it on ``time.monotonic_ns``.
+
+        The request carries no ``keep_alive``, so the model's current one is kept (Ollama
+        resets the idle timer all the same). Raise ``LlmServerTimeoutError`` when no final
+        chunk came within ``timeout`` seconds, and the usual errors otherwise, including an
+        ``{"error": ...}`` line in the middle of the stream.
+        """
+        payload: dict[str, Any] = {"model": model, "stream": True}
+        if api == "chat":
+            payload["messages"] = [{"role": "user", "content": prompt}]
+        else:
+            payload["prompt"] = prompt
+        if options:
+            payload["options"] = dict(options)
+        path = f"/api/{api}"
+        url = self._base_url.with_path(self._base_url.path.rstrip("/") + path)
+        try:
+            async with asyncio.timeout(timeout):
+                sent = time.monotonic_ns()
+                async with self._session.post(url, json=payload, headers=self._headers) as response:
+                    headers = time.monotonic_ns()
+                    if response.status >= 400:
+                        body = await response.read()
+                        raise error_for_status(response.status, _error_message(body), path)
+                    return await _read_stream(response, path, sent, headers)
+        except TimeoutError as err:
+            raise LlmServerTimeoutError(
+                f"{path}: no complete reply from {self._base_url} within {timeout:g} s"
+            ) from err
+        except aiohttp.ClientError as err:
+            raise LlmServerConnectionError(
+                f"Connection to {self._base_url}{path} failed: {err or type(err).__name__}"
+            ) from err
+
     async def _request(
         self,
         method: str,
@@ -120,6 +175,48 @@ class OllamaClient:
         if status >= 400:
             raise error_for_status(status, _error_message(body), path)
         return _decode_object(body, path)
+
+
+async def _read_stream(
+    response: aiohttp.ClientResponse, path: str, sent: int, headers: int
+) -> TimedReply:
+    """Read an NDJSON generation stream up to its final chunk, timing the chunks."""
+    first: int | None = None
+    async for raw in response.content:
+        line = raw.strip()
+        if not line:
+            continue
+        now = time.monotonic_ns()
+        chunk = _decode_object(line, path)
+        if isinstance(chunk.get("error"), str):
+            raise error_for_status(500, chunk["error"], path)
+        if first is None and (_has_content(chunk) or chunk.get("done") is True):
+            first = now
+        if chunk.get("done") is True:
+            metrics = {
+                field: value
+                for key, field in _FINAL_METRICS.items()
+                if isinstance(value := chunk.get(key), int) and not isinstance(value, bool)
+            }
+            reason = chunk.get("done_reason")
+            return TimedReply(
+                sent_ns=sent,
+                headers_ns=headers,
+                first_token_ns=now if first is None else first,
+                final_ns=now,
+                done_reason=reason if isinstance(reason, str) else None,
+                **metrics,
+            )
+    raise LlmServerConnectionError(f"{path}: the stream ended without a final chunk")
+
+
+def _has_content(chunk: Mapping[str, Any]) -> bool:
+    """Return True for a chunk that carries generated text or thinking."""
+    message = chunk.get("message")
+    parts = [chunk.get("response"), chunk.get("thinking")]
+    if isinstance(message, dict):
+        parts += [message.get("content"), message.get("thinking")]
+    return any(isinstance(part, str) and part for part in parts)
 
 
 def error_for_status(status: int, message: str, path: str) -> LlmServerError:

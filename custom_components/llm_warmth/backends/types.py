@@ -72,3 +72,25 @@ class ModelInfo:
     context_length: int | None
     model_file: str | None
     capabilities: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TimedReply:
+    """One streamed generation, timed by the client on one monotonic clock (ns).
+
+    ``first_token_ns`` is when the first chunk carrying content or thinking arrived (the
+    final chunk when a one-token answer comes in one piece). The server's own durations are
+    copied from the final chunk; a server that does not report one leaves it at 0.
+    """
+
+    sent_ns: int
+    headers_ns: int
+    first_token_ns: int
+    final_ns: int
+    load_duration_ns: int = 0
+    prompt_eval_count: int = 0
+    prompt_eval_duration_ns: int = 0
+    eval_count: int = 0
+    eval_duration_ns: int = 0
+    total_duration_ns: int = 0
+    done_reason: str | None = None

@@ -1,0 +1,130 @@
+"""Actions: ``llm_warmth.probe`` measures one request's time to first token."""
+
+from __future__ import annotations
+
+from typing import Any, Final, cast
+
+from homeassistant.const import ATTR_CONFIG_ENTRY_ID
+from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import config_validation as cv, service
+import probatio as vol
+
+from .backends.errors import (
+    LlmModelNotFoundError,
+    LlmServerAuthenticationError,
+    LlmServerBusyError,
+    LlmServerConnectionError,
+    LlmServerError,
+    LlmServerOutOfMemoryError,
+    LlmServerTimeoutError,
+)
+from .backends.ollama import GENERATION_TIMEOUT
+from .const import DOMAIN
+from .coordinator import LlmWarmthConfigEntry
+from .server_url import redact_url
+
+SERVICE_PROBE: Final = "probe"
+ATTR_MODEL: Final = "model"
+ATTR_PROMPT: Final = "prompt"
+ATTR_LONG_PROMPT: Final = "long_prompt"
+ATTR_API: Final = "api"
+ATTR_NUM_CTX: Final = "num_ctx"
+ATTR_OPTIONS: Final = "options"
+ATTR_TIMEOUT: Final = "timeout"
+
+DEFAULT_PROMPT: Final = "Reply with one word: ready?"
+# About 1,200 tokens of ordinary prose: a prefill long enough to measure.
+LONG_PROMPT: Final = " ".join(
+    [
+        "Summarise the following notes about the house in one sentence.",
+        *(
+            f"Note {i}: the heating in room {i % 7} was set to {18 + i % 5} degrees at "
+            f"{6 + i % 12} o'clock, the lights stayed off, and the windows were closed."
+            for i in range(48)
+        ),
+    ]
+)
+# A probe asks for a few tokens only: enough for a decode rate, quick to finish.
+DEFAULT_NUM_PREDICT: Final = 16
+
+PROBE_SCHEMA = vol.Schema(
+    {
+        vol.Required(ATTR_CONFIG_ENTRY_ID): cv.string,
+        vol.Required(ATTR_MODEL): vol.All(cv.string, vol.Length(min=1)),
+        vol.Optional(ATTR_PROMPT): vol.All(cv.string, vol.Length(min=1)),
+        vol.Optional(ATTR_LONG_PROMPT, default=False): cv.boolean,
+        vol.Optional(ATTR_API, default="chat"): vol.In(["chat", "generate"]),
+        vol.Optional(ATTR_NUM_CTX): vol.All(vol.Coerce(int), vol.Range(min=256, max=1_048_576)),
+        vol.Optional(ATTR_OPTIONS): dict,
+        vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): vol.All(
+            vol.Coerce(float), vol.Range(min=1, max=1800)
+        ),
+    }
+)
+
+
+def async_setup_services(hass: HomeAssistant) -> None:
+    """Register the integration's actions (once, for all entries)."""
+    hass.services.async_register(
+        DOMAIN,
+        SERVICE_PROBE,
+        _async_probe,
+        schema=PROBE_SCHEMA,
+        supports_response=SupportsResponse.OPTIONAL,
+    )
+
+
+async def _async_probe(call: ServiceCall) -> ServiceResponse:
+    """Run one measured request against a model and return where its TTFT went."""
+    entry = cast(
+        LlmWarmthConfigEntry,
+        service.async_get_config_entry(call.hass, DOMAIN, call.data[ATTR_CONFIG_ENTRY_ID]),
+    )
+    coordinator = entry.runtime_data.coordinator
+    model = coordinator.resolve_model(call.data[ATTR_MODEL])
+    prompt = call.data.get(ATTR_PROMPT) or (
+        LONG_PROMPT if call.data[ATTR_LONG_PROMPT] else DEFAULT_PROMPT
+    )
+    options: dict[str, Any] = {"num_predict": DEFAULT_NUM_PREDICT}
+    options.update(call.data.get(ATTR_OPTIONS) or {})
+    if ATTR_NUM_CTX in call.data:
+        options["num_ctx"] = call.data[ATTR_NUM_CTX]
+    placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
+    try:
+        sample, verdict = await coordinator.async_probe(
+            model,
+            prompt,
+            api=call.data[ATTR_API],
+            options=options,
+            timeout=call.data[ATTR_TIMEOUT],
+        )
+    except LlmServerAuthenticationError as err:
+        entry.async_start_reauth(call.hass)
+        raise _error("invalid_auth", placeholders, err) from err
+    except LlmServerTimeoutError as err:
+        raise _error("probe_timeout", placeholders, err) from err
+    except LlmServerConnectionError as err:
+        raise _error("cannot_connect", placeholders, err) from err
+    except LlmModelNotFoundError as err:
+        raise _error("model_not_found", placeholders, err) from err
+    except LlmServerBusyError as err:
+        raise _error("server_busy", placeholders, err) from err
+    except LlmServerOutOfMemoryError as err:
+        raise _error("out_of_memory", placeholders, err) from err
+    except LlmServerError as err:
+        raise _error("unexpected_response", placeholders, err) from err
+    return {
+        "model": model,
+        "classification": verdict.classification.value,
+        "dominant_stage": verdict.dominant_stage.value,
+        **sample.as_dict(),
+    }
+
+
+def _error(key: str, placeholders: dict[str, str], err: Exception) -> HomeAssistantError:
+    return HomeAssistantError(
+        translation_domain=DOMAIN,
+        translation_key=key,
+        translation_placeholders={**placeholders, "error": str(err)},
+    )

@@ -1,0 +1,278 @@
+"""Time to first token, split into stages, and whether a reply was a cold start (pure logic).
+
+One streamed request gives a client-observed TTFT and the server's own durations. For
+Ollama ``load_duration`` runs from the request's arrival to the runner being ready: it
+includes any wait in the scheduler's queue, so the first stage is ``queue_and_load``.
+
+The first token is sampled from the logits the prompt's prefill computed: it leaves the
+server when the prefill ends, and ``eval_duration`` covers the decode passes of the tokens
+after it. Measured on Ollama 0.9.3 (big model, CPU): warm TTFT 397 ms against load 1 ms +
+prefill 390 ms, with 199 ms per decoded token. So ``first_decode`` (``eval_duration /
+eval_count``, the time one more token costs) is reported beside the TTFT, and the
+``overhead`` residual is TTFT - queue_and_load - prefill: network, HTTP and templating.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import StrEnum
+from statistics import median
+from typing import Any
+
+from .backends.types import TimedReply
+
+# A stage "expanded" when it exceeds both this factor and this margin over its warm baseline.
+EXPANSION_FACTOR = 3.0
+EXPANSION_MARGIN_MS = 100.0
+# Without a warm baseline yet, a load stage above this is a cold start.
+COLD_LOAD_WITHOUT_BASELINE_MS = 500.0
+# How many warm measurements the baseline keeps (their median is the baseline).
+BASELINE_SIZE = 5
+
+_NS_PER_MS = 1_000_000
+
+
+class Classification(StrEnum):
+    """Whether the model had to be loaded for the reply."""
+
+    COLD = "cold"
+    WARM = "warm"
+
+
+class Stage(StrEnum):
+    """The stage a slow reply is attributed to."""
+
+    LOAD = "load"
+    PREFILL = "prefill"
+    FIRST_DECODE = "first_decode"
+    OVERHEAD = "overhead"
+    NONE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class StageBreakdown:
+    """Where one request's time to first token went, in milliseconds."""
+
+    ttft_ms: float
+    queue_and_load_ms: float
+    prefill_ms: float
+    first_decode_ms: float
+    overhead_ms: float
+    decode_rate: float | None
+    prompt_tokens: int
+    eval_tokens: int
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        """Return the breakdown with its field names (for action responses and storage)."""
+        return {
+            "ttft_ms": self.ttft_ms,
+            "queue_and_load_ms": self.queue_and_load_ms,
+            "prefill_ms": self.prefill_ms,
+            "first_decode_ms": self.first_decode_ms,
+            "overhead_ms": self.overhead_ms,
+            "decode_rate": self.decode_rate,
+            "prompt_tokens": self.prompt_tokens,
+            "eval_tokens": self.eval_tokens,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StageBreakdown:
+        """Rebuild a stored breakdown; raise ``ValueError`` when it is not one."""
+        try:
+            rate = data["decode_rate"]
+            return cls(
+                ttft_ms=float(data["ttft_ms"]),
+                queue_and_load_ms=float(data["queue_and_load_ms"]),
+                prefill_ms=float(data["prefill_ms"]),
+                first_decode_ms=float(data["first_decode_ms"]),
+                overhead_ms=float(data["overhead_ms"]),
+                decode_rate=None if rate is None else float(rate),
+                prompt_tokens=int(data["prompt_tokens"]),
+                eval_tokens=int(data["eval_tokens"]),
+            )
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"not a stage breakdown: {err}") from err
+
+
+def breakdown(reply: TimedReply) -> StageBreakdown:
+    """Split one reply's client-observed TTFT into the server's stages plus the rest."""
+    ttft = (reply.first_token_ns - reply.sent_ns) / _NS_PER_MS
+    load = reply.load_duration_ns / _NS_PER_MS
+    prefill = reply.prompt_eval_duration_ns / _NS_PER_MS
+    first_decode = (
+        reply.eval_duration_ns / reply.eval_count / _NS_PER_MS if reply.eval_count else 0.0
+    )
+    rate = (
+        reply.eval_count / reply.eval_duration_ns * 1e9
+        if reply.eval_count and reply.eval_duration_ns
+        else None
+    )
+    return StageBreakdown(
+        ttft_ms=round(ttft, 3),
+        queue_and_load_ms=round(load, 3),
+        prefill_ms=round(prefill, 3),
+        first_decode_ms=round(first_decode, 3),
+        overhead_ms=round(ttft - load - prefill, 3),
+        decode_rate=round(rate, 2) if rate is not None else None,
+        prompt_tokens=reply.prompt_eval_count,
+        eval_tokens=reply.eval_count,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WarmBaseline:
+    """The last warm measurements of a model; their medians are what "normal" looks like."""
+
+    samples: tuple[StageBreakdown, ...] = ()
+
+    def add(self, sample: StageBreakdown) -> WarmBaseline:
+        """Return the baseline with one more warm sample (the oldest one dropped)."""
+        return WarmBaseline((*self.samples, sample)[-BASELINE_SIZE:])
+
+    def stage_ms(self, stage: Stage) -> float | None:
+        """Return the median of a stage over the warm samples, None without samples.
+
+        Prefill is compared per prompt token, so that a long prompt is not mistaken for a
+        slow prefill: the median is scaled to the prompt length by ``expanded_stages``.
+        """
+        if not self.samples:
+            return None
+        return median(_stage_value(sample, stage) for sample in self.samples)
+
+    def prefill_ms_per_token(self) -> float | None:
+        """Return the median prefill time per prompt token of the warm samples."""
+        rates = [s.prefill_ms / s.prompt_tokens for s in self.samples if s.prompt_tokens]
+        return median(rates) if rates else None
+
+
+def _stage_value(sample: StageBreakdown, stage: Stage) -> float:
+    match stage:
+        case Stage.LOAD:
+            return sample.queue_and_load_ms
+        case Stage.PREFILL:
+            return sample.prefill_ms
+        case Stage.FIRST_DECODE:
+            return sample.first_decode_ms
+        case _:
+            return sample.overhead_ms
+
+
+def _expanded(value: float, baseline: float) -> bool:
+    return value > baseline * EXPANSION_FACTOR and value > baseline + EXPANSION_MARGIN_MS
+
+
+def expanded_stages(sample: StageBreakdown, baseline: WarmBaseline) -> list[Stage]:
+    """Return the stages of ``sample`` that grew beyond the warm baseline, in stage order."""
+    stages: list[Stage] = []
+    for stage in (Stage.LOAD, Stage.PREFILL, Stage.FIRST_DECODE, Stage.OVERHEAD):
+        normal = baseline.stage_ms(stage)
+        if stage is Stage.PREFILL and (per_token := baseline.prefill_ms_per_token()):
+            normal = per_token * sample.prompt_tokens
+        if normal is not None and _expanded(_stage_value(sample, stage), normal):
+            stages.append(stage)
+    return stages
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """How one reply is read against the model's history."""
+
+    classification: Classification
+    dominant_stage: Stage
+
+
+def judge(sample: StageBreakdown, *, was_resident: bool, baseline: WarmBaseline) -> Verdict:
+    """Classify a reply as cold or warm and name the stage that made it slow.
+
+    Cold: the model was not resident in the last snapshot before the request, or its load
+    stage expanded compared with its warm baseline (with no baseline yet: exceeded
+    ``COLD_LOAD_WITHOUT_BASELINE_MS``). The dominant stage is the first that expanded, in
+    the order load, prefill, first decode, overhead; a cold reply without a baseline is
+    attributed to the load.
+    """
+    expanded = expanded_stages(sample, baseline)
+    if baseline.samples:
+        load_expanded = Stage.LOAD in expanded
+    else:
+        load_expanded = sample.queue_and_load_ms > COLD_LOAD_WITHOUT_BASELINE_MS
+    cold = not was_resident or load_expanded
+    if expanded:
+        dominant = expanded[0]
+    elif cold:
+        dominant = Stage.LOAD
+    else:
+        dominant = Stage.NONE
+    return Verdict(Classification.COLD if cold else Classification.WARM, dominant)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTiming:
+    """What was measured for one model; the sensors read it and it is stored."""
+
+    last: StageBreakdown | None = None
+    last_probe_at: datetime | None = None
+    last_verdict: Verdict | None = None
+    last_cold_ttft_ms: float | None = None
+    last_warm_ttft_ms: float | None = None
+    baseline: WarmBaseline = field(default_factory=WarmBaseline)
+    load_seconds: float | None = None
+
+    def with_probe(self, sample: StageBreakdown, verdict: Verdict, at: datetime) -> ModelTiming:
+        """Return the timing with one more probe recorded."""
+        cold = verdict.classification is Classification.COLD
+        return replace(
+            self,
+            last=sample,
+            last_probe_at=at,
+            last_verdict=verdict,
+            last_cold_ttft_ms=sample.ttft_ms if cold else self.last_cold_ttft_ms,
+            last_warm_ttft_ms=self.last_warm_ttft_ms if cold else sample.ttft_ms,
+            baseline=self.baseline if cold else self.baseline.add(sample),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the timing as plain data for the store."""
+        return {
+            "last": self.last.as_dict() if self.last else None,
+            "last_probe_at": self.last_probe_at.isoformat() if self.last_probe_at else None,
+            "classification": self.last_verdict.classification if self.last_verdict else None,
+            "dominant_stage": self.last_verdict.dominant_stage if self.last_verdict else None,
+            "last_cold_ttft_ms": self.last_cold_ttft_ms,
+            "last_warm_ttft_ms": self.last_warm_ttft_ms,
+            "baseline": [sample.as_dict() for sample in self.baseline.samples],
+            "load_seconds": self.load_seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelTiming:
+        """Rebuild stored timing; raise ``ValueError`` when the data is not one."""
+        try:
+            last = data.get("last")
+            at = data.get("last_probe_at")
+            classification = data.get("classification")
+            samples: Sequence[Mapping[str, Any]] = data.get("baseline") or ()
+            return cls(
+                last=StageBreakdown.from_dict(last) if last else None,
+                last_probe_at=datetime.fromisoformat(at) if at else None,
+                last_verdict=Verdict(
+                    Classification(classification), Stage(str(data.get("dominant_stage")))
+                )
+                if classification
+                else None,
+                last_cold_ttft_ms=_optional_float(data.get("last_cold_ttft_ms")),
+                last_warm_ttft_ms=_optional_float(data.get("last_warm_ttft_ms")),
+                baseline=WarmBaseline(
+                    tuple(StageBreakdown.from_dict(s) for s in samples)[-BASELINE_SIZE:]
+                ),
+                load_seconds=_optional_float(data.get("load_seconds")),
+            )
+        except (AttributeError, TypeError) as err:
+            raise ValueError(f"not stored model timing: {err}") from err
+
+
+def _optional_float(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"not a number: {value!r}")
+    return float(value)

@@ -1,0 +1,234 @@
+"""The probe action: stages, cold/warm, sensors, events, and every failure translated."""
+
+import asyncio
+from typing import Any
+
+from homeassistant.config_entries import SOURCE_REAUTH
+from homeassistant.const import STATE_UNKNOWN
+from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
+
+from custom_components.llm_warmth.const import DOMAIN, EVENT_COLD_START, EVENT_MODEL_LOADED
+from custom_components.llm_warmth.services import DEFAULT_NUM_PREDICT, LONG_PROMPT
+
+from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request
+from .ollama_emulator import EmulatedModel, OllamaEmulator
+
+PREFIX = "sensor.llama3_2_3b"
+
+
+async def probe(hass: HomeAssistant, **data: Any) -> dict[str, Any]:
+    response = await hass.services.async_call(
+        DOMAIN,
+        "probe",
+        {"config_entry_id": ENTRY_ID, "model": LLAMA, **data},
+        blocking=True,
+        return_response=True,
+    )
+    assert response is not None
+    return dict(response)
+
+
+async def test_cold_then_warm(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    cold_starts = async_capture_events(hass, EVENT_COLD_START)
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    emulator.models[LLAMA].load_delay = 0.6
+    emulator.models[LLAMA].prefill_delay = 0.02
+    assert hass.states.get(f"{PREFIX}_last_time_to_first_token").state == STATE_UNKNOWN
+
+    cold = await probe(hass)
+    assert cold["model"] == LLAMA
+    assert cold["classification"] == "cold"
+    assert cold["dominant_stage"] == "load"
+    assert cold["queue_and_load_ms"] >= 600
+    assert cold["prefill_ms"] >= 20
+    assert cold["ttft_ms"] >= cold["queue_and_load_ms"] + cold["prefill_ms"]
+    assert cold["overhead_ms"] == pytest.approx(
+        cold["ttft_ms"] - cold["queue_and_load_ms"] - cold["prefill_ms"],
+        abs=0.01,
+    )
+    assert cold["decode_rate"] > 0
+    assert cold["prompt_tokens"] > 0
+    request = emulator.requests[-1].json
+    assert "keep_alive" not in request
+    assert request["options"] == {"num_predict": DEFAULT_NUM_PREDICT}
+    assert [(e.data["source"], e.data["dominant_stage"]) for e in cold_starts] == [
+        ("probe", "load")
+    ]
+    assert cold_starts[0].data["ttft_ms"] == cold["ttft_ms"]
+    assert hass.states.get(f"{PREFIX}_last_start").state == "cold"
+    assert hass.states.get(f"{PREFIX}_last_start").attributes["dominant_stage"] == "load"
+    assert float(hass.states.get(f"{PREFIX}_last_cold_time_to_first_token").state) == (
+        pytest.approx(cold["ttft_ms"], abs=1)
+    )
+    assert hass.states.get(f"{PREFIX}_last_warm_time_to_first_token").state == STATE_UNKNOWN
+
+    # The polls that follow see the probe's load: a loaded event, no second cold start.
+    await poll()
+    await poll()
+    assert [e.data["model"] for e in loaded] == [LLAMA]
+    assert len(cold_starts) == 1
+
+    warm = await probe(hass)
+    assert warm["classification"] == "warm"
+    assert warm["dominant_stage"] == "none"
+    assert warm["queue_and_load_ms"] < 100
+    assert len(cold_starts) == 1
+    assert hass.states.get(f"{PREFIX}_last_start").state == "warm"
+    assert float(hass.states.get(f"{PREFIX}_queue_and_load_stage").state) == pytest.approx(
+        warm["queue_and_load_ms"], abs=1
+    )
+    assert float(hass.states.get(f"{PREFIX}_prefill_stage").state) == pytest.approx(
+        warm["prefill_ms"], abs=1
+    )
+    assert hass.states.get(f"{PREFIX}_first_decode_stage").state != STATE_UNKNOWN
+    assert hass.states.get(f"{PREFIX}_overhead_stage").state != STATE_UNKNOWN
+    assert hass.states.get(f"{PREFIX}_decode_rate").state != STATE_UNKNOWN
+    assert hass.states.get(f"{PREFIX}_last_probe").state != STATE_UNKNOWN
+    assert float(hass.states.get(f"{PREFIX}_last_cold_time_to_first_token").state) == (
+        pytest.approx(cold["ttft_ms"], abs=1)
+    )
+
+
+async def test_probe_options(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    await probe(
+        hass,
+        model="llama3.2:3b",
+        long_prompt=True,
+        api="generate",
+        num_ctx=8192,
+        options={"temperature": 0, "num_predict": 4},
+    )
+    request = emulator.requests[-1]
+    assert request.path == "/api/generate"
+    assert request.json["prompt"] == LONG_PROMPT
+    assert request.json["options"] == {"temperature": 0, "num_predict": 4, "num_ctx": 8192}
+    await probe(hass, prompt="Custom?")
+    assert emulator.requests[-1].json["messages"] == [{"role": "user", "content": "Custom?"}]
+
+
+async def test_model_name_without_tag(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    emulator.add_model(EmulatedModel(name="gemma3:latest", size=1024**3))
+    init_integration.runtime_data.coordinator._installed_fetched = None
+    await init_integration.runtime_data.coordinator.async_refresh()
+    result = await probe(hass, model="gemma3")
+    assert result["model"] == "gemma3:latest"
+
+
+async def test_passive_load_is_a_cold_start(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    cold_starts = async_capture_events(hass, EVENT_COLD_START)
+    emulator.models[QWEN].load_delay = 0.3
+    load = asyncio.create_task(ollama_request(emulator, "/api/chat", {"model": QWEN}))
+    while not emulator.loaded:
+        await asyncio.sleep(0.01)
+    await poll()
+    await load
+    await poll()
+    assert len(cold_starts) == 1
+    data = cold_starts[0].data
+    assert data["source"] == "passive"
+    assert data["model"] == QWEN
+    assert data["ttft_ms"] is None
+    assert data["dominant_stage"] == "load"
+    assert 0.1 < data["load_seconds"] < 1.5
+
+
+@pytest.mark.parametrize(
+    ("fault", "key"),
+    [
+        ({"path": "/api/chat", "status": 404, "body": '{"error": "model not found"}'}, "model_not_found"),
+        ({"path": "/api/chat", "status": 503, "body": '{"error": "server busy"}'}, "server_busy"),
+        ({"path": "/api/chat", "status": 500, "body": '{"error": "cudaMalloc failed: out of memory"}'}, "out_of_memory"),
+        ({"path": "/api/chat", "status": 500, "body": "<html>oops</html>"}, "unexpected_response"),
+        ({"path": "/api/chat", "drop": True, "times": 2}, "cannot_connect"),
+    ],
+)  # fmt: skip
+async def test_probe_errors_are_translated_and_store_nothing(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    fault: dict[str, Any],
+    key: str,
+) -> None:
+    emulator.inject(**fault)
+    with pytest.raises(HomeAssistantError) as err:
+        await probe(hass)
+    assert err.value.translation_domain == DOMAIN
+    assert err.value.translation_key == key
+    assert LLAMA not in init_integration.runtime_data.coordinator.data.timings
+    assert hass.states.get(f"{PREFIX}_last_time_to_first_token").state == STATE_UNKNOWN
+
+
+async def test_probe_timeout(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    emulator.inject_stream_fault(kind="hang", after_chunks=1)
+    with pytest.raises(HomeAssistantError) as err:
+        await probe(hass, timeout=1)
+    assert err.value.translation_key == "probe_timeout"
+    assert "no complete reply" in str(err.value)
+    assert LLAMA not in init_integration.runtime_data.coordinator.data.timings
+
+
+async def test_probe_mid_stream_error(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    emulator.inject_stream_fault(kind="error_line", after_chunks=1)
+    with pytest.raises(HomeAssistantError) as err:
+        await probe(hass)
+    assert err.value.translation_key == "unexpected_response"
+
+
+async def test_probe_unknown_model(hass: HomeAssistant, init_integration: MockConfigEntry) -> None:
+    with pytest.raises(HomeAssistantError) as err:
+        await probe(hass, model="nope:1b")
+    assert err.value.translation_key == "model_not_found"
+    assert str(err.value).endswith("has no model nope:1b")
+
+
+async def test_probe_auth_failure_starts_reauth(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    emulator.inject("/api/chat", status=401, body='{"error": "unauthorized"}')
+    with pytest.raises(HomeAssistantError) as err:
+        await probe(hass)
+    assert err.value.translation_key == "invalid_auth"
+    await hass.async_block_till_done()
+    flows = hass.config_entries.flow.async_progress()
+    assert [f["context"]["source"] for f in flows] == [SOURCE_REAUTH]
+
+
+async def test_probe_needs_a_loaded_entry(
+    hass: HomeAssistant, init_integration: MockConfigEntry
+) -> None:
+    await hass.config_entries.async_unload(init_integration.entry_id)
+    with pytest.raises(ServiceValidationError) as err:
+        await probe(hass)
+    assert err.value.translation_key == "service_config_entry_not_loaded"
+    with pytest.raises(ServiceValidationError) as err:
+        await probe(hass, config_entry_id="missing")
+    assert err.value.translation_key == "service_config_entry_not_found"
+
+
+async def test_probe_results_survive_a_restart(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    result = await probe(hass)
+    assert await hass.config_entries.async_unload(init_integration.entry_id)
+    await hass.async_block_till_done()
+    assert await hass.config_entries.async_setup(init_integration.entry_id)
+    await hass.async_block_till_done()
+    assert float(hass.states.get(f"{PREFIX}_last_time_to_first_token").state) == pytest.approx(
+        result["ttft_ms"], abs=1
+    )
+    assert hass.states.get(f"{PREFIX}_last_start").state == result["classification"]

@@ -1,0 +1,172 @@
+"""TTFT stage math and the cold/warm verdict (pure, no server)."""
+
+from datetime import UTC, datetime
+
+import pytest
+
+from custom_components.llm_warmth.backends.types import TimedReply
+from custom_components.llm_warmth.ttft import (
+    BASELINE_SIZE,
+    Classification,
+    ModelTiming,
+    Stage,
+    StageBreakdown,
+    Verdict,
+    WarmBaseline,
+    breakdown,
+    expanded_stages,
+    judge,
+)
+
+MS = 1_000_000
+
+
+def reply(
+    *,
+    ttft_ms: float,
+    load_ms: float,
+    prefill_ms: float,
+    eval_count: int = 10,
+    eval_ms: float = 100,
+    prompt_tokens: int = 20,
+) -> TimedReply:
+    sent = 1_000 * MS
+    return TimedReply(
+        sent_ns=sent,
+        headers_ns=sent + int(ttft_ms * MS) - 1,
+        first_token_ns=sent + int(ttft_ms * MS),
+        final_ns=sent + int((ttft_ms + eval_ms) * MS),
+        load_duration_ns=int(load_ms * MS),
+        prompt_eval_count=prompt_tokens,
+        prompt_eval_duration_ns=int(prefill_ms * MS),
+        eval_count=eval_count,
+        eval_duration_ns=int(eval_ms * MS),
+        total_duration_ns=int((load_ms + prefill_ms + eval_ms) * MS),
+    )
+
+
+def sample(load: float = 5, prefill: float = 40, decode: float = 10, overhead: float = 2,
+           prompt_tokens: int = 20) -> StageBreakdown:  # fmt: skip
+    return StageBreakdown(
+        ttft_ms=load + prefill + decode + overhead,
+        queue_and_load_ms=load,
+        prefill_ms=prefill,
+        first_decode_ms=decode,
+        overhead_ms=overhead,
+        decode_rate=100.0,
+        prompt_tokens=prompt_tokens,
+        eval_tokens=10,
+    )
+
+
+def test_breakdown_adds_up() -> None:
+    stages = breakdown(reply(ttft_ms=1500, load_ms=1200, prefill_ms=250, eval_ms=200))
+    assert stages.ttft_ms == 1500
+    assert stages.queue_and_load_ms == 1200
+    assert stages.prefill_ms == 250
+    assert stages.first_decode_ms == 20  # 200 ms over 10 tokens
+    # The first token leaves with the end of the prefill: the residual is the rest.
+    assert stages.overhead_ms == 50
+    assert stages.decode_rate == 50.0
+    assert stages.prompt_tokens == 20
+    assert stages.eval_tokens == 10
+
+
+def test_breakdown_of_a_reply_without_tokens() -> None:
+    stages = breakdown(reply(ttft_ms=10, load_ms=3, prefill_ms=5, eval_count=0, eval_ms=0))
+    assert stages.first_decode_ms == 0
+    assert stages.decode_rate is None
+    assert stages.overhead_ms == 2
+
+
+def test_without_baseline_residency_and_absolute_threshold_decide() -> None:
+    empty = WarmBaseline()
+    assert judge(sample(), was_resident=False, baseline=empty) == Verdict(
+        Classification.COLD, Stage.LOAD
+    )
+    assert judge(sample(), was_resident=True, baseline=empty) == Verdict(
+        Classification.WARM, Stage.NONE
+    )
+    assert judge(sample(load=800), was_resident=True, baseline=empty) == Verdict(
+        Classification.COLD, Stage.LOAD
+    )
+
+
+def test_expanded_stages_against_the_baseline() -> None:
+    baseline = WarmBaseline()
+    for _ in range(3):
+        baseline = baseline.add(sample())
+    assert expanded_stages(sample(), baseline) == []
+    # A long prompt prefills longer but at the same rate per token: not expanded.
+    assert expanded_stages(sample(prefill=400, prompt_tokens=200), baseline) == []
+    assert expanded_stages(sample(prefill=400), baseline) == [Stage.PREFILL]
+    assert expanded_stages(sample(load=900, overhead=500), baseline) == [
+        Stage.LOAD,
+        Stage.OVERHEAD,
+    ]
+    # Three times as long but within the margin: noise, not an expansion.
+    assert expanded_stages(sample(load=20), baseline) == []
+
+
+def test_judge_with_baseline() -> None:
+    baseline = WarmBaseline().add(sample())
+    # Resident, but the load stage grew: reloaded (e.g. another num_ctx), a cold start.
+    assert judge(sample(load=2000), was_resident=True, baseline=baseline) == Verdict(
+        Classification.COLD, Stage.LOAD
+    )
+    # Warm, slow because of a long prefill.
+    assert judge(sample(prefill=500), was_resident=True, baseline=baseline) == Verdict(
+        Classification.WARM, Stage.PREFILL
+    )
+    assert judge(sample(), was_resident=True, baseline=baseline) == Verdict(
+        Classification.WARM, Stage.NONE
+    )
+    # Not resident before: cold even when the load was quick (e.g. from the page cache).
+    assert judge(sample(), was_resident=False, baseline=baseline).classification is (
+        Classification.COLD
+    )
+
+
+def test_baseline_keeps_the_last_samples() -> None:
+    baseline = WarmBaseline()
+    for load in range(BASELINE_SIZE + 3):
+        baseline = baseline.add(sample(load=load))
+    assert len(baseline.samples) == BASELINE_SIZE
+    assert baseline.stage_ms(Stage.LOAD) == 5  # median of 3..7
+    assert WarmBaseline().stage_ms(Stage.LOAD) is None
+    assert WarmBaseline().prefill_ms_per_token() is None
+
+
+def test_model_timing_records_probes() -> None:
+    at = datetime(2026, 11, 29, 7, 0, tzinfo=UTC)
+    timing = ModelTiming(load_seconds=4.2)
+    cold = sample(load=4000)
+    timing = timing.with_probe(cold, Verdict(Classification.COLD, Stage.LOAD), at)
+    assert timing.last_cold_ttft_ms == cold.ttft_ms
+    assert timing.last_warm_ttft_ms is None
+    assert timing.baseline.samples == ()  # cold samples do not shape "normal"
+    warm = sample()
+    timing = timing.with_probe(warm, Verdict(Classification.WARM, Stage.NONE), at)
+    assert timing.last == warm
+    assert timing.last_cold_ttft_ms == cold.ttft_ms
+    assert timing.last_warm_ttft_ms == warm.ttft_ms
+    assert timing.baseline.samples == (warm,)
+    assert ModelTiming.from_dict(timing.as_dict()) == timing
+    assert ModelTiming.from_dict(ModelTiming().as_dict()) == ModelTiming()
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        {"last": {"ttft_ms": 1}},
+        {"last_cold_ttft_ms": "fast"},
+        {"last_warm_ttft_ms": True},
+        {"classification": "tepid", "dominant_stage": "load"},
+        {"classification": "cold"},
+        {"baseline": [3]},
+        {"last_probe_at": "yesterday"},
+    ],
+)
+def test_damaged_stored_timing(stored: dict[str, object]) -> None:
+    with pytest.raises(ValueError):  # noqa: PT011
+        ModelTiming.from_dict(stored)
