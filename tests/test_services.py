@@ -146,13 +146,13 @@ async def test_passive_load_is_a_cold_start(
 @pytest.mark.parametrize(
     ("fault", "key"),
     [
-        ({"path": "/api/chat", "status": 404, "body": '{"error": "model not found"}'}, "model_not_found"),
-        ({"path": "/api/chat", "status": 503, "body": '{"error": "server busy"}'}, "server_busy"),
-        ({"path": "/api/chat", "status": 500, "body": '{"error": "cudaMalloc failed: out of memory"}'}, "out_of_memory"),
-        ({"path": "/api/chat", "status": 500, "body": "<html>oops</html>"}, "unexpected_response"),
-        ({"path": "/api/chat", "drop": True, "times": 2}, "cannot_connect"),
+        ({"status": 404, "body": '{"error": "model not found"}'}, "model_not_found"),
+        ({"status": 503, "body": '{"error": "server busy"}'}, "server_busy"),
+        ({"status": 500, "body": '{"error": "cudaMalloc failed: out of memory"}'}, "out_of_memory"),
+        ({"status": 500, "body": "<html>oops</html>"}, "unexpected_response"),
+        ({"drop": True, "times": 2}, "cannot_connect"),
     ],
-)  # fmt: skip
+)
 async def test_probe_errors_are_translated_and_store_nothing(
     hass: HomeAssistant,
     init_integration: MockConfigEntry,
@@ -160,7 +160,7 @@ async def test_probe_errors_are_translated_and_store_nothing(
     fault: dict[str, Any],
     key: str,
 ) -> None:
-    emulator.inject(**fault)
+    emulator.inject("/api/chat", **fault)
     with pytest.raises(HomeAssistantError) as err:
         await probe(hass)
     assert err.value.translation_domain == DOMAIN
