@@ -1,10 +1,13 @@
 """Fixtures: the Ollama emulator on loopback and a config entry pointing at it."""
 
+import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+from pathlib import Path
 from typing import Any
 from unittest.mock import patch
 
 import aiohttp
+from aiohttp import web
 from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
 from homeassistant.core import HomeAssistant
 import pytest
@@ -13,8 +16,22 @@ from syrupy.assertion import SnapshotAssertion
 
 from custom_components.llm_warmth.const import DOMAIN
 from custom_components.llm_warmth.coordinator import LlmWarmthCoordinator
+from custom_components.llm_warmth.gpu.exporter import ExporterKind
 
 from .ollama_emulator import EmulatedModel, OllamaEmulator
+
+GPU_FIXTURES = Path(__file__).parent / "fixtures" / "gpu"
+EXPORTER_FILES = {
+    ExporterKind.DCGM: "dcgm_exporter.txt",
+    ExporterKind.NVIDIA_GPU_EXPORTER: "nvidia_gpu_exporter.txt",
+    ExporterKind.LLAMA_SWAP: "llama_swap_metrics.txt",
+}
+
+
+def exporter_fixture(kind: ExporterKind) -> str:
+    """Return an exporter's published metrics text for the tests' two-GPU host."""
+    return (GPU_FIXTURES / EXPORTER_FILES[kind]).read_text()
+
 
 pytest_plugins = ["pytest_homeassistant_custom_component"]
 
@@ -118,3 +135,31 @@ async def ollama_request(emulator: OllamaEmulator, path: str, payload: dict[str,
         session.post(f"{emulator.url}{path}", json={"stream": False, **payload}) as response,
     ):
         return await response.json()
+
+
+@pytest.fixture
+async def exporter_url(socket_enabled: None) -> AsyncGenerator[str]:
+    """Serve the fixtures (and some failures) over HTTP on loopback."""
+
+    async def metrics(request: web.Request) -> web.Response:
+        kind = ExporterKind(request.match_info["kind"])
+        return web.Response(text=exporter_fixture(kind), content_type="text/plain")
+
+    async def broken(request: web.Request) -> web.Response:
+        return web.Response(status=500, text="exporter crashed")
+
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(2)
+        return web.Response(text="")
+
+    app = web.Application()
+    app.router.add_get("/{kind}/metrics", metrics)
+    app.router.add_get("/broken", broken)
+    app.router.add_get("/slow", slow)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()

@@ -195,7 +195,13 @@ async def test_options_flow(hass: HomeAssistant, init_integration: MockConfigEnt
         result["flow_id"], {CONF_SCAN_INTERVAL: 30}
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
-    assert init_integration.options == {CONF_SCAN_INTERVAL: 30}
+    assert init_integration.options == {
+        CONF_SCAN_INTERVAL: 30,
+        "gpu_source": "none",
+        "exporter_url": "",
+        "exporter_kind": "auto",
+        "reserve_gib": 1.0,
+    }
     await hass.async_block_till_done()
     coordinator = init_integration.runtime_data.coordinator
     assert coordinator.update_interval.total_seconds() == 30

@@ -55,3 +55,35 @@ async def _setup(hass: HomeAssistant, url: str, api_key: str) -> MockConfigEntry
     await hass.config_entries.async_setup(entry.entry_id)
     await hass.async_block_till_done()
     return entry
+
+
+async def test_diagnostics_redact_the_exporter_url(
+    hass: HomeAssistant,
+    hass_client: ClientSessionGenerator,
+    emulator: OllamaEmulator,
+    exporter_url: str,
+) -> None:
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        title="Ollama test",
+        entry_id=ENTRY_ID,
+        unique_id=emulator.url,
+        data={CONF_URL: emulator.url, CONF_API_KEY: "", CONF_VERIFY_SSL: True},
+        options={
+            "gpu_source": "exporter",
+            "exporter_url": exporter_url.replace("http://", "http://me:pa55@") + "/dcgm/metrics",
+            "exporter_kind": "dcgm",
+            "reserve_gib": 1.0,
+        },
+    )
+    entry.add_to_hass(hass)
+    await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    diagnostics = await get_diagnostics_for_config_entry(hass, hass_client, entry)
+    assert "pa55" not in str(diagnostics)
+    assert diagnostics["gpu"]["source"] == "dcgm exporter"
+    assert diagnostics["gpu"]["last_update_success"] is True
+    assert [g["status"]["name"] for g in diagnostics["gpu"]["gpus"]] == [
+        "NVIDIA GeForce RTX 4090",
+        "NVIDIA GeForce RTX 3060",
+    ]

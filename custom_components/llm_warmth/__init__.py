@@ -9,14 +9,20 @@ from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from homeassistant.helpers.typing import ConfigType
 
 from .backends.ollama import OllamaClient
-from .const import DOMAIN
+from .const import CONF_RESERVE_GIB, DEFAULT_RESERVE_GIB, DOMAIN, GIB
 from .coordinator import (
     LlmWarmthConfigEntry,
     LlmWarmthCoordinator,
     LlmWarmthData,
     async_remove_stored_data,
 )
-from .entity import model_device_identifier, server_device_identifier
+from .entity import (
+    gpu_device_identifier,
+    is_gpu_device,
+    model_device_identifier,
+    server_device_identifier,
+)
+from .gpu_coordinator import GpuCoordinator, gpu_source_from_options
 from .services import async_setup_services
 
 PLATFORMS = [Platform.BINARY_SENSOR, Platform.SENSOR]
@@ -51,6 +57,12 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     entry.runtime_data = LlmWarmthData(
         client=client, coordinator=coordinator, server_device_id=server_device.id
     )
+    if (source := gpu_source_from_options(hass, entry.options)) is not None:
+        reserve = entry.options.get(CONF_RESERVE_GIB, DEFAULT_RESERVE_GIB)
+        gpu = GpuCoordinator(hass, entry, source, coordinator, round(reserve * GIB))
+        # A GPU source that does not work leaves the rest working: no first_refresh here.
+        await gpu.async_refresh()
+        entry.runtime_data.gpu = gpu
 
     @callback
     def sync_devices() -> None:
@@ -61,7 +73,11 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
             device_registry.async_update_device(device.id, sw_version=snapshot.version)
         wanted = {model_device_identifier(entry.entry_id, m) for m in snapshot.models}
         wanted.add(server_device_identifier(entry.entry_id))
+        # GPU devices stay while a GPU source is configured, even while it is down.
+        keep_gpus = entry.runtime_data.gpu is not None
         for device in dr.async_entries_for_config_entry(device_registry, entry.entry_id):
+            if keep_gpus and is_gpu_device(entry.entry_id, device.identifiers):
+                continue
             if not device.identifiers & wanted:
                 device_registry.async_remove_device(device.id)
 
@@ -87,6 +103,12 @@ async def async_remove_config_entry_device(
     """Allow removing a model's device once the server no longer has the model."""
     if server_device_identifier(entry.entry_id) in device.identifiers:
         return False
+    if is_gpu_device(entry.entry_id, device.identifiers):
+        gpu = entry.runtime_data.gpu
+        present = gpu.data.gpus if gpu is not None and gpu.data is not None else {}
+        return not any(
+            gpu_device_identifier(entry.entry_id, u) in device.identifiers for u in present
+        )
     models = entry.runtime_data.coordinator.data.models
     return not any(
         model_device_identifier(entry.entry_id, model) in device.identifiers for model in models

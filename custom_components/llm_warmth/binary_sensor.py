@@ -15,7 +15,13 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .coordinator import LlmWarmthConfigEntry
-from .entity import LlmModelEntity, LlmServerEntity, async_add_model_entities
+from .entity import (
+    LlmGpuEntity,
+    LlmModelEntity,
+    LlmServerEntity,
+    async_add_gpu_entities,
+    async_add_model_entities,
+)
 
 PARALLEL_UPDATES = 0
 
@@ -25,6 +31,11 @@ CONNECTIVITY = BinarySensorEntityDescription(
     entity_category=EntityCategory.DIAGNOSTIC,
 )
 RESIDENT = BinarySensorEntityDescription(key="resident", translation_key="resident")
+HEADROOM_LOW = BinarySensorEntityDescription(
+    key="gpu_headroom_low",
+    translation_key="gpu_headroom_low",
+    device_class=BinarySensorDeviceClass.PROBLEM,
+)
 
 
 async def async_setup_entry(
@@ -37,6 +48,9 @@ async def async_setup_entry(
     async_add_entities([ServerConnectivity(coordinator, CONNECTIVITY)])
     async_add_model_entities(
         entry, async_add_entities, lambda model: [ModelResident(coordinator, RESIDENT, model)]
+    )
+    async_add_gpu_entities(
+        entry, async_add_entities, lambda gpu, uuid: [GpuHeadroomLow(gpu, HEADROOM_LOW, uuid)]
     )
 
 
@@ -66,3 +80,17 @@ class ModelResident(LlmModelEntity, BinarySensorEntity):
     def extra_state_attributes(self) -> Mapping[str, Any]:
         """Return whether the model is still loading."""
         return {"loading": self.model in self.coordinator.data.loading}
+
+
+class GpuHeadroomLow(LlmGpuEntity, BinarySensorEntity):
+    """On while the GPU has less free memory than the household reserve."""
+
+    @property
+    def is_on(self) -> bool | None:
+        """Return True when the headroom is negative."""
+        return self.reading.memory.headroom_low
+
+    @property
+    def extra_state_attributes(self) -> Mapping[str, Any]:
+        """Return the reserve this sensor compares with."""
+        return {"reserve_bytes": self.coordinator.reserve_bytes}

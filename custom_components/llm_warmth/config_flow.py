@@ -17,6 +17,8 @@ from homeassistant.helpers.selector import (
     NumberSelector,
     NumberSelectorConfig,
     NumberSelectorMode,
+    SelectSelector,
+    SelectSelectorConfig,
     TextSelector,
     TextSelectorConfig,
     TextSelectorType,
@@ -30,14 +32,25 @@ from .backends.errors import (
 )
 from .backends.ollama import OllamaClient
 from .const import (
+    CONF_EXPORTER_KIND,
+    CONF_EXPORTER_URL,
+    CONF_GPU_SOURCE,
+    CONF_RESERVE_GIB,
     DEFAULT_OLLAMA_PORT,
+    DEFAULT_RESERVE_GIB,
     DEFAULT_SCAN_INTERVAL,
     DOMAIN,
+    GPU_SOURCE_EXPORTER,
+    GPU_SOURCE_NONE,
+    GPU_SOURCE_NVML,
     LOGGER,
     MAX_SCAN_INTERVAL,
     MIN_SCAN_INTERVAL,
 )
 from .coordinator import LlmWarmthConfigEntry
+from .gpu.errors import GpuSourceError
+from .gpu.exporter import ExporterKind
+from .gpu_coordinator import gpu_source_from_options
 from .server_url import normalize_url, redact_url, unique_id_for
 
 _PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
@@ -178,33 +191,80 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
 
 
 class LlmWarmthOptionsFlow(OptionsFlowWithReload):
-    """Change the poll interval."""
+    """Change the poll interval, the GPU source and the household reserve."""
 
     async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
-        """Show and store the options."""
+        """Show and store the options; a GPU source is tried before it is saved."""
+        errors: dict[str, str] = {}
+        placeholders = {"reason": ""}
         if user_input is not None:
-            return self.async_create_entry(
-                data={CONF_SCAN_INTERVAL: int(user_input[CONF_SCAN_INTERVAL])}
-            )
-        schema = vol.Schema(
-            {
-                vol.Required(
-                    CONF_SCAN_INTERVAL,
-                    default=self.config_entry.options.get(
-                        CONF_SCAN_INTERVAL, DEFAULT_SCAN_INTERVAL
-                    ),
-                ): NumberSelector(
-                    NumberSelectorConfig(
-                        min=MIN_SCAN_INTERVAL,
-                        max=MAX_SCAN_INTERVAL,
-                        step=1,
-                        unit_of_measurement="s",
-                        mode=NumberSelectorMode.BOX,
-                    )
-                ),
+            options = {
+                CONF_SCAN_INTERVAL: int(user_input[CONF_SCAN_INTERVAL]),
+                CONF_GPU_SOURCE: user_input[CONF_GPU_SOURCE],
+                CONF_EXPORTER_URL: (user_input.get(CONF_EXPORTER_URL) or "").strip(),
+                CONF_EXPORTER_KIND: user_input[CONF_EXPORTER_KIND],
+                CONF_RESERVE_GIB: float(user_input[CONF_RESERVE_GIB]),
             }
+            if options[CONF_GPU_SOURCE] == GPU_SOURCE_EXPORTER and not options[CONF_EXPORTER_URL]:
+                errors[CONF_EXPORTER_URL] = "exporter_url_required"
+            elif (source := gpu_source_from_options(self.hass, options)) is not None:
+                try:
+                    await source.read()
+                except GpuSourceError as err:
+                    errors["base"] = "gpu_source_failed"
+                    placeholders["reason"] = str(err)
+                finally:
+                    await source.close()
+            if not errors:
+                return self.async_create_entry(data=options)
+        current = {**_DEFAULT_OPTIONS, **self.config_entry.options, **(user_input or {})}
+        return self.async_show_form(
+            step_id="init",
+            data_schema=self.add_suggested_values_to_schema(_OPTIONS_SCHEMA, current),
+            errors=errors,
+            description_placeholders=placeholders,
         )
-        return self.async_show_form(step_id="init", data_schema=schema)
+
+
+_DEFAULT_OPTIONS: dict[str, Any] = {
+    CONF_SCAN_INTERVAL: DEFAULT_SCAN_INTERVAL,
+    CONF_GPU_SOURCE: GPU_SOURCE_NONE,
+    CONF_EXPORTER_URL: "",
+    CONF_EXPORTER_KIND: ExporterKind.AUTO.value,
+    CONF_RESERVE_GIB: DEFAULT_RESERVE_GIB,
+}
+_OPTIONS_SCHEMA = vol.Schema(
+    {
+        vol.Required(CONF_SCAN_INTERVAL, default=DEFAULT_SCAN_INTERVAL): NumberSelector(
+            NumberSelectorConfig(
+                min=MIN_SCAN_INTERVAL,
+                max=MAX_SCAN_INTERVAL,
+                step=1,
+                unit_of_measurement="s",
+                mode=NumberSelectorMode.BOX,
+            )
+        ),
+        vol.Required(CONF_GPU_SOURCE, default=GPU_SOURCE_NONE): SelectSelector(
+            SelectSelectorConfig(
+                options=[GPU_SOURCE_NONE, GPU_SOURCE_NVML, GPU_SOURCE_EXPORTER],
+                translation_key=CONF_GPU_SOURCE,
+            )
+        ),
+        vol.Optional(CONF_EXPORTER_URL): TextSelector(
+            TextSelectorConfig(type=TextSelectorType.URL)
+        ),
+        vol.Required(CONF_EXPORTER_KIND, default=ExporterKind.AUTO.value): SelectSelector(
+            SelectSelectorConfig(
+                options=[kind.value for kind in ExporterKind], translation_key=CONF_EXPORTER_KIND
+            )
+        ),
+        vol.Required(CONF_RESERVE_GIB, default=DEFAULT_RESERVE_GIB): NumberSelector(
+            NumberSelectorConfig(
+                min=0, max=256, step=0.25, unit_of_measurement="GiB", mode=NumberSelectorMode.BOX
+            )
+        ),
+    }
+)
 
 
 class _FlowError(Exception):

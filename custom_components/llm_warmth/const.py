@@ -26,3 +26,14 @@ EVENT_COLD_START: Final = "llm_warmth_cold_start"
 STORAGE_VERSION: Final = 1
 # Seconds to gather writes to the store.
 STORE_DELAY: Final = 5
+
+# GPU telemetry (options flow).
+CONF_GPU_SOURCE: Final = "gpu_source"
+CONF_EXPORTER_URL: Final = "exporter_url"
+CONF_EXPORTER_KIND: Final = "exporter_kind"
+CONF_RESERVE_GIB: Final = "reserve_gib"
+GPU_SOURCE_NONE: Final = "none"
+GPU_SOURCE_NVML: Final = "nvml"
+GPU_SOURCE_EXPORTER: Final = "exporter"
+DEFAULT_RESERVE_GIB: Final = 1.0
+GIB: Final = 1024**3

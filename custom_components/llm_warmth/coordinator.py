@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.const import CONF_SCAN_INTERVAL
@@ -42,6 +42,9 @@ from .residency import ModelLoaded, Phase, ResidencyTracker
 from .server_url import redact_url
 from .ttft import Classification, ModelTiming, Stage, StageBreakdown, Verdict, breakdown, judge
 
+if TYPE_CHECKING:
+    from .gpu_coordinator import GpuCoordinator
+
 
 @dataclass(frozen=True, kw_only=True)
 class ServerSnapshot:
@@ -67,6 +70,7 @@ class LlmWarmthData:
     client: OllamaClient
     coordinator: LlmWarmthCoordinator
     server_device_id: str
+    gpu: GpuCoordinator | None = None
 
 
 type LlmWarmthConfigEntry = ConfigEntry[LlmWarmthData]
@@ -83,7 +87,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self, hass: HomeAssistant, entry: LlmWarmthConfigEntry, client: OllamaClient
     ) -> None:
         """Create the coordinator; the poll interval comes from the entry's options."""
-        self._normal_interval = timedelta(
+        self.normal_interval = timedelta(
             seconds=entry.options.get(CONF_SCAN_INTERVAL, DEFAULT_SCAN_INTERVAL)
         )
         super().__init__(
@@ -91,7 +95,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             LOGGER,
             config_entry=entry,
             name=f"{DOMAIN} {entry.title}",
-            update_interval=self._normal_interval,
+            update_interval=self.normal_interval,
             always_update=False,
         )
         self.client = client
@@ -149,7 +153,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             else:
                 self._fire(EVENT_MODEL_UNLOADED, model=change.model, reason=change.reason.value)
         self.update_interval = (
-            SETTLING_SCAN_INTERVAL if self._tracker.settling else self._normal_interval
+            SETTLING_SCAN_INTERVAL if self._tracker.settling else self.normal_interval
         )
         return ServerSnapshot(
             version=version,

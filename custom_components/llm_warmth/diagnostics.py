@@ -9,6 +9,7 @@ from homeassistant.components.diagnostics import async_redact_data
 from homeassistant.const import CONF_API_KEY, CONF_URL
 from homeassistant.core import HomeAssistant
 
+from .const import CONF_EXPORTER_URL
 from .coordinator import LlmWarmthConfigEntry
 from .server_url import redact_url
 
@@ -23,8 +24,12 @@ async def async_get_config_entry_diagnostics(
     data = async_redact_data(dict(entry.data), TO_REDACT)
     data[CONF_URL] = redact_url(entry.data[CONF_URL])
     snapshot = coordinator.data
+    options = dict(entry.options)
+    if options.get(CONF_EXPORTER_URL):
+        options[CONF_EXPORTER_URL] = redact_url(options[CONF_EXPORTER_URL])
+    gpu = entry.runtime_data.gpu
     return {
-        "entry": {"title": entry.title, "data": data, "options": dict(entry.options)},
+        "entry": {"title": entry.title, "data": data, "options": options},
         "last_update_success": coordinator.last_update_success,
         "update_interval_seconds": coordinator.update_interval.total_seconds()
         if coordinator.update_interval
@@ -36,5 +41,14 @@ async def async_get_config_entry_diagnostics(
             "installed": [asdict(m) for m in snapshot.installed.values()],
             "loading": sorted(snapshot.loading),
             "timings": {name: t.as_dict() for name, t in snapshot.timings.items()},
+        },
+        "gpu": None
+        if gpu is None
+        else {
+            "source": gpu.source.description,
+            "last_update_success": gpu.last_update_success,
+            "unavailable_reason": gpu.unavailable_reason,
+            "reserve_bytes": gpu.reserve_bytes,
+            "gpus": [asdict(reading) for reading in gpu.data.gpus.values()] if gpu.data else [],
         },
     }

@@ -13,12 +13,27 @@ from homeassistant.components.sensor import (
     SensorEntityDescription,
     SensorStateClass,
 )
-from homeassistant.const import PERCENTAGE, EntityCategory, UnitOfInformation, UnitOfTime
+from homeassistant.const import (
+    PERCENTAGE,
+    EntityCategory,
+    UnitOfFrequency,
+    UnitOfInformation,
+    UnitOfPower,
+    UnitOfTemperature,
+    UnitOfTime,
+)
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .coordinator import LlmWarmthConfigEntry, ServerSnapshot
-from .entity import LlmModelEntity, LlmServerEntity, async_add_model_entities
+from .entity import (
+    LlmGpuEntity,
+    LlmModelEntity,
+    LlmServerEntity,
+    async_add_gpu_entities,
+    async_add_model_entities,
+)
+from .gpu_coordinator import GpuReading
 from .ttft import Classification, ModelTiming
 
 PARALLEL_UPDATES = 0
@@ -211,6 +226,128 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
 )
 
 
+@dataclass(frozen=True, kw_only=True)
+class GpuSensorDescription(SensorEntityDescription):
+    """A sensor of one GPU's device."""
+
+    value_fn: Callable[[GpuReading], SensorValue]
+    attrs_fn: Callable[[GpuReading], Mapping[str, Any]] | None = None
+
+
+def _memory_sensor(
+    key: str, value_fn: Callable[[GpuReading], int | None], **kwargs: Any
+) -> GpuSensorDescription:
+    """Describe a GPU memory sensor: bytes, shown in GiB."""
+    return GpuSensorDescription(
+        key=key,
+        translation_key=key,
+        device_class=SensorDeviceClass.DATA_SIZE,
+        state_class=SensorStateClass.MEASUREMENT,
+        native_unit_of_measurement=UnitOfInformation.BYTES,
+        suggested_unit_of_measurement=UnitOfInformation.GIBIBYTES,
+        suggested_display_precision=2,
+        value_fn=value_fn,
+        **kwargs,
+    )
+
+
+def _other_processes(reading: GpuReading) -> Mapping[str, Any]:
+    processes = reading.memory.other_processes
+    return {
+        "processes": None
+        if processes is None
+        else [
+            {
+                "pid": p.pid,
+                "name": p.name,
+                "mib": round(p.used_bytes / 1024**2) if p.used_bytes is not None else None,
+            }
+            for p in processes
+        ]
+    }
+
+
+PERFORMANCE_STATES = [f"p{n}" for n in range(16)]
+
+GPU_SENSORS: tuple[GpuSensorDescription, ...] = (
+    _memory_sensor(
+        "gpu_memory_total",
+        lambda r: r.status.memory_total,
+        entity_category=EntityCategory.DIAGNOSTIC,
+    ),
+    _memory_sensor("gpu_memory_used", lambda r: r.status.memory_used),
+    _memory_sensor("gpu_memory_free", lambda r: r.status.memory_free),
+    _memory_sensor("gpu_headroom", lambda r: r.memory.headroom),
+    _memory_sensor("gpu_memory_llm", lambda r: r.memory.llm_used),
+    _memory_sensor("gpu_memory_other", lambda r: r.memory.other_used, attrs_fn=_other_processes),
+    GpuSensorDescription(
+        key="gpu_utilization",
+        translation_key="gpu_utilization",
+        native_unit_of_measurement=PERCENTAGE,
+        state_class=SensorStateClass.MEASUREMENT,
+        value_fn=lambda r: r.status.utilization_gpu,
+    ),
+    GpuSensorDescription(
+        key="gpu_memory_utilization",
+        translation_key="gpu_memory_utilization",
+        native_unit_of_measurement=PERCENTAGE,
+        state_class=SensorStateClass.MEASUREMENT,
+        entity_registry_enabled_default=False,
+        value_fn=lambda r: r.status.utilization_memory,
+    ),
+    GpuSensorDescription(
+        key="gpu_temperature",
+        device_class=SensorDeviceClass.TEMPERATURE,
+        native_unit_of_measurement=UnitOfTemperature.CELSIUS,
+        state_class=SensorStateClass.MEASUREMENT,
+        value_fn=lambda r: r.status.temperature,
+    ),
+    GpuSensorDescription(
+        key="gpu_power",
+        device_class=SensorDeviceClass.POWER,
+        native_unit_of_measurement=UnitOfPower.WATT,
+        state_class=SensorStateClass.MEASUREMENT,
+        suggested_display_precision=1,
+        value_fn=lambda r: r.status.power_draw,
+    ),
+    GpuSensorDescription(
+        key="gpu_power_limit",
+        translation_key="gpu_power_limit",
+        device_class=SensorDeviceClass.POWER,
+        native_unit_of_measurement=UnitOfPower.WATT,
+        entity_category=EntityCategory.DIAGNOSTIC,
+        entity_registry_enabled_default=False,
+        value_fn=lambda r: r.status.power_limit,
+    ),
+    GpuSensorDescription(
+        key="gpu_performance_state",
+        translation_key="gpu_performance_state",
+        device_class=SensorDeviceClass.ENUM,
+        options=PERFORMANCE_STATES,
+        value_fn=lambda r: (
+            f"p{r.status.performance_state}" if r.status.performance_state is not None else None
+        ),
+    ),
+    GpuSensorDescription(
+        key="gpu_sm_clock",
+        translation_key="gpu_sm_clock",
+        device_class=SensorDeviceClass.FREQUENCY,
+        native_unit_of_measurement=UnitOfFrequency.MEGAHERTZ,
+        state_class=SensorStateClass.MEASUREMENT,
+        value_fn=lambda r: r.status.sm_clock,
+    ),
+    GpuSensorDescription(
+        key="gpu_graphics_clock",
+        translation_key="gpu_graphics_clock",
+        device_class=SensorDeviceClass.FREQUENCY,
+        native_unit_of_measurement=UnitOfFrequency.MEGAHERTZ,
+        state_class=SensorStateClass.MEASUREMENT,
+        entity_registry_enabled_default=False,
+        value_fn=lambda r: r.status.graphics_clock,
+    ),
+)
+
+
 async def async_setup_entry(
     hass: HomeAssistant,
     entry: LlmWarmthConfigEntry,
@@ -225,6 +362,11 @@ async def async_setup_entry(
         lambda model: (
             ModelSensor(coordinator, description, model) for description in MODEL_SENSORS
         ),
+    )
+    async_add_gpu_entities(
+        entry,
+        async_add_entities,
+        lambda gpu, uuid: (GpuSensor(gpu, description, uuid) for description in GPU_SENSORS),
     )
 
 
@@ -260,3 +402,20 @@ class ModelSensor(LlmModelEntity, SensorEntity):
         """Return the description's attributes, if it has any."""
         attrs_fn = self.entity_description.attrs_fn
         return attrs_fn(self.coordinator.data, self.model) if attrs_fn else None
+
+
+class GpuSensor(LlmGpuEntity, SensorEntity):
+    """A sensor of one GPU's device."""
+
+    entity_description: GpuSensorDescription
+
+    @property
+    def native_value(self) -> SensorValue:
+        """Return the sensor's value from the latest GPU reading."""
+        return self.entity_description.value_fn(self.reading)
+
+    @property
+    def extra_state_attributes(self) -> Mapping[str, Any] | None:
+        """Return the description's attributes, if it has any."""
+        attrs_fn = self.entity_description.attrs_fn
+        return attrs_fn(self.reading) if attrs_fn and self.available else None

@@ -1,0 +1,1 @@
+"""GPU telemetry sources (local NVML, remote Prometheus exporters); no Home Assistant imports."""
