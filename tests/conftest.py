@@ -128,6 +128,22 @@ def poll(hass: HomeAssistant, mock_config_entry: MockConfigEntry) -> Callable[[]
     return run_poll
 
 
+async def start_load(
+    emulator: OllamaEmulator, model: str, load_delay: float, path: str = "/api/generate"
+) -> asyncio.Task[Any]:
+    """Start loading ``model`` as another client would; return once the server lists it.
+
+    A plain asyncio task, not ``hass.async_create_task``: ``async_block_till_done`` must not
+    wait for the load, or the coordinator's own fast poll would see it end first.
+    """
+    emulator.models[model].load_delay = load_delay
+    load = asyncio.create_task(ollama_request(emulator, path, {"model": model}))
+    async with asyncio.timeout(5):
+        while model not in emulator.loaded:
+            await asyncio.sleep(0.01)
+    return load
+
+
 async def ollama_request(emulator: OllamaEmulator, path: str, payload: dict[str, Any]) -> Any:
     """Send a request straight to the emulator, as another client (a chat UI) would."""
     async with (

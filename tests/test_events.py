@@ -1,7 +1,5 @@
 """The events fired between snapshots: model loaded/unloaded, server restarted."""
 
-import asyncio
-
 from homeassistant.core import HomeAssistant
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
 
@@ -11,7 +9,7 @@ from custom_components.llm_warmth.const import (
     EVENT_SERVER_RESTARTED,
 )
 
-from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request
+from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request, start_load
 from .ollama_emulator import OllamaEmulator
 
 
@@ -19,10 +17,7 @@ async def test_loaded_event_with_observed_load_time(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
 ) -> None:
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
-    emulator.models[LLAMA].load_delay = 0.5
-    load = asyncio.create_task(ollama_request(emulator, "/api/generate", {"model": LLAMA}))
-    while not emulator.loaded:
-        await asyncio.sleep(0.01)
+    load = await start_load(emulator, LLAMA, 0.5)
     await poll()
     assert loaded == []
     await load

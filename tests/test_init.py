@@ -1,6 +1,5 @@
 """Setup, unload, unavailability and recovery, devices of models that come and go."""
 
-import asyncio
 from datetime import timedelta
 import logging
 
@@ -16,7 +15,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, async_
 from custom_components.llm_warmth import async_remove_config_entry_device
 from custom_components.llm_warmth.const import DOMAIN
 
-from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request
+from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request, start_load
 from .ollama_emulator import EmulatedModel, OllamaEmulator
 
 SERVER_ONLINE = "binary_sensor.ollama_test_connectivity"
@@ -281,10 +280,7 @@ async def test_new_load_times_are_saved(
     poll,
     hass_storage: dict[str, object],
 ) -> None:
-    emulator.models[LLAMA].load_delay = 0.3
-    load = asyncio.create_task(ollama_request(emulator, "/api/generate", {"model": LLAMA}))
-    while not emulator.loaded:
-        await asyncio.sleep(0.01)
+    load = await start_load(emulator, LLAMA, 0.3)
     await poll()
     await load
     await poll()

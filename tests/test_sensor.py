@@ -1,6 +1,5 @@
 """Every entity of both platforms, and the values they take as models load and leave."""
 
-import asyncio
 from datetime import timedelta
 from unittest.mock import patch
 
@@ -13,7 +12,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from custom_components.llm_warmth.const import SETTLING_SCAN_INTERVAL
 
-from .conftest import GIB, LLAMA, QWEN, ollama_request
+from .conftest import GIB, LLAMA, QWEN, ollama_request, start_load
 from .ollama_emulator import EmulatedModel, OllamaEmulator
 
 
@@ -66,10 +65,7 @@ async def test_model_sensors_through_a_load(
     assert hass.states.get("sensor.llama3_2_3b_gpu_memory").state == "0.0"
     assert hass.states.get("sensor.llama3_2_3b_gpu_share").state == STATE_UNKNOWN
 
-    emulator.models[LLAMA].load_delay = 0.4
-    load = asyncio.create_task(ollama_request(emulator, "/api/generate", {"model": LLAMA}))
-    while not emulator.loaded:
-        await asyncio.sleep(0.01)
+    load = await start_load(emulator, LLAMA, 0.4)
     await poll()
     resident = hass.states.get("binary_sensor.llama3_2_3b_resident")
     assert resident.state == STATE_ON

@@ -1,6 +1,5 @@
 """The probe action: stages, cold/warm, sensors, events, and every failure translated."""
 
-import asyncio
 from typing import Any
 
 from homeassistant.config_entries import SOURCE_REAUTH
@@ -13,7 +12,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, async_
 from custom_components.llm_warmth.const import DOMAIN, EVENT_COLD_START, EVENT_MODEL_LOADED
 from custom_components.llm_warmth.services import DEFAULT_NUM_PREDICT, LONG_PROMPT
 
-from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request
+from .conftest import ENTRY_ID, LLAMA, QWEN, start_load
 from .ollama_emulator import EmulatedModel, OllamaEmulator
 
 PREFIX = "sensor.llama3_2_3b"
@@ -127,10 +126,7 @@ async def test_passive_load_is_a_cold_start(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
 ) -> None:
     cold_starts = async_capture_events(hass, EVENT_COLD_START)
-    emulator.models[QWEN].load_delay = 0.3
-    load = asyncio.create_task(ollama_request(emulator, "/api/chat", {"model": QWEN}))
-    while not emulator.loaded:
-        await asyncio.sleep(0.01)
+    load = await start_load(emulator, QWEN, 0.3, "/api/chat")
     await poll()
     await load
     await poll()

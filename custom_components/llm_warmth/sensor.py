@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from homeassistant.components.sensor import (
     SensorDeviceClass,
@@ -39,6 +39,15 @@ from .ttft import Classification, ModelTiming
 PARALLEL_UPDATES = 0
 
 type SensorValue = datetime | float | int | str | None
+
+# Memory sizes: measured in bytes, shown in GiB.
+_BYTES_IN_GIB: Final[dict[str, Any]] = {
+    "device_class": SensorDeviceClass.DATA_SIZE,
+    "state_class": SensorStateClass.MEASUREMENT,
+    "native_unit_of_measurement": UnitOfInformation.BYTES,
+    "suggested_unit_of_measurement": UnitOfInformation.GIBIBYTES,
+    "suggested_display_precision": 2,
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,21 +133,13 @@ SERVER_SENSORS: tuple[ServerSensorDescription, ...] = (
     ServerSensorDescription(
         key="resident_vram",
         translation_key="resident_vram",
-        device_class=SensorDeviceClass.DATA_SIZE,
-        state_class=SensorStateClass.MEASUREMENT,
-        native_unit_of_measurement=UnitOfInformation.BYTES,
-        suggested_unit_of_measurement=UnitOfInformation.GIBIBYTES,
-        suggested_display_precision=2,
+        **_BYTES_IN_GIB,
         value_fn=lambda s: sum(m.size_vram for m in s.resident.values()),
     ),
     ServerSensorDescription(
         key="resident_ram_spill",
         translation_key="resident_ram_spill",
-        device_class=SensorDeviceClass.DATA_SIZE,
-        state_class=SensorStateClass.MEASUREMENT,
-        native_unit_of_measurement=UnitOfInformation.BYTES,
-        suggested_unit_of_measurement=UnitOfInformation.GIBIBYTES,
-        suggested_display_precision=2,
+        **_BYTES_IN_GIB,
         value_fn=lambda s: sum(m.ram_spill for m in s.resident.values()),
     ),
     ServerSensorDescription(
@@ -162,11 +163,7 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
     ModelSensorDescription(
         key="vram",
         translation_key="vram",
-        device_class=SensorDeviceClass.DATA_SIZE,
-        state_class=SensorStateClass.MEASUREMENT,
-        native_unit_of_measurement=UnitOfInformation.BYTES,
-        suggested_unit_of_measurement=UnitOfInformation.GIBIBYTES,
-        suggested_display_precision=2,
+        **_BYTES_IN_GIB,
         value_fn=lambda s, m: s.resident[m].size_vram if m in s.resident else 0,
     ),
     ModelSensorDescription(
@@ -241,11 +238,7 @@ def _memory_sensor(
     return GpuSensorDescription(
         key=key,
         translation_key=key,
-        device_class=SensorDeviceClass.DATA_SIZE,
-        state_class=SensorStateClass.MEASUREMENT,
-        native_unit_of_measurement=UnitOfInformation.BYTES,
-        suggested_unit_of_measurement=UnitOfInformation.GIBIBYTES,
-        suggested_display_precision=2,
+        **_BYTES_IN_GIB,
         value_fn=value_fn,
         **kwargs,
     )
