@@ -182,6 +182,9 @@ async def test_lost_gpu_goes_unavailable_alone(
     await hass.async_block_till_done()
     assert hass.states.get(f"{GPU0}_headroom").state == STATE_UNAVAILABLE
     assert hass.states.get(f"{GPU1}_headroom").state != STATE_UNAVAILABLE
+    # Reported under its UUID: the same device, no stray "index-0" one.
+    devices = dr.async_entries_for_config_entry(dr.async_get(hass), ENTRY_ID)
+    assert not [d for d in devices if any("index-" in i for _, i in d.identifiers)]
     nvml.gpus[0].lost = False
     await mock_config_entry.runtime_data.gpu.async_refresh()
     await hass.async_block_till_done()
@@ -281,3 +284,38 @@ async def test_options_flow_checks_the_gpu_source(
     assert init_integration.options[CONF_RESERVE_GIB] == 2.0
     await hass.async_block_till_done()
     assert hass.states.get(f"{GPU1}_headroom") is not None
+
+
+async def test_gpu_lost_from_the_start_gets_no_device_until_identified(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    nvml: FakeNvml,
+    device_registry: dr.DeviceRegistry,
+) -> None:
+    nvml.gpus[1].lost = True
+    await setup_with(hass, mock_config_entry, NVML_OPTIONS)
+    devices = dr.async_entries_for_config_entry(device_registry, ENTRY_ID)
+    gpu_devices = [d for d in devices if any("_gpu_" in i for _, i in d.identifiers)]
+    assert [d.serial_number for d in gpu_devices] == [RTX_4090]
+    nvml.gpus[1].lost = False
+    await mock_config_entry.runtime_data.gpu.async_refresh()
+    await hass.async_block_till_done()
+    assert hass.states.get(f"{GPU1}_headroom").state != STATE_UNAVAILABLE
+
+
+async def test_repair_issue_goes_when_the_source_is_switched_off(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    nvml: FakeNvml,
+    issue_registry: ir.IssueRegistry,
+) -> None:
+    nvml.init_error = NVML_ERROR_LIBRARY_NOT_FOUND
+    await setup_with(hass, mock_config_entry, NVML_OPTIONS)
+    assert issue_registry.async_get_issue(DOMAIN, f"gpu_source_{ENTRY_ID}") is not None
+    hass.config_entries.async_update_entry(
+        mock_config_entry, options={**NVML_OPTIONS, CONF_GPU_SOURCE: "none"}
+    )
+    await hass.config_entries.async_reload(mock_config_entry.entry_id)
+    await hass.async_block_till_done()
+    assert issue_registry.async_get_issue(DOMAIN, f"gpu_source_{ENTRY_ID}") is None
+    assert mock_config_entry.runtime_data.gpu is None

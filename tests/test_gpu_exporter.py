@@ -92,3 +92,25 @@ async def test_source_failures(hass: HomeAssistant, exporter_url: str) -> None:
         await ExporterSource(
             session, f"{exporter_url}/dcgm/metrics", ExporterKind.LLAMA_SWAP
         ).read()
+
+
+def test_non_finite_and_out_of_range_readings_are_unknown() -> None:
+    text = (
+        'DCGM_FI_DEV_FB_FREE{gpu="0",UUID="GPU-1"} 100\n'
+        'DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-1"} NaN\n'
+        'DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-1"} +Inf\n'
+        'DCGM_FI_DEV_PSTATE{gpu="0",UUID="GPU-1"} 32\n'
+    )
+    (gpu,) = parse_exporter_text(text)
+    assert gpu.memory_free == 100 * MIB
+    assert gpu.memory_used is None
+    assert gpu.memory_total is None
+    assert gpu.temperature is None
+    assert gpu.performance_state is None
+
+
+async def test_errors_never_show_url_credentials(hass: HomeAssistant, socket_enabled: None) -> None:
+    session = async_get_clientsession(hass)
+    with pytest.raises(GpuSourceConnectionError) as err:
+        await ExporterSource(session, "http://me:s3cret@127.0.0.1:1/metrics").read()
+    assert "s3cret" not in str(err.value)

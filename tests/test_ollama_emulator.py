@@ -381,8 +381,10 @@ async def test_num_ctx_mismatch_reloads(
         reply: dict[str, Any] = (await _post(session, emulator, "/api/generate", body))[1]
         return reply
 
-    assert (await gen(8192))["load_duration"] >= 100_000_000
-    assert (await gen(8192))["load_duration"] < 100_000_000
+    first = (await gen(8192))["load_duration"]
+    assert first >= 100_000_000
+    # Same num_ctx: no reload, the load stage is a small part of the first one.
+    assert (await gen(8192))["load_duration"] * 2 < first
     assert (await _ps(session, emulator))[0]["context_length"] == 8192
     assert (await gen(4096))["load_duration"] >= 100_000_000
     assert (await _ps(session, emulator))[0]["context_length"] == 4096

@@ -12,7 +12,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, async_
 from custom_components.llm_warmth.const import DOMAIN, EVENT_COLD_START, EVENT_MODEL_LOADED
 from custom_components.llm_warmth.services import DEFAULT_NUM_PREDICT, LONG_PROMPT
 
-from .conftest import ENTRY_ID, LLAMA, QWEN, start_load
+from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request, start_load
 from .ollama_emulator import EmulatedModel, OllamaEmulator
 
 PREFIX = "sensor.llama3_2_3b"
@@ -30,6 +30,7 @@ async def probe(hass: HomeAssistant, **data: Any) -> dict[str, Any]:
     return dict(response)
 
 
+@pytest.mark.usefixtures("entity_registry_enabled_by_default")
 async def test_cold_then_warm(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
 ) -> None:
@@ -75,7 +76,7 @@ async def test_cold_then_warm(
     warm = await probe(hass)
     assert warm["classification"] == "warm"
     assert warm["dominant_stage"] == "none"
-    assert warm["queue_and_load_ms"] < 100
+    assert warm["queue_and_load_ms"] * 5 < cold["queue_and_load_ms"]
     assert len(cold_starts) == 1
     assert hass.states.get(f"{PREFIX}_last_start").state == "warm"
     assert float(hass.states.get(f"{PREFIX}_queue_and_load_stage").state) == pytest.approx(
@@ -136,7 +137,7 @@ async def test_passive_load_is_a_cold_start(
     assert data["model"] == QWEN
     assert data["ttft_ms"] is None
     assert data["dominant_stage"] == "load"
-    assert 0.1 < data["load_seconds"] < 1.5
+    assert data["load_seconds"] >= 0.1
 
 
 @pytest.mark.parametrize(
@@ -228,3 +229,30 @@ async def test_probe_results_survive_a_restart(
         result["ttft_ms"], abs=1
     )
     assert hass.states.get(f"{PREFIX}_last_start").state == result["classification"]
+
+
+async def test_one_token_answer_decomposes(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    emulator.models[LLAMA].reply = "Yes"
+    emulator.models[LLAMA].prefill_delay = 0.05
+    result = await probe(hass)
+    assert result["eval_tokens"] == 1
+    assert result["prefill_ms"] >= 50
+    assert result["first_decode_ms"] > 0
+    assert result["overhead_ms"] == pytest.approx(
+        result["ttft_ms"] - result["queue_and_load_ms"] - result["prefill_ms"], abs=0.01
+    )
+
+
+async def test_load_after_a_probe_model_left_is_a_passive_cold_start(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    cold_starts = async_capture_events(hass, EVENT_COLD_START)
+    await probe(hass)  # loads llama: one cold start, from the probe
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    await poll()  # the probe's model is gone before any poll saw it
+    await ollama_request(emulator, "/api/chat", {"model": LLAMA})
+    await poll()
+    await poll()
+    assert [e.data["source"] for e in cold_starts] == ["probe", "passive"]

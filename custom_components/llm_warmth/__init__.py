@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from homeassistant.const import CONF_API_KEY, CONF_URL, CONF_VERIFY_SSL, Platform
 from homeassistant.core import HomeAssistant, callback
-from homeassistant.helpers import config_validation as cv, device_registry as dr
+from homeassistant.helpers import (
+    config_validation as cv,
+    device_registry as dr,
+    issue_registry as ir,
+)
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from homeassistant.helpers.typing import ConfigType
 
@@ -22,7 +26,7 @@ from .entity import (
     model_device_identifier,
     server_device_identifier,
 )
-from .gpu_coordinator import GpuCoordinator, gpu_source_from_options
+from .gpu_coordinator import GpuCoordinator, gpu_issue_id, gpu_source_from_options
 from .services import async_setup_services
 
 PLATFORMS = [Platform.BINARY_SENSOR, Platform.SENSOR]
@@ -88,12 +92,18 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
 
 
 async def async_unload_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> bool:
-    """Unload the platforms (listeners are released through ``async_on_unload``)."""
+    """Unload the platforms (listeners are released through ``async_on_unload``).
+
+    The GPU repair issue goes with it: a reload with a working (or no) source must not
+    leave it behind, and a failing source raises it again on its first reading.
+    """
+    ir.async_delete_issue(hass, DOMAIN, gpu_issue_id(entry.entry_id))
     return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
 
 
 async def async_remove_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> None:
     """Delete what the entry stored when it is removed."""
+    ir.async_delete_issue(hass, DOMAIN, gpu_issue_id(entry.entry_id))
     await async_remove_stored_data(hass, entry.entry_id)
 
 

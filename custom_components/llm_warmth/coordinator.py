@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+import math
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -102,8 +103,9 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self._tracker = ResidencyTracker()
         self._store = _store(hass, entry.entry_id)
         self._timings: dict[str, ModelTiming] = {}
-        # Models our own probe is loading: their passive load is not a second cold start.
-        self._probe_loads: set[str] = set()
+        # Models our own probe loaded, until when (monotonic): the polls that see that load
+        # report no second cold start. Past the deadline a load is someone else's.
+        self._probe_loads: dict[str, float] = {}
         self._installed: dict[str, InstalledModel] = {}
         self._installed_fetched: float | None = None
         self._version: str | None = None
@@ -140,6 +142,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             ) from err
         except LlmServerError as err:
             self._unreachable = self._unreachable or isinstance(err, LlmServerConnectionError)
+            # No fast polling of a server that is down, even if it went down mid-load.
+            self.update_interval = self.normal_interval
             raise _update_failed(err, redact_url(self.client.base_url)) from err
 
         restarted = self._note_restart(version)
@@ -147,6 +151,10 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         changes = self._tracker.observe(
             resident, now=now, monotonic=monotonic, server_restarted=restarted
         )
+        for model, deadline in list(self._probe_loads.items()):
+            # A finished probe's model that left memory: whoever loads it next is not us.
+            if deadline != math.inf and model not in {m.name for m in resident}:
+                del self._probe_loads[model]
         for change in changes:
             if isinstance(change, ModelLoaded):
                 self._note_load(change)
@@ -174,8 +182,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             self._timings[model] = replace(timing, load_seconds=change.load_seconds)
             self._store.async_delay_save(self._data_to_store, STORE_DELAY)
         self._fire(EVENT_MODEL_LOADED, model=model, load_seconds=change.load_seconds)
-        if model in self._probe_loads:
-            self._probe_loads.discard(model)
+        probe_deadline = self._probe_loads.pop(model, None)
+        if probe_deadline is not None and time.monotonic() <= probe_deadline:
             return
         self._fire(
             EVENT_COLD_START,
@@ -209,14 +217,19 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         model = self.resolve_model(model)
         was_resident = model in self.data.resident
         if not was_resident:
-            self._probe_loads.add(model)
+            # Polls during the probe may see its load end: that load is the probe's.
+            self._probe_loads[model] = math.inf
         try:
             reply = await self.client.timed_generation(
                 api, model, prompt, options=options, timeout=timeout
             )
         except LlmServerError:
-            self._probe_loads.discard(model)
+            self._probe_loads.pop(model, None)
             raise
+        if not was_resident:
+            # The polls right after the probe may still see its load; later ones may not.
+            window = 2 * self.normal_interval.total_seconds() + 5
+            self._probe_loads[model] = time.monotonic() + window
         sample = breakdown(reply)
         timing = self._timings.get(model, ModelTiming())
         verdict = judge(sample, was_resident=was_resident, baseline=timing.baseline)

@@ -175,7 +175,9 @@ def async_add_gpu_entities(
         snapshot: GpuSnapshot | None = gpu_coordinator.data
         if snapshot is None:
             return
-        new = set(snapshot.gpus) - known
+        # A GPU that failed before it was ever identified gets no device.
+        readable = {uuid for uuid, r in snapshot.gpus.items() if r.status.error is None}
+        new = readable - known
         known.update(new)
         if new:
             async_add_entities(

@@ -43,6 +43,11 @@ class GpuSource(Protocol):
         """Release what the source holds."""
 
 
+def gpu_issue_id(entry_id: str) -> str:
+    """Return the id of the repair issue raised when an entry's GPU source fails."""
+    return f"gpu_source_{entry_id}"
+
+
 def gpu_source_from_options(hass: HomeAssistant, options: Mapping[str, Any]) -> GpuSource | None:
     """Return the GPU source the entry's options ask for, or None for no source."""
     source = options.get(CONF_GPU_SOURCE)
@@ -97,7 +102,7 @@ class GpuCoordinator(DataUpdateCoordinator[GpuSnapshot]):
         self.source = source
         self.reserve_bytes = reserve_bytes
         self._server = server
-        self._issue_id = f"gpu_source_{entry.entry_id}"
+        self._issue_id = gpu_issue_id(entry.entry_id)
         self.unavailable_reason: str | None = None
 
     async def async_shutdown(self) -> None:

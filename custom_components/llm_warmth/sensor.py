@@ -92,12 +92,13 @@ def _classification_attrs(snapshot: ServerSnapshot, model: str) -> Mapping[str, 
 
 
 def _stage_sensor(
-    key: str, value_fn: Callable[[ModelTiming], float | None]
+    key: str, value_fn: Callable[[ModelTiming], float | None], *, enabled: bool = True
 ) -> ModelSensorDescription:
     """Describe a TTFT or stage sensor: a duration in milliseconds."""
     return ModelSensorDescription(
         key=key,
         translation_key=key,
+        entity_registry_enabled_default=enabled,
         device_class=SensorDeviceClass.DURATION,
         native_unit_of_measurement=UnitOfTime.MILLISECONDS,
         state_class=SensorStateClass.MEASUREMENT,
@@ -178,6 +179,7 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         key="context_length",
         translation_key="context_length",
         entity_category=EntityCategory.DIAGNOSTIC,
+        entity_registry_enabled_default=False,
         native_unit_of_measurement="tokens",
         value_fn=lambda s, m: s.resident[m].context_length if m in s.resident else None,
     ),
@@ -195,8 +197,12 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
     _stage_sensor("last_warm_ttft", lambda t: t.last_warm_ttft_ms),
     _stage_sensor("load_stage", lambda t: t.last.queue_and_load_ms if t.last else None),
     _stage_sensor("prefill_stage", lambda t: t.last.prefill_ms if t.last else None),
-    _stage_sensor("first_decode_stage", lambda t: t.last.first_decode_ms if t.last else None),
-    _stage_sensor("overhead_stage", lambda t: t.last.overhead_ms if t.last else None),
+    _stage_sensor(
+        "first_decode_stage", lambda t: t.last.first_decode_ms if t.last else None, enabled=False
+    ),
+    _stage_sensor(
+        "overhead_stage", lambda t: t.last.overhead_ms if t.last else None, enabled=False
+    ),
     ModelSensorDescription(
         key="decode_rate",
         translation_key="decode_rate",
@@ -210,6 +216,7 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         translation_key="last_probe",
         device_class=SensorDeviceClass.TIMESTAMP,
         entity_category=EntityCategory.DIAGNOSTIC,
+        entity_registry_enabled_default=False,
         value_fn=lambda s, m: _timing(s, m).last_probe_at,
     ),
     ModelSensorDescription(

@@ -66,6 +66,8 @@ class OllamaClient:
         """Create a client for ``base_url`` (e.g. ``http://127.0.0.1:11434``)."""
         self._session = session
         self._base_url = URL(base_url)
+        # Error messages end up in logs and the UI: never with the URL's credentials.
+        self._shown_url = str(self._base_url.with_user(None))
         if api_key and self._base_url.user is not None:
             raise ValueError("give either credentials in the URL or an API key, not both")
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -82,12 +84,12 @@ class OllamaClient:
             payload = await self._request("GET", "/api/version", timeout=timeout)
         except (LlmServerResponseError, LlmModelNotFoundError) as err:
             raise LlmServerNotSupportedError(
-                f"{self._base_url} did not answer like an Ollama server: {err}"
+                f"{self._shown_url} did not answer like an Ollama server: {err}"
             ) from err
         version = payload.get("version")
         if not isinstance(version, str) or not version:
             raise LlmServerNotSupportedError(
-                f"{self._base_url} did not answer like an Ollama server: no version"
+                f"{self._shown_url} did not answer like an Ollama server: no version"
             )
         return version
 
@@ -142,11 +144,11 @@ class OllamaClient:
                     return await _read_stream(response, path, sent, headers)
         except TimeoutError as err:
             raise LlmServerTimeoutError(
-                f"{path}: no complete reply from {self._base_url} within {timeout:g} s"
+                f"{path}: no complete reply from {self._shown_url} within {timeout:g} s"
             ) from err
         except aiohttp.ClientError as err:
             raise LlmServerConnectionError(
-                f"Connection to {self._base_url}{path} failed: {err or type(err).__name__}"
+                f"Connection to {self._shown_url}{path} failed: {err or type(err).__name__}"
             ) from err
 
     async def _request(
@@ -167,10 +169,10 @@ class OllamaClient:
                     body = await response.read()
                     status = response.status
         except TimeoutError as err:
-            raise LlmServerTimeoutError(f"Timeout talking to {self._base_url}{path}") from err
+            raise LlmServerTimeoutError(f"Timeout talking to {self._shown_url}{path}") from err
         except aiohttp.ClientError as err:
             raise LlmServerConnectionError(
-                f"Cannot reach {self._base_url}{path}: {err or type(err).__name__}"
+                f"Cannot reach {self._shown_url}{path}: {err or type(err).__name__}"
             ) from err
         if status >= 400:
             raise error_for_status(status, _error_message(body), path)

@@ -9,17 +9,20 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+import math
 import re
 from typing import Final
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
+from yarl import URL
 
 from .errors import GpuSourceConnectionError, GpuSourceResponseError
 from .types import GpuStatus
 
 MIB: Final = 1024 * 1024
+MAX_PERFORMANCE_STATE: Final = 15
 DEFAULT_TIMEOUT: Final = 10.0
 
 
@@ -159,8 +162,8 @@ def _gpus(fmt: _Format, samples: list[Sample]) -> tuple[GpuStatus, ...]:
     labels: dict[str, dict[str, str]] = {}
     for sample in samples:
         gpu = _gpu_id(fmt, sample)
-        if gpu is None:
-            continue
+        if gpu is None or not math.isfinite(sample.value):
+            continue  # a NaN or infinite reading is no reading
         if sample.name == fmt.info_metric:
             labels.setdefault(gpu, {}).update(sample.labels)
         elif sample.name == fmt.index_metric:
@@ -205,6 +208,8 @@ def _status(
     if free is None and total is not None and used is not None:
         free = int(total - used - reserved)
     pstate = numbers.get("performance_state")
+    if pstate is not None and not 0 <= pstate <= MAX_PERFORMANCE_STATE:
+        pstate = None  # 32 is NVML's "unknown"
     index = _index(fmt, fields, gpu_labels)
     uuid = gpu_labels.get("UUID") or gpu_labels.get("uuid") or gpu
     if _BARE_UUID.fullmatch(uuid):
@@ -246,6 +251,8 @@ class ExporterSource:
         """Read ``url`` (the full metrics URL) as an exporter of ``kind``."""
         self._session = session
         self._url = url
+        # Error messages end up in logs, repair issues and diagnostics: no credentials.
+        self._shown_url = str(URL(url).with_user(None))
         self._kind = kind
         self._timeout = timeout
 
@@ -264,11 +271,11 @@ class ExporterSource:
                 text = await response.text(errors="replace")
                 status = response.status
         except TimeoutError as err:
-            raise GpuSourceConnectionError(f"{self._url} did not answer in time") from err
+            raise GpuSourceConnectionError(f"{self._shown_url} did not answer in time") from err
         except aiohttp.ClientError as err:
-            raise GpuSourceConnectionError(f"cannot reach {self._url}: {err}") from err
+            raise GpuSourceConnectionError(f"cannot reach {self._shown_url}: {err}") from err
         if status >= 400:
-            raise GpuSourceConnectionError(f"{self._url} answered HTTP {status}")
+            raise GpuSourceConnectionError(f"{self._shown_url} answered HTTP {status}")
         return parse_exporter_text(text, self._kind)
 
     async def close(self) -> None:

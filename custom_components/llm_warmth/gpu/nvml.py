@@ -39,6 +39,8 @@ class NvmlSource:
         self._run = run_blocking
         self._proc = proc
         self._initialised = False
+        # The UUID of each index, to report a GPU that fell off the bus under its identity.
+        self._uuids: dict[int, str] = {}
 
     @property
     def description(self) -> str:
@@ -79,14 +81,19 @@ class NvmlSource:
         return GpuSourceError(f"NVML failed: {err}")
 
     def _read_gpu(self, index: int) -> GpuStatus:
+        """Return one GPU's status; a GPU that fails is reported with its error.
+
+        A GPU that failed before it was ever identified is reported as ``index-N``.
+        """
         nvml = self._nvml
         try:
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            uuid = _text(nvml.nvmlDeviceGetUUID(handle))
+            uuid = self._uuids[index] = _text(nvml.nvmlDeviceGetUUID(handle))
             name = _text(nvml.nvmlDeviceGetName(handle))
             memory = nvml.nvmlDeviceGetMemoryInfo(handle)
         except nvml.NVMLError as err:
-            return GpuStatus(index=index, uuid=f"index-{index}", name=None, error=str(err))
+            uuid = self._uuids.get(index, f"index-{index}")
+            return GpuStatus(index=index, uuid=uuid, name=None, error=str(err))
 
         def optional(call: Callable[[], Any]) -> Any:
             """Return an optional reading, or None where the GPU does not support it."""
