@@ -55,7 +55,8 @@ async def test_residency_follows_the_real_server(hass: HomeAssistant, ollama_url
     assert abs(unloads_at - (preloaded_at + timedelta(minutes=10))) < timedelta(seconds=5)
     assert hass.states.get(f"sensor.{slugify(entry.title)}_resident_models").state != "0"
 
-    await ollama_call(ollama_url, "/api/generate", {"model": "tiny", "keep_alive": 0})
+    # Ollama unloads asynchronously: wait until /api/ps no longer lists it, then poll.
+    await evict(ollama_url, "tiny")
     await coordinator.async_refresh()
     await hass.async_block_till_done()
     assert [(e.data["model"], e.data["reason"]) for e in unloaded] == [("tiny:latest", "displaced")]

@@ -80,7 +80,7 @@ async def test_gpu_entities(
     with patch("custom_components.llm_warmth.PLATFORMS", [platform]):
         await setup_with(hass, mock_config_entry, NVML_OPTIONS)
     entries = er.async_entries_for_config_entry(entity_registry, mock_config_entry.entry_id)
-    gpu_entries = [e for e in entries if "_gpu_" in (e.unique_id or "")]
+    gpu_entries = [e for e in entries if "_gpu_GPU-" in (e.unique_id or "")]
     assert gpu_entries
     for entity_entry in sorted(gpu_entries, key=lambda e: e.entity_id):
         assert entity_entry == snapshot(name=f"{entity_entry.entity_id}-entry")
