@@ -18,6 +18,11 @@ from .ollama_emulator import EmulatedModel, OllamaEmulator
 PREFIX = "sensor.llama3_2_3b"
 
 
+def last_generation(emulator: OllamaEmulator) -> Any:
+    """Return the last generation request the emulator received (polls come after it)."""
+    return next(r for r in reversed(emulator.requests) if r.path in ("/api/chat", "/api/generate"))
+
+
 async def probe(hass: HomeAssistant, **data: Any) -> dict[str, Any]:
     response = await hass.services.async_call(
         DOMAIN,
@@ -53,7 +58,7 @@ async def test_cold_then_warm(
     )
     assert cold["decode_rate"] > 0
     assert cold["prompt_tokens"] > 0
-    request = emulator.requests[-1].json
+    request = last_generation(emulator).json
     assert "keep_alive" not in request
     assert request["options"] == {"num_predict": DEFAULT_NUM_PREDICT}
     assert [(e.data["source"], e.data["dominant_stage"]) for e in cold_starts] == [
@@ -61,6 +66,9 @@ async def test_cold_then_warm(
     ]
     assert cold_starts[0].data["ttft_ms"] == cold["ttft_ms"]
     assert hass.states.get(f"{PREFIX}_last_start").state == "cold"
+    # Residency follows at once: the probe asked for a poll.
+    await hass.async_block_till_done()
+    assert hass.states.get("binary_sensor.llama3_2_3b_resident").state == "on"
     assert hass.states.get(f"{PREFIX}_last_start").attributes["dominant_stage"] == "load"
     assert float(hass.states.get(f"{PREFIX}_last_cold_time_to_first_token").state) == (
         pytest.approx(cold["ttft_ms"], abs=1)
@@ -105,12 +113,12 @@ async def test_probe_options(
         num_ctx=8192,
         options={"temperature": 0, "num_predict": 4},
     )
-    request = emulator.requests[-1]
+    request = last_generation(emulator)
     assert request.path == "/api/generate"
     assert request.json["prompt"] == LONG_PROMPT
     assert request.json["options"] == {"temperature": 0, "num_predict": 4, "num_ctx": 8192}
     await probe(hass, prompt="Custom?")
-    assert emulator.requests[-1].json["messages"] == [{"role": "user", "content": "Custom?"}]
+    assert last_generation(emulator).json["messages"] == [{"role": "user", "content": "Custom?"}]
 
 
 async def test_model_name_without_tag(

@@ -245,6 +245,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
                 load_seconds=round(sample.queue_and_load_ms / 1000, 3),
             )
         self.async_set_updated_data(replace(self.data, timings=dict(self._timings)))
+        # The probe may have loaded the model: show its residency now, not at the next poll.
+        await self.async_request_refresh()
         return sample, verdict
 
     def _installed_due(self, resident: tuple[ResidentModel, ...]) -> bool:
