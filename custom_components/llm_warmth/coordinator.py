@@ -151,9 +151,10 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         changes = self._tracker.observe(
             resident, now=now, monotonic=monotonic, server_restarted=restarted
         )
+        by_name = {m.name: m for m in resident}
         for model, deadline in list(self._probe_loads.items()):
             # A finished probe's model that left memory: whoever loads it next is not us.
-            if deadline != math.inf and model not in {m.name for m in resident}:
+            if deadline != math.inf and model not in by_name:
                 del self._probe_loads[model]
         for change in changes:
             if isinstance(change, ModelLoaded):
@@ -165,7 +166,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         )
         return ServerSnapshot(
             version=version,
-            resident={m.name: m for m in resident},
+            resident=by_name,
             installed=dict(self._installed),
             loading=frozenset(
                 m.name for m in resident if self._tracker.phase(m.name) is Phase.LOADING
