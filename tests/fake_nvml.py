@@ -4,6 +4,9 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+import pynvml
+import pytest
+
 # Return codes and constants as nvml.h / pynvml define them.
 NVML_SUCCESS = 0
 NVML_ERROR_NOT_SUPPORTED = 3
@@ -211,3 +214,13 @@ def two_gpus() -> list[FakeGpu]:
             processes=[FakeProcess(pid=7373, used_mib=640)],  # frigate detector
         ),
     ]
+
+
+def skip_if_nvidia_driver_works() -> None:
+    """Skip a test that needs a machine without a usable NVIDIA driver (like CI)."""
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return
+    pynvml.nvmlShutdown()  # pragma: no cover - only on a machine with a GPU
+    pytest.skip("this machine has a working NVIDIA driver")  # pragma: no cover

@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from .fake_nvml import NVML_ERROR_DRIVER_NOT_LOADED, FakeNvml, two_gpus
+from .fake_nvml import NVML_ERROR_DRIVER_NOT_LOADED, FakeNvml, skip_if_nvidia_driver_works, two_gpus
 
 SCRIPT = Path(__file__).parent.parent / "scripts" / "gpu_check"
 
@@ -60,15 +60,7 @@ async def test_unusable_nvml(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_runs_without_home_assistant_and_without_a_driver() -> None:
     """As a user runs it: its own process, exit status 2 and one line on this GPU-less box."""
-    import pynvml  # noqa: PLC0415
-
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        pass
-    else:  # pragma: no cover - only on a machine with a GPU
-        pynvml.nvmlShutdown()
-        pytest.skip("this machine has a working NVIDIA driver")
+    skip_if_nvidia_driver_works()
     result = subprocess.run(
         [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=60, check=False
     )

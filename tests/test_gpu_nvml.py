@@ -19,6 +19,7 @@ from .fake_nvml import (
     RTX_4090,
     FakeNvml,
     FakeProcess,
+    skip_if_nvidia_driver_works,
     two_gpus,
 )
 
@@ -158,12 +159,6 @@ async def test_real_pynvml_without_a_driver() -> None:
     """On a machine without an NVIDIA driver the real module gives the normal 'unavailable'."""
     import pynvml  # noqa: PLC0415
 
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        pass
-    else:  # pragma: no cover - only on a machine with a GPU
-        pynvml.nvmlShutdown()
-        pytest.skip("this machine has a working NVIDIA driver")
+    skip_if_nvidia_driver_works()
     with pytest.raises(GpuSourceUnavailableError, match="NVML cannot be used"):
         await NvmlSource(pynvml, run_blocking).read()
