@@ -17,6 +17,7 @@ from custom_components.llm_warmth.gpu.exporter import (
 
 from .conftest import EXPORTER_FILES as FILES, exporter_fixture as fixture
 from .fake_nvml import MIB, RTX_3060, RTX_4090
+from .ollama_emulator import OllamaEmulator
 
 
 @pytest.mark.parametrize("kind", list(FILES))
@@ -114,3 +115,61 @@ async def test_errors_never_show_url_credentials(hass: HomeAssistant, socket_ena
     with pytest.raises(GpuSourceConnectionError) as err:
         await ExporterSource(session, "http://me:s3cret@127.0.0.1:1/metrics").read()
     assert "s3cret" not in str(err.value)
+
+
+def test_numbers_that_overflow_or_leave_their_range_are_unknown() -> None:
+    """What fuzzing found: huge integers, values infinite once scaled, odd digits."""
+    text = (
+        f'DCGM_FI_DEV_FB_FREE{{gpu="0",UUID="GPU-1"}} {"9" * 400}\n'
+        'DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-1"} 1e308\n'
+        'DCGM_FI_DEV_FB_TOTAL{gpu="0",UUID="GPU-1"} 24564\n'
+        'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-1"} 250\n'
+        'DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-1"} -1e9\n'
+        'DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-1"} 182.5\n'
+        'DCGM_FI_DEV_FB_FREE{gpu="²",UUID="GPU-2"} 10\n'
+    )
+    first, second = parse_exporter_text(text)
+    assert first.memory_free is None
+    assert first.memory_used is None
+    assert first.memory_total == 24564 * MIB
+    assert first.utilization_gpu is None
+    assert first.temperature is None
+    assert first.power_draw == 182.5
+    # "²" is no index: the GPU is placed after the ones that have one.
+    assert (second.uuid, second.index) == ("GPU-2", 1)
+
+
+def test_an_index_metric_must_be_a_small_whole_number() -> None:
+    text = (
+        'nvidia_smi_memory_free_bytes{uuid="a"} 1\n'
+        'nvidia_smi_index{uuid="a"} 1.5\n'
+        'nvidia_smi_memory_free_bytes{uuid="b"} 1\n'
+        'nvidia_smi_index{uuid="b"} 1e30\n'
+        f'nvidia_smi_memory_free_bytes{{uuid="{"c" * 300}"}} 1\n'
+    )
+    gpus = parse_exporter_text(text)
+    assert [(g.uuid, g.index) for g in gpus] == [("a", 0), ("b", 1)]
+
+
+@pytest.mark.parametrize("charset", ["hex", "base64", "zlib", "rot13", "idna", "no-such", "utf-8"])
+async def test_a_charset_in_the_header_cannot_break_the_reading(
+    hass: HomeAssistant, emulator: OllamaEmulator, charset: str
+) -> None:
+    emulator.inject(
+        "/metrics",
+        status=200,
+        body=fixture(ExporterKind.DCGM),
+        content_type=f"text/plain; charset={charset}",
+    )
+    source = ExporterSource(async_get_clientsession(hass), f"{emulator.url}/metrics")
+    assert [g.uuid for g in await source.read()] == [RTX_4090, RTX_3060]
+
+
+async def test_an_oversize_page_is_a_response_error(
+    hass: HomeAssistant, emulator: OllamaEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("custom_components.llm_warmth.gpu.exporter.MAX_TEXT_BYTES", 1024)
+    emulator.inject("/metrics", status=200, body="# " + "x" * 4096, content_type="text/plain")
+    source = ExporterSource(async_get_clientsession(hass), f"{emulator.url}/metrics")
+    with pytest.raises(GpuSourceResponseError, match="more than 1024 bytes"):
+        await source.read()

@@ -1,7 +1,8 @@
 """The Ollama client against the emulator over HTTP: results and every kind of failure."""
 
 import asyncio
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+import json
 
 import aiohttp
 import pytest
@@ -17,7 +18,8 @@ from custom_components.llm_warmth.backends.errors import (
     LlmServerResponseError,
     LlmServerTimeoutError,
 )
-from custom_components.llm_warmth.backends.ollama import OllamaClient, parse_timestamp
+from custom_components.llm_warmth.backends.ollama import OllamaClient
+from custom_components.llm_warmth.backends.replies import parse_timestamp
 
 from .conftest import GIB, LLAMA, QWEN, ollama_request
 from .ollama_emulator import EmulatedModel, OllamaEmulator
@@ -231,13 +233,22 @@ def test_error_classes_share_a_base() -> None:
 
 def test_parse_timestamp() -> None:
     assert parse_timestamp("0001-01-01T00:00:00Z") is None
+    assert parse_timestamp("0001-01-01T00:00:00+01:00") is None
     parsed = parse_timestamp("2026-11-29T09:03:35.478036874-07:00")
-    assert parsed is not None
-    assert parsed.utcoffset() == timedelta(hours=-7)
+    assert parsed == datetime(2026, 11, 29, 16, 3, 35, 478036, tzinfo=UTC)
+    assert parsed.utcoffset() == timedelta(0)
+    # Ollama's "forever": now + 292 years.
+    assert parse_timestamp("2318-09-10T08:00:00Z") == datetime(2318, 9, 10, 8, tzinfo=UTC)
     with pytest.raises(ValueError, match="timezone"):
         parse_timestamp("2026-11-29T09:03:35")
     with pytest.raises(ValueError, match="not a timestamp"):
         parse_timestamp(None)
+    # Past the largest datetime once in UTC; and years no server means.
+    for text in ("9999-12-31T23:00:00-01:00", "9500-01-01T00:00:00Z", "1969-12-31T23:59:59Z"):
+        with pytest.raises(ValueError, match="out of range"):
+            parse_timestamp(text)
+    with pytest.raises(ValueError, match="not a timestamp"):
+        parse_timestamp("2026-11-29T09:03:35Z" + " " * 100)
 
 
 async def test_error_body_that_is_json_but_not_an_error_object(
@@ -390,3 +401,130 @@ async def test_url_credentials_are_sent_as_basic_auth(
     assert await OllamaClient(session, url).running_models() == ()
     # base64("me:pa55")
     assert emulator.requests[-1].headers["Authorization"] == "Basic bWU6cGE1NQ=="
+
+
+# What 10,000 fuzzed replies found (issue 7): each now ends in one of our own errors.
+DEEP = "[" * 100_000 + "]" * 100_000
+NDJSON = "application/x-ndjson"
+
+
+@pytest.mark.parametrize("path", ["/api/version", "/api/ps", "/api/tags"])
+@pytest.mark.parametrize("status", [200, 500])
+async def test_deeply_nested_json_is_a_response_error(
+    client: OllamaClient, emulator: OllamaEmulator, path: str, status: int
+) -> None:
+    emulator.inject(path, status=status, body=DEEP)
+    call = {"/api/version": client.version, "/api/ps": client.running_models}.get(
+        path, client.installed_models
+    )
+    with pytest.raises(LlmServerError):
+        await call()
+
+
+async def test_deeply_nested_stream_line_and_error_body(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    emulator.inject("/api/chat", status=200, body=DEEP + "\n", content_type=NDJSON)
+    with pytest.raises(LlmServerResponseError, match="not JSON"):
+        await client.timed_generation("chat", LLAMA, "hi")
+    emulator.inject("/api/chat", status=500, body=DEEP)
+    with pytest.raises(LlmServerResponseError, match="HTTP 500"):
+        await client.timed_generation("chat", LLAMA, "hi")
+
+
+async def test_oversize_stream_line_and_body(
+    client: OllamaClient, emulator: OllamaEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("custom_components.llm_warmth.backends.replies.MAX_LINE_BYTES", 512 * 1024)
+    monkeypatch.setattr("custom_components.llm_warmth.backends.replies.MAX_REPLY_BYTES", 1 << 20)
+    line = json.dumps({"message": {"content": "x" * (600 * 1024)}, "done": False})
+    emulator.inject("/api/chat", status=200, body=line + "\n", content_type=NDJSON)
+    with pytest.raises(LlmServerResponseError, match="stream line longer"):
+        await client.timed_generation("chat", LLAMA, "hi")
+    # The same line without its newline, in a stream that ends there.
+    emulator.inject("/api/chat", status=200, body=line, content_type=NDJSON)
+    with pytest.raises(LlmServerResponseError, match="stream line longer"):
+        await client.timed_generation("chat", LLAMA, "hi")
+    emulator.inject("/api/ps", status=200, body='{"models": [], "pad": "' + "x" * (2 << 20) + '"}')
+    with pytest.raises(LlmServerResponseError, match="larger than"):
+        await client.running_models()
+
+
+async def test_lines_just_under_the_limit_are_read(
+    client: OllamaClient, emulator: OllamaEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("custom_components.llm_warmth.backends.replies.MAX_LINE_BYTES", 4096)
+    final = {"done": True, "done_reason": "stop", "eval_count": 2, "pad": "y" * 3000}
+    body = "\n".join(
+        json.dumps(chunk) for chunk in ({"message": {"content": "x" * 3000}, "done": False}, final)
+    )
+    emulator.inject("/api/chat", status=200, body=body, content_type=NDJSON)
+    timed = await client.timed_generation("chat", LLAMA, "hi")
+    assert timed.eval_count == 2
+
+
+@pytest.mark.parametrize(
+    "metrics",
+    [
+        {"load_duration": int("9" * 401)},
+        {"eval_duration": int("9" * 401)},
+        {"prompt_eval_count": 2**64 + 1},
+        {"prompt_eval_duration": -1},
+        {"eval_count": True},
+        {"total_duration": 1.5},
+    ],
+)
+async def test_final_chunk_numbers_are_bounded(
+    client: OllamaClient, emulator: OllamaEmulator, metrics: dict[str, object]
+) -> None:
+    final = json.dumps({"message": {"content": "Hi"}, "done": True, **metrics})
+    emulator.inject("/api/chat", status=200, body=final + "\n", content_type=NDJSON)
+    with pytest.raises(LlmServerResponseError, match="unexpected final chunk"):
+        await client.timed_generation("chat", LLAMA, "hi")
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"size": int("9" * 401)},
+        {"size_vram": int("9" * 401)},
+        {"size": 10, "size_vram": 11},
+        {"context_length": True},
+        {"context_length": 2**40},
+        {"expires_at": "9999-12-31T23:00:00-01:00"},
+        {"name": "x" * 300},
+        {"size": "1"},
+    ],
+)
+async def test_resident_values_are_checked_for_type_and_range(
+    client: OllamaClient, emulator: OllamaEmulator, entry: dict[str, object]
+) -> None:
+    model = {"name": "x", "size": 10, "size_vram": 10, "expires_at": "2026-11-29T08:05:00Z"}
+    body = json.dumps({"models": [model | entry]})
+    emulator.inject("/api/ps", status=200, body=body)
+    with pytest.raises(LlmServerResponseError, match="unexpected model entry"):
+        await client.running_models()
+
+
+@pytest.mark.parametrize("body", ['{"version": NaN}', '{"size": Infinity}', '{"version": "x"'])
+async def test_json_constants_and_truncation_are_not_json(
+    client: OllamaClient, emulator: OllamaEmulator, body: str
+) -> None:
+    emulator.inject("/api/ps", status=200, body=body)
+    with pytest.raises(LlmServerResponseError, match="not JSON"):
+        await client.running_models()
+
+
+async def test_a_version_that_is_no_short_text_is_not_ollama(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    emulator.inject("/api/version", status=200, body=json.dumps({"version": "1" * 1000}))
+    with pytest.raises(LlmServerNotSupportedError, match="no version"):
+        await client.version()
+
+
+async def test_show_ignores_odd_metadata(client: OllamaClient, emulator: OllamaEmulator) -> None:
+    for odd in (True, -5, 2**40, "8192"):
+        body = {"model_info": {"general.architecture": "llama", "llama.context_length": odd}}
+        emulator.inject("/api/show", status=200, body=json.dumps(body))
+        assert (await client.show(LLAMA)).context_length is None

@@ -6,8 +6,6 @@ API facts this client relies on.
 
 import asyncio
 from collections.abc import Mapping
-from datetime import datetime
-import json
 import time
 from typing import Any, Final, Literal
 
@@ -25,6 +23,20 @@ from .errors import (
     LlmServerResponseError,
     LlmServerTimeoutError,
 )
+from .replies import (
+    MAX_BYTES,
+    MAX_DURATION_NS,
+    MAX_TOKENS,
+    bounded_int,
+    decode_json,
+    decode_object,
+    iter_lines,
+    optional_bounded_int,
+    optional_str,
+    parse_timestamp,
+    read_body,
+    required_str,
+)
 from .types import InstalledModel, ModelInfo, ResidentModel, TimedReply
 
 DEFAULT_PORT: Final = 11434
@@ -32,14 +44,15 @@ DEFAULT_TIMEOUT: Final = 10.0
 # A generation that loads a model must not be cut short: a client timeout aborts the load
 # (Ollama answers 499 and drops the half-loaded model). Ollama's own load timeout is 5 min.
 GENERATION_TIMEOUT: Final = 300.0
-_FINAL_METRICS: Final = {
-    "load_duration": "load_duration_ns",
-    "prompt_eval_count": "prompt_eval_count",
-    "prompt_eval_duration": "prompt_eval_duration_ns",
-    "eval_count": "eval_count",
-    "eval_duration": "eval_duration_ns",
-    "total_duration": "total_duration_ns",
-}
+# The final chunk's metrics: the reply's key, TimedReply's field, the largest sane value.
+_FINAL_METRICS: Final = (
+    ("load_duration", "load_duration_ns", MAX_DURATION_NS),
+    ("prompt_eval_count", "prompt_eval_count", MAX_TOKENS),
+    ("prompt_eval_duration", "prompt_eval_duration_ns", MAX_DURATION_NS),
+    ("eval_count", "eval_count", MAX_TOKENS),
+    ("eval_duration", "eval_duration_ns", MAX_DURATION_NS),
+    ("total_duration", "total_duration_ns", MAX_DURATION_NS),
+)
 
 # Substrings Ollama's llm.IsOutOfMemory matches, plus the pre-0.30 wording.
 _OUT_OF_MEMORY_MARKERS: Final = (
@@ -86,8 +99,8 @@ class OllamaClient:
             raise LlmServerNotSupportedError(
                 f"{self._shown_url} did not answer like an Ollama server: {err}"
             ) from err
-        version = payload.get("version")
-        if not isinstance(version, str) or not version:
+        version = optional_str(payload, "version")
+        if version is None:
             raise LlmServerNotSupportedError(
                 f"{self._shown_url} did not answer like an Ollama server: no version"
             )
@@ -139,7 +152,7 @@ class OllamaClient:
                 async with self._session.post(url, json=payload, headers=self._headers) as response:
                     headers = time.monotonic_ns()
                     if response.status >= 400:
-                        body = await response.read()
+                        body = await read_body(response, path)
                         raise error_for_status(response.status, _error_message(body), path)
                     return await _read_stream(response, path, sent, headers)
         except TimeoutError as err:
@@ -166,7 +179,7 @@ class OllamaClient:
                 async with self._session.request(
                     method, url, json=json, headers=self._headers
                 ) as response:
-                    body = await response.read()
+                    body = await read_body(response, path)
                     status = response.status
         except TimeoutError as err:
             raise LlmServerTimeoutError(f"Timeout talking to {self._shown_url}{path}") from err
@@ -176,7 +189,7 @@ class OllamaClient:
             ) from err
         if status >= 400:
             raise error_for_status(status, _error_message(body), path)
-        return _decode_object(body, path)
+        return decode_object(body, path)
 
 
 async def _read_stream(
@@ -184,29 +197,31 @@ async def _read_stream(
 ) -> TimedReply:
     """Read an NDJSON generation stream up to its final chunk, timing the chunks."""
     first: int | None = None
-    async for raw in response.content:
+    async for raw in iter_lines(response, path):
         line = raw.strip()
         if not line:
             continue
         now = time.monotonic_ns()
-        chunk = _decode_object(line, path)
+        chunk = decode_object(line, path)
         if isinstance(chunk.get("error"), str):
             raise error_for_status(500, chunk["error"], path)
         if first is None and (_has_content(chunk) or chunk.get("done") is True):
             first = now
         if chunk.get("done") is True:
-            metrics = {
-                field: value
-                for key, field in _FINAL_METRICS.items()
-                if isinstance(value := chunk.get(key), int) and not isinstance(value, bool)
-            }
-            reason = chunk.get("done_reason")
+            try:
+                metrics = {
+                    field: value
+                    for key, field, maximum in _FINAL_METRICS
+                    if (value := optional_bounded_int(chunk, key, maximum)) is not None
+                }
+            except ValueError as err:
+                raise LlmServerResponseError(f"{path}: unexpected final chunk: {err}") from err
             return TimedReply(
                 sent_ns=sent,
                 headers_ns=headers,
                 first_token_ns=now if first is None else first,
                 final_ns=now,
-                done_reason=reason if isinstance(reason, str) else None,
+                done_reason=optional_str(chunk, "done_reason"),
                 **metrics,
             )
     raise LlmServerConnectionError(f"{path}: the stream ended without a final chunk")
@@ -239,23 +254,12 @@ def _error_message(body: bytes) -> str:
     """Return Ollama's ``{"error": ...}`` text, or a short excerpt of a non-JSON body."""
     text = body.decode("utf-8", "replace")
     try:
-        payload = json.loads(text)
+        payload = decode_json(text)
     except ValueError:
         return text.strip()[:200]
     if isinstance(payload, dict) and isinstance(payload.get("error"), str):
-        return str(payload["error"])
+        return str(payload["error"])[:500]
     return text.strip()[:200]
-
-
-def _decode_object(body: bytes, path: str) -> dict[str, Any]:
-    """Decode a JSON object or raise ``LlmServerResponseError``."""
-    try:
-        payload = json.loads(body)
-    except ValueError as err:
-        raise LlmServerResponseError(f"{path}: reply is not JSON") from err
-    if not isinstance(payload, dict):
-        raise LlmServerResponseError(f"{path}: reply is not a JSON object")
-    return payload
 
 
 def _model_list(payload: Mapping[str, Any], path: str) -> list[Mapping[str, Any]]:
@@ -269,37 +273,6 @@ def _model_list(payload: Mapping[str, Any], path: str) -> list[Mapping[str, Any]
     return models
 
 
-def parse_timestamp(value: object) -> datetime | None:
-    """Parse an RFC 3339 timestamp with nanoseconds; the Go zero time means "no time yet"."""
-    if not isinstance(value, str):
-        raise ValueError(f"not a timestamp: {value!r}")
-    parsed = datetime.fromisoformat(value)
-    if parsed.tzinfo is None:
-        raise ValueError(f"timestamp without a timezone: {value!r}")
-    if parsed.year <= 1:
-        return None
-    return parsed
-
-
-def _str(item: Mapping[str, Any], key: str) -> str:
-    value = item.get(key)
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"'{key}' is missing or not a string")
-    return value
-
-
-def _int(item: Mapping[str, Any], key: str, default: int | None = None) -> int:
-    value = item.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"'{key}' is missing or not a non-negative integer")
-    return value
-
-
-def _optional_str(item: Mapping[str, Any], key: str) -> str | None:
-    value = item.get(key)
-    return value if isinstance(value, str) and value else None
-
-
 def _details(item: Mapping[str, Any]) -> Mapping[str, Any]:
     details = item.get("details")
     return details if isinstance(details, dict) else {}
@@ -308,17 +281,19 @@ def _details(item: Mapping[str, Any]) -> Mapping[str, Any]:
 def _parse_resident(item: Mapping[str, Any]) -> ResidentModel:
     try:
         details = _details(item)
-        context_length = item.get("context_length")
+        size = bounded_int(item.get("size"), "size", MAX_BYTES)
+        size_vram = bounded_int(item.get("size_vram", 0), "size_vram", size)
         return ResidentModel(
-            name=_str(item, "name"),
-            size=_int(item, "size"),
-            size_vram=_int(item, "size_vram", 0),
+            name=required_str(item, "name"),
+            size=size,
+            size_vram=size_vram,
             expires_at=parse_timestamp(item.get("expires_at")),
-            digest=_optional_str(item, "digest") or "",
-            context_length=_int(item, "context_length") if context_length else None,
-            family=_optional_str(details, "family"),
-            parameter_size=_optional_str(details, "parameter_size"),
-            quantization_level=_optional_str(details, "quantization_level"),
+            digest=optional_str(item, "digest") or "",
+            # 0.9 leaves it out; a zero means "not reported" too.
+            context_length=optional_bounded_int(item, "context_length", MAX_TOKENS) or None,
+            family=optional_str(details, "family"),
+            parameter_size=optional_str(details, "parameter_size"),
+            quantization_level=optional_str(details, "quantization_level"),
         )
     except ValueError as err:
         raise LlmServerResponseError(f"/api/ps: unexpected model entry: {err}") from err
@@ -329,12 +304,12 @@ def _parse_installed(item: Mapping[str, Any]) -> InstalledModel:
         details = _details(item)
         modified = item.get("modified_at")
         return InstalledModel(
-            name=_str(item, "name"),
-            size=_int(item, "size", 0),
-            digest=_optional_str(item, "digest") or "",
-            family=_optional_str(details, "family"),
-            parameter_size=_optional_str(details, "parameter_size"),
-            quantization_level=_optional_str(details, "quantization_level"),
+            name=required_str(item, "name"),
+            size=bounded_int(item.get("size", 0), "size", MAX_BYTES),
+            digest=optional_str(item, "digest") or "",
+            family=optional_str(details, "family"),
+            parameter_size=optional_str(details, "parameter_size"),
+            quantization_level=optional_str(details, "quantization_level"),
             modified_at=parse_timestamp(modified) if modified is not None else None,
         )
     except ValueError as err:
@@ -350,6 +325,10 @@ def _parse_show(model: str, payload: Mapping[str, Any]) -> ModelInfo:
     context_length = (
         model_info.get(f"{architecture}.context_length") if isinstance(architecture, str) else None
     )
+    try:
+        context_length = bounded_int(context_length, "context_length", MAX_TOKENS, minimum=1)
+    except ValueError:
+        context_length = None  # free-form model metadata: an odd value is no value
     model_file = None
     modelfile = payload.get("modelfile")
     if isinstance(modelfile, str):
@@ -360,10 +339,10 @@ def _parse_show(model: str, payload: Mapping[str, Any]) -> ModelInfo:
     capabilities = payload.get("capabilities")
     return ModelInfo(
         name=model,
-        family=_optional_str(details, "family"),
-        parameter_size=_optional_str(details, "parameter_size"),
-        quantization_level=_optional_str(details, "quantization_level"),
-        context_length=context_length if isinstance(context_length, int) else None,
+        family=optional_str(details, "family"),
+        parameter_size=optional_str(details, "parameter_size"),
+        quantization_level=optional_str(details, "quantization_level"),
+        context_length=context_length,
         model_file=model_file,
         capabilities=tuple(c for c in capabilities if isinstance(c, str))
         if isinstance(capabilities, list)

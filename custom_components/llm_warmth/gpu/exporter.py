@@ -24,6 +24,11 @@ from .types import GpuStatus
 MIB: Final = 1024 * 1024
 MAX_PERFORMANCE_STATE: Final = 15
 DEFAULT_TIMEOUT: Final = 10.0
+# An exporter page of a box with eight GPUs is tens of kilobytes.
+MAX_TEXT_BYTES: Final = 8 * 1024 * 1024
+# Labels that become device names and identities.
+MAX_LABEL: Final = 256
+MAX_GPU_INDEX: Final = 1023
 
 
 class ExporterKind(StrEnum):
@@ -37,8 +42,20 @@ class ExporterKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class _Metric:
+    """Where one exporter metric goes, its scale to our unit, and its sane range there."""
+
     field: str
     scale: float = 1.0
+    low: float = 0.0
+    high: float = float(2**53)  # bytes: 8 PiB
+
+
+# Sane ranges in our units, for values that are not memory sizes.
+_PERCENT = {"low": 0.0, "high": 100.0}
+_CELSIUS = {"low": -60.0, "high": 250.0}
+_WATTS = {"low": 0.0, "high": 10_000.0}
+_MHZ = {"low": 0.0, "high": 100_000.0}
+_PSTATE = {"low": 0.0, "high": 32.0}  # 32 is NVML's "unknown", dropped later
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +85,13 @@ _FORMATS: Final[Mapping[ExporterKind, _Format]] = {
             "DCGM_FI_DEV_FB_USED": _Metric("memory_used", MIB),
             "DCGM_FI_DEV_FB_TOTAL": _Metric("memory_total", MIB),
             "DCGM_FI_DEV_FB_RESERVED": _Metric("memory_reserved", MIB),
-            "DCGM_FI_DEV_GPU_UTIL": _Metric("utilization_gpu"),
-            "DCGM_FI_DEV_MEM_COPY_UTIL": _Metric("utilization_memory"),
-            "DCGM_FI_DEV_GPU_TEMP": _Metric("temperature"),
-            "DCGM_FI_DEV_POWER_USAGE": _Metric("power_draw"),
-            "DCGM_FI_DEV_POWER_MGMT_LIMIT": _Metric("power_limit"),
-            "DCGM_FI_DEV_PSTATE": _Metric("performance_state"),
-            "DCGM_FI_DEV_SM_CLOCK": _Metric("sm_clock"),
+            "DCGM_FI_DEV_GPU_UTIL": _Metric("utilization_gpu", **_PERCENT),
+            "DCGM_FI_DEV_MEM_COPY_UTIL": _Metric("utilization_memory", **_PERCENT),
+            "DCGM_FI_DEV_GPU_TEMP": _Metric("temperature", **_CELSIUS),
+            "DCGM_FI_DEV_POWER_USAGE": _Metric("power_draw", **_WATTS),
+            "DCGM_FI_DEV_POWER_MGMT_LIMIT": _Metric("power_limit", **_WATTS),
+            "DCGM_FI_DEV_PSTATE": _Metric("performance_state", **_PSTATE),
+            "DCGM_FI_DEV_SM_CLOCK": _Metric("sm_clock", **_MHZ),
         },
     ),
     ExporterKind.NVIDIA_GPU_EXPORTER: _Format(
@@ -90,14 +107,14 @@ _FORMATS: Final[Mapping[ExporterKind, _Format]] = {
             "nvidia_smi_memory_used_bytes": _Metric("memory_used"),
             "nvidia_smi_memory_total_bytes": _Metric("memory_total"),
             "nvidia_smi_memory_reserved_bytes": _Metric("memory_reserved"),
-            "nvidia_smi_utilization_gpu_ratio": _Metric("utilization_gpu", 100),
-            "nvidia_smi_utilization_memory_ratio": _Metric("utilization_memory", 100),
-            "nvidia_smi_temperature_gpu": _Metric("temperature"),
-            "nvidia_smi_power_draw_watts": _Metric("power_draw"),
-            "nvidia_smi_enforced_power_limit_watts": _Metric("power_limit"),
-            "nvidia_smi_pstate": _Metric("performance_state"),
-            "nvidia_smi_clocks_current_sm_clock_hz": _Metric("sm_clock", 1e-6),
-            "nvidia_smi_clocks_current_graphics_clock_hz": _Metric("graphics_clock", 1e-6),
+            "nvidia_smi_utilization_gpu_ratio": _Metric("utilization_gpu", 100, **_PERCENT),
+            "nvidia_smi_utilization_memory_ratio": _Metric("utilization_memory", 100, **_PERCENT),
+            "nvidia_smi_temperature_gpu": _Metric("temperature", **_CELSIUS),
+            "nvidia_smi_power_draw_watts": _Metric("power_draw", **_WATTS),
+            "nvidia_smi_enforced_power_limit_watts": _Metric("power_limit", **_WATTS),
+            "nvidia_smi_pstate": _Metric("performance_state", **_PSTATE),
+            "nvidia_smi_clocks_current_sm_clock_hz": _Metric("sm_clock", 1e-6, **_MHZ),
+            "nvidia_smi_clocks_current_graphics_clock_hz": _Metric("graphics_clock", 1e-6, **_MHZ),
         },
     ),
     ExporterKind.LLAMA_SWAP: _Format(
@@ -108,14 +125,15 @@ _FORMATS: Final[Mapping[ExporterKind, _Format]] = {
         metrics={
             "llamaswap_gpu_memory_used_bytes": _Metric("memory_used"),
             "llamaswap_gpu_memory_total_bytes": _Metric("memory_total"),
-            "llamaswap_gpu_util_percent": _Metric("utilization_gpu"),
+            "llamaswap_gpu_util_percent": _Metric("utilization_gpu", **_PERCENT),
             # llamaswap_gpu_memory_util_percent is used / total, not memory activity: skipped.
-            "llamaswap_gpu_temperature_celsius": _Metric("temperature"),
-            "llamaswap_gpu_power_draw_watts": _Metric("power_draw"),
+            "llamaswap_gpu_temperature_celsius": _Metric("temperature", **_CELSIUS),
+            "llamaswap_gpu_power_draw_watts": _Metric("power_draw", **_WATTS),
         },
     ),
 }
 _BARE_UUID: Final = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}")
+_INDEX_LABEL: Final = re.compile(r"[0-9]{1,4}")
 _INT_FIELDS: Final = {"memory_free", "memory_used", "memory_total", "memory_reserved"}
 
 
@@ -136,7 +154,7 @@ def parse_exporter_text(text: str, kind: ExporterKind = ExporterKind.AUTO) -> tu
     """
     try:
         samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
-    except (ValueError, TypeError, IndexError) as err:
+    except (ValueError, TypeError, IndexError, KeyError, RecursionError) as err:
         raise GpuSourceResponseError(f"not Prometheus text: {err}") from err
     names = {s.name for s in samples}
     if kind is ExporterKind.AUTO:
@@ -153,8 +171,21 @@ def parse_exporter_text(text: str, kind: ExporterKind = ExporterKind.AUTO) -> tu
 def _gpu_id(fmt: _Format, sample: Sample) -> str | None:
     for label in fmt.id_labels:
         if value := sample.labels.get(label):
-            return value
+            return value if len(value) <= MAX_LABEL else None
     return None
+
+
+def _reading(value: float, scale: float, low: float, high: float) -> float | None:
+    """Return ``value * scale`` when it is a finite number in [low, high], else None.
+
+    The parser gives an ``int`` for an integer literal, of any size: a 400-digit one does
+    not fit a float (``OverflowError``), and ``1e308`` MiB is infinite once scaled.
+    """
+    try:
+        scaled = float(value) * scale
+    except OverflowError:
+        return None
+    return scaled if math.isfinite(scaled) and low <= scaled <= high else None
 
 
 def _gpus(fmt: _Format, samples: list[Sample]) -> tuple[GpuStatus, ...]:
@@ -162,14 +193,19 @@ def _gpus(fmt: _Format, samples: list[Sample]) -> tuple[GpuStatus, ...]:
     labels: dict[str, dict[str, str]] = {}
     for sample in samples:
         gpu = _gpu_id(fmt, sample)
-        if gpu is None or not math.isfinite(sample.value):
-            continue  # a NaN or infinite reading is no reading
+        if gpu is None:
+            continue
         if sample.name == fmt.info_metric:
             labels.setdefault(gpu, {}).update(sample.labels)
         elif sample.name == fmt.index_metric:
-            values.setdefault(gpu, {})["index"] = sample.value
+            index = _reading(sample.value, 1.0, 0.0, MAX_GPU_INDEX)
+            if index is not None and index.is_integer():
+                values.setdefault(gpu, {})["index"] = index
         elif (metric := fmt.metrics.get(sample.name)) is not None:
-            values.setdefault(gpu, {})[metric.field] = sample.value * metric.scale
+            # A NaN, infinite or out-of-range reading is no reading.
+            reading = _reading(sample.value, metric.scale, metric.low, metric.high)
+            if reading is not None:
+                values.setdefault(gpu, {})[metric.field] = reading
             labels.setdefault(gpu, {}).update(sample.labels)
     gpus = []
     for position, gpu in enumerate(sorted(values, key=lambda g: _order(fmt, g, values, labels))):
@@ -192,7 +228,8 @@ def _index(fmt: _Format, fields: Mapping[str, float], gpu_labels: Mapping[str, s
     if "index" in fields:
         return int(fields["index"])
     raw = gpu_labels.get(fmt.index_label) if fmt.index_label else None
-    return int(raw) if raw is not None and raw.isdigit() else None
+    # Digits only: "²" is a digit to str.isdigit() but not to int().
+    return int(raw) if raw is not None and _INDEX_LABEL.fullmatch(raw) else None
 
 
 def _status(
@@ -205,7 +242,7 @@ def _status(
     total, used, free = (numbers.get(k) for k in ("memory_total", "memory_used", "memory_free"))
     if total is None and used is not None and free is not None:
         total = int(used + free + reserved)
-    if free is None and total is not None and used is not None:
+    if free is None and total is not None and used is not None and total >= used + reserved:
         free = int(total - used - reserved)
     pstate = numbers.get("performance_state")
     if pstate is not None and not 0 <= pstate <= MAX_PERFORMANCE_STATE:
@@ -214,10 +251,11 @@ def _status(
     uuid = gpu_labels.get("UUID") or gpu_labels.get("uuid") or gpu
     if _BARE_UUID.fullmatch(uuid):
         uuid = f"GPU-{uuid}"  # nvidia_gpu_exporter drops NVML's prefix; keep one identity
+    name = gpu_labels.get(fmt.name_label) if fmt.name_label else None
     return GpuStatus(
         index=index if index is not None else position,
         uuid=uuid,
-        name=gpu_labels.get(fmt.name_label) if fmt.name_label else None,
+        name=name if name and len(name) <= MAX_LABEL else None,
         memory_total=int(total) if total is not None else None,
         memory_used=int(used) if used is not None else None,
         memory_free=int(free) if free is not None else None,
@@ -235,6 +273,17 @@ def _status(
 def _float(numbers: Mapping[str, float | int], name: str) -> float | None:
     value = numbers.get(name)
     return round(float(value), 3) if value is not None else None
+
+
+async def _read_limited(response: aiohttp.ClientResponse, shown_url: str) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(64 * 1024):
+        size += len(chunk)
+        if size > MAX_TEXT_BYTES:
+            raise GpuSourceResponseError(f"{shown_url} sent more than {MAX_TEXT_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class ExporterSource:
@@ -268,15 +317,17 @@ class ExporterSource:
                 asyncio.timeout(self._timeout),
                 self._session.get(self._url) as response,
             ):
-                text = await response.text(errors="replace")
                 status = response.status
+                body = await _read_limited(response, self._shown_url)
         except TimeoutError as err:
             raise GpuSourceConnectionError(f"{self._shown_url} did not answer in time") from err
         except aiohttp.ClientError as err:
             raise GpuSourceConnectionError(f"cannot reach {self._shown_url}: {err}") from err
         if status >= 400:
             raise GpuSourceConnectionError(f"{self._shown_url} answered HTTP {status}")
-        return parse_exporter_text(text, self._kind)
+        # The text format is UTF-8 whatever the header claims: a "charset" of zlib, rot13
+        # or idna must not decide how the bytes are read.
+        return parse_exporter_text(body.decode("utf-8", "replace"), self._kind)
 
     async def close(self) -> None:
         """Nothing to release: the session belongs to the caller."""

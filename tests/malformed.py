@@ -1,0 +1,226 @@
+"""Hypothesis strategies for server replies: plausible ones, and the ones a broken server sends.
+
+Each reply strategy mixes three kinds of body: the reply's own shape with each field either
+plausible, missing, or replaced by any JSON value (huge, negative and boolean numbers,
+NaN, far-off timestamps, long texts, nested containers); text that is not JSON at all; and
+pathological JSON (nested 100,000 levels deep, truncated). What is sent is what a server
+on the wire could send: bytes, with an HTTP status.
+"""
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+HUGE = 10**400
+MISSING = object()
+
+numbers = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([0, 1, -1, 2**31, 2**53, 2**63, 2**64 + 1, HUGE, -HUGE]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+)
+timestamps = st.one_of(
+    st.datetimes(
+        min_value=datetime(1, 1, 2),
+        max_value=datetime(9999, 12, 30),
+        timezones=st.sampled_from([UTC, None]),
+    ).map(lambda d: d.isoformat().replace("+00:00", "Z")),
+    st.sampled_from(
+        [
+            "0001-01-01T00:00:00Z",
+            "9999-12-31T23:00:00-01:00",
+            "2026-11-29T08:05:00.123456789Z",
+            "2318-09-10T08:00:00Z",
+            "2026-11-29T08:05:00",
+            "yesterday",
+            "",
+        ]
+    ),
+)
+texts = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(["llama3.2:3b", "tiny:latest", "x" * 300, "²", "\x00", "0.9.3"]),
+)
+json_values = st.recursive(
+    st.one_of(st.none(), numbers, texts, timestamps),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(texts, children, max_size=3),
+    max_leaves=12,
+)
+
+
+def field(plausible: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """A field as a server might send it: plausible, absent, or anything at all."""
+    return st.one_of(plausible, plausible, st.just(MISSING), json_values)
+
+
+def shaped(fields: Mapping[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    """A JSON object with these fields, each plausible, absent or anything."""
+    return st.fixed_dictionaries({key: field(value) for key, value in fields.items()}).map(
+        lambda obj: {k: v for k, v in obj.items() if v is not MISSING}
+    )
+
+
+def dumps(obj: object) -> bytes:
+    """Serialise like a careless server: NaN and huge integers included."""
+    return json.dumps(obj, allow_nan=True).encode()
+
+
+pathological = st.sampled_from(
+    [
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"models": ' + b"[" * 100_000,
+        b"<!DOCTYPE html><html><body>502 Bad Gateway</body></html>",
+        b'{"models": [',
+        b"",
+        b"\xff\xfe\x00garbage",
+        b'{"version": NaN}',
+    ]
+)
+
+
+def replies(objects: st.SearchStrategy[Any]) -> st.SearchStrategy[tuple[int, bytes]]:
+    """An HTTP status and a body: mostly the shaped object, sometimes anything."""
+    status = st.sampled_from([200, 200, 200, 200, 400, 401, 404, 500, 503])
+    body = st.one_of(
+        objects.map(dumps),
+        objects.map(dumps),
+        objects.map(dumps),
+        json_values.map(dumps),
+        st.binary(max_size=64),
+        pathological,
+    )
+    return st.tuples(status, body)
+
+
+details = shaped({"family": texts, "parameter_size": texts, "quantization_level": texts})
+sizes = st.integers(min_value=0, max_value=64 * 1024**3)
+resident_entry = shaped(
+    {
+        "name": texts,
+        "model": texts,
+        "size": sizes,
+        "size_vram": sizes,
+        "digest": texts,
+        "details": details,
+        "expires_at": timestamps,
+        "context_length": st.integers(min_value=0, max_value=131072),
+    }
+)
+installed_entry = shaped(
+    {
+        "name": texts,
+        "size": sizes,
+        "digest": texts,
+        "details": details,
+        "modified_at": timestamps,
+    }
+)
+ps_reply = shaped({"models": st.lists(resident_entry, max_size=3)})
+tags_reply = shaped({"models": st.lists(installed_entry, max_size=3)})
+version_reply = shaped({"version": texts})
+show_reply = shaped(
+    {
+        "modelfile": st.sampled_from(["FROM /models/blobs/sha256-1\n", "# none"]),
+        "details": details,
+        "model_info": shaped(
+            {"general.architecture": st.just("llama"), "llama.context_length": numbers}
+        ),
+        "capabilities": st.lists(texts, max_size=3),
+    }
+)
+
+durations = st.integers(min_value=0, max_value=60 * 10**9)
+counts = st.integers(min_value=0, max_value=100_000)
+content_chunk = shaped(
+    {
+        "message": shaped({"role": st.just("assistant"), "content": texts, "thinking": texts}),
+        "response": texts,
+        "done": st.just(False),
+    }
+)
+final_chunk = shaped(
+    {
+        "message": shaped({"content": texts}),
+        "done": st.just(True),
+        "done_reason": st.sampled_from(["stop", "length", "load"]),
+        "load_duration": durations,
+        "prompt_eval_count": counts,
+        "prompt_eval_duration": durations,
+        "eval_count": counts,
+        "eval_duration": durations,
+        "total_duration": durations,
+    }
+)
+error_chunk = shaped({"error": texts})
+
+
+@st.composite
+def generation_streams(draw: st.DrawFn) -> tuple[int, bytes]:
+    """An NDJSON stream: content chunks, maybe an error or junk line, maybe a final chunk."""
+    lines = [dumps(chunk) for chunk in draw(st.lists(content_chunk, max_size=3))]
+    ending = draw(
+        st.sampled_from(["final", "final", "final", "error", "junk", "none", "pathological"])
+    )
+    if ending == "final":
+        lines.append(dumps(draw(final_chunk)))
+    elif ending == "error":
+        lines.append(dumps(draw(error_chunk)))
+    elif ending == "junk":
+        lines.append(draw(st.binary(max_size=32)).replace(b"\n", b""))
+    elif ending == "pathological":
+        lines.append(draw(pathological))
+    body = b"\n".join(lines) + draw(st.sampled_from([b"\n", b""]))
+    return draw(st.sampled_from([200, 200, 200, 404, 500, 503])), body
+
+
+plausible_resident_entry = st.fixed_dictionaries(
+    {
+        "name": st.text(min_size=1, max_size=40),
+        "size": st.integers(min_value=1, max_value=2**40),
+        "expires_at": st.datetimes(
+            min_value=datetime(2000, 1, 1),
+            max_value=datetime(2400, 1, 1),
+            timezones=st.just(UTC),
+        ),
+        "vram_share": st.floats(min_value=0, max_value=1),
+        "context_length": st.integers(min_value=1, max_value=2**20),
+    }
+)
+
+
+def as_ps_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a plausible entry as Ollama writes it in /api/ps."""
+    expires: datetime = entry["expires_at"]
+    return {
+        "name": entry["name"],
+        "size": entry["size"],
+        "size_vram": int(entry["size"] * entry["vram_share"]),
+        "expires_at": expires.isoformat().replace("+00:00", "Z"),
+        "context_length": entry["context_length"],
+    }
+
+
+def exporter_lines(names: list[str]) -> st.SearchStrategy[str]:
+    """Prometheus text lines of the given metric names with odd labels and values."""
+    label_values = st.one_of(
+        st.sampled_from(["0", "1", "²", "GPU-1", "x" * 300, ""]), st.text(max_size=8)
+    ).map(lambda v: v.replace("\\", "").replace('"', "").replace("\n", ""))
+    values = st.one_of(
+        numbers.map(lambda n: repr(n) if isinstance(n, float) else str(n)),
+        st.sampled_from(["1e308", "NaN", "+Inf", "-Inf", "0x10", "1_000", "", "12 1700000000"]),
+    )
+    line = st.builds(
+        lambda name, gpu, uuid, value: (
+            f'{name}{{gpu="{gpu}",UUID="{uuid}",uuid="{uuid}",id="{gpu}",name="{uuid}"}} {value}'
+        ),
+        st.sampled_from(names),
+        label_values,
+        label_values,
+        values,
+    )
+    junk = st.sampled_from(["# HELP x y", "# TYPE x gauge", "garbage line", "{}", "x{a=} 1"])
+    return st.lists(st.one_of(line, line, line, junk), max_size=8).map("\n".join)
