@@ -22,7 +22,7 @@ which are measured with :func:`time.perf_counter_ns` like the real server measur
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 import hashlib
 import json
@@ -244,6 +244,7 @@ class RecordedRequest:
     json: Any
     headers: dict[str, str]
     body: bytes = b""
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass

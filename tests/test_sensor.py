@@ -10,8 +10,6 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, snapshot_platform
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.llm_warmth.const import SETTLING_SCAN_INTERVAL
-
 from .conftest import GIB, LLAMA, QWEN, ollama_request, start_load
 from .ollama_emulator import EmulatedModel, OllamaEmulator
 
@@ -71,12 +69,12 @@ async def test_model_sensors_through_a_load(
     assert resident.state == STATE_ON
     assert resident.attributes["loading"] is True
     assert hass.states.get("sensor.llama3_2_3b_unloads_at").state == STATE_UNKNOWN
-    assert coordinator.update_interval == SETTLING_SCAN_INTERVAL
+    assert coordinator.fast_polling
     await load
     await poll()
     resident = hass.states.get("binary_sensor.llama3_2_3b_resident")
     assert resident.attributes["loading"] is False
-    assert coordinator.update_interval == timedelta(seconds=10)
+    assert not coordinator.fast_polling
     expected = emulator.loaded[LLAMA].expires_at
     assert expected is not None
     unloads_at = hass.states.get("sensor.llama3_2_3b_unloads_at")
@@ -121,9 +119,10 @@ async def test_server_down_mid_load_is_not_polled_fast(
     coordinator = init_integration.runtime_data.coordinator
     load = await start_load(emulator, LLAMA, 0.3)
     await poll()
-    assert coordinator.update_interval == SETTLING_SCAN_INTERVAL
+    assert coordinator.fast_polling
     load.cancel()
     await emulator.stop()
     await poll()
     assert not coordinator.last_update_success
+    assert not coordinator.fast_polling
     assert coordinator.update_interval == timedelta(seconds=10)

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.const import CONF_SCAN_INTERVAL
-from homeassistant.core import HomeAssistant
+from homeassistant.core import CALLBACK_TYPE, HassJob, HomeAssistant, callback
 from homeassistant.exceptions import ConfigEntryAuthFailed
+from homeassistant.helpers.event import async_call_later
 from homeassistant.helpers.storage import Store
 from homeassistant.helpers.update_coordinator import DataUpdateCoordinator, UpdateFailed
 from homeassistant.util import dt as dt_util
@@ -110,6 +111,14 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self._installed_fetched: float | None = None
         self._version: str | None = None
         self._unreachable = False
+        # While a model loads the server is polled every SETTLING_SCAN_INTERVAL by this
+        # one-shot timer, armed after each poll; the coordinator's own interval stays the
+        # normal one (Home Assistant rounds it to whole seconds, so a sub-second interval
+        # would fire back to back).
+        self._fast_poll_job = HassJob(
+            self._async_fast_poll, f"{DOMAIN} {entry.title} fast poll", cancel_on_shutdown=True
+        )
+        self._unsub_fast_poll: CALLBACK_TYPE | None = None
 
     async def _async_setup(self) -> None:
         """Read what earlier runs measured; a damaged record is dropped, not fatal."""
@@ -123,11 +132,38 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
 
     async def async_shutdown(self) -> None:
         """Stop polling and write what was measured (the entry unloads)."""
+        self._cancel_fast_poll()
         await super().async_shutdown()
         if self._timings:
             await self._store.async_save(self._data_to_store())
 
+    @property
+    def fast_polling(self) -> bool:
+        """Return True while a fast poll is armed (a model is loading)."""
+        return self._unsub_fast_poll is not None
+
+    @callback
+    def _cancel_fast_poll(self) -> None:
+        if self._unsub_fast_poll is not None:
+            self._unsub_fast_poll()
+            self._unsub_fast_poll = None
+
+    @callback
+    def _arm_fast_poll(self) -> None:
+        """Poll again SETTLING_SCAN_INTERVAL after this poll, while something settles."""
+        self._cancel_fast_poll()
+        if self._tracker.settling and not self.config_entry.pref_disable_polling:
+            self._unsub_fast_poll = async_call_later(
+                self.hass, SETTLING_SCAN_INTERVAL, self._fast_poll_job
+            )
+
+    async def _async_fast_poll(self, _now: datetime) -> None:
+        self._unsub_fast_poll = None
+        await self.async_refresh()
+
     async def _async_update_data(self) -> ServerSnapshot:
+        # Whatever started this poll, the next fast one is counted from its end.
+        self._cancel_fast_poll()
         settling = self._tracker.settling
         try:
             # A settling poll only follows loads; the version is checked on regular polls.
@@ -141,9 +177,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
                 translation_domain=DOMAIN, translation_key="invalid_auth"
             ) from err
         except LlmServerError as err:
-            self._unreachable = self._unreachable or isinstance(err, LlmServerConnectionError)
             # No fast polling of a server that is down, even if it went down mid-load.
-            self.update_interval = self.normal_interval
+            self._unreachable = self._unreachable or isinstance(err, LlmServerConnectionError)
             raise _update_failed(err, redact_url(self.client.base_url)) from err
 
         restarted = self._note_restart(version)
@@ -161,9 +196,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
                 self._note_load(change)
             else:
                 self._fire(EVENT_MODEL_UNLOADED, model=change.model, reason=change.reason.value)
-        self.update_interval = (
-            SETTLING_SCAN_INTERVAL if self._tracker.settling else self.normal_interval
-        )
+        self._arm_fast_poll()
         return ServerSnapshot(
             version=version,
             resident=by_name,

@@ -34,6 +34,7 @@ async def async_get_config_entry_diagnostics(
         "update_interval_seconds": coordinator.update_interval.total_seconds()
         if coordinator.update_interval
         else None,
+        "fast_polling": coordinator.fast_polling,
         "snapshot": {
             "version": snapshot.version,
             "polled_at": snapshot.polled_at.isoformat(),
