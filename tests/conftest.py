@@ -129,17 +129,23 @@ def poll(hass: HomeAssistant, mock_config_entry: MockConfigEntry) -> Callable[[]
 
 
 async def start_load(
-    emulator: OllamaEmulator, model: str, load_delay: float, path: str = "/api/generate"
+    emulator: OllamaEmulator,
+    model: str,
+    load_delay: float,
+    path: str = "/api/generate",
+    **payload: Any,
 ) -> asyncio.Task[Any]:
     """Start loading ``model`` as another client would; return once the server lists it.
+
+    ``payload`` goes into the request (``options={"num_ctx": 8192}`` reloads a resident model).
 
     A plain asyncio task, not ``hass.async_create_task``: ``async_block_till_done`` must not
     wait for the load, or the coordinator's own fast poll would see it end first.
     """
     emulator.models[model].load_delay = load_delay
-    load = asyncio.create_task(ollama_request(emulator, path, {"model": model}))
+    load = asyncio.create_task(ollama_request(emulator, path, {"model": model, **payload}))
     async with asyncio.timeout(5):
-        while model not in emulator.loaded:
+        while model not in emulator.loaded or not emulator.loaded[model].loading:
             await asyncio.sleep(0.01)
     return load
 

@@ -1,12 +1,16 @@
 """The events fired between snapshots: model loaded/unloaded, server restarted."""
 
+import time
+
 from homeassistant.core import HomeAssistant
+import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
 
 from custom_components.llm_warmth.const import (
     EVENT_MODEL_LOADED,
     EVENT_MODEL_UNLOADED,
     EVENT_SERVER_RESTARTED,
+    VERSION_REFRESH_INTERVAL,
 )
 
 from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request, start_load
@@ -27,13 +31,18 @@ async def test_loaded_event_with_observed_load_time(
     assert data["model"] == LLAMA
     assert data["server"] == "Ollama test"
     assert data["config_entry_id"] == ENTRY_ID
-    # Seen loading right after it started and loaded right after it ended (0.5 s).
-    assert data["load_seconds"] >= 0.3
+    # Polling cannot tell the load from the request that caused it: it reports the cold
+    # request, seen busy from right after it started to right after it ended (0.5 s).
+    assert data["load_seconds"] is None
+    assert data["load_source"] is None
+    assert data["cold_request_seconds"] >= 0.3
+    assert data["cold_request_source"] == "polling"
+    assert data["reloaded"] is False
     # The measurement is kept for the sensor and the next start.
-    assert (
-        init_integration.runtime_data.coordinator.data.timings[LLAMA].load_seconds
-        == data["load_seconds"]
-    )
+    timing = init_integration.runtime_data.coordinator.data.timings[LLAMA]
+    assert timing.cold_request_seconds == data["cold_request_seconds"]
+    assert timing.cold_request_source == "polling"
+    assert timing.load_seconds is None
 
 
 async def test_loaded_event_without_load_time_when_not_seen_loading(
@@ -44,7 +53,8 @@ async def test_loaded_event_without_load_time_when_not_seen_loading(
     await poll()
     assert loaded == []  # first sighting with an expiry: confirmed on the next poll
     await poll()
-    assert [e.data["load_seconds"] for e in loaded] == [None]
+    assert [e.data["cold_request_seconds"] for e in loaded] == [None]
+    assert [e.data["cold_request_source"] for e in loaded] == [None]
     await poll()
     assert len(loaded) == 1
 
@@ -61,7 +71,7 @@ async def test_unloaded_expired(
     assert [(e.data["model"], e.data["reason"]) for e in unloaded] == [(LLAMA, "expired")]
 
 
-async def test_unloaded_displaced(
+async def test_unloaded_evicted_for_another_model(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
 ) -> None:
     unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
@@ -71,12 +81,49 @@ async def test_unloaded_displaced(
     # qwen does not fit beside llama in the 8 GiB budget: llama is evicted early.
     await ollama_request(emulator, "/api/generate", {"model": QWEN})
     await poll()
-    assert [(e.data["model"], e.data["reason"]) for e in unloaded] == [(LLAMA, "displaced")]
-    # Evicted by hand (keep_alive 0) before its time: displaced too.
+    assert [(e.data["model"], e.data["reason"], e.data["replaced_by"]) for e in unloaded] == [
+        (LLAMA, "evicted", [QWEN])
+    ]
+
+
+async def test_unloaded_early_by_another_client(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
+    await ollama_request(emulator, "/api/generate", {"model": QWEN, "keep_alive": "1h"})
+    await poll()
     await poll()
     await ollama_request(emulator, "/api/generate", {"model": QWEN, "keep_alive": 0})
     await poll()
-    assert [(e.data["model"], e.data["reason"]) for e in unloaded][1:] == [(QWEN, "displaced")]
+    # Early, and nothing came in: the next poll decides (a replacement may still show up).
+    assert unloaded == []
+    assert init_integration.runtime_data.coordinator.fast_polling
+    await poll()
+    assert [(e.data["model"], e.data["reason"], e.data["replaced_by"]) for e in unloaded] == [
+        (QWEN, "unloaded", [])
+    ]
+
+
+async def test_reload_for_another_context_is_a_load(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """Another client's num_ctx makes the server load the model again, in place."""
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
+    await poll()
+    await poll()
+    assert len(loaded) == 1
+    load = await start_load(emulator, LLAMA, 0.4, options={"num_ctx": 8192})
+    await poll()
+    await load
+    await poll()
+    assert unloaded == []
+    assert [(e.data["model"], e.data["reloaded"]) for e in loaded] == [
+        (LLAMA, False),
+        (LLAMA, True),
+    ]
+    assert loaded[1].data["cold_request_seconds"] >= 0.2
 
 
 async def test_server_restart(
@@ -109,13 +156,47 @@ async def test_version_change_is_a_restart(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
 ) -> None:
     restarted = async_capture_events(hass, EVENT_SERVER_RESTARTED)
+    unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
+    await poll()
+    await poll()
+    # An upgrade between two polls: the model is gone, nothing replaced it; the next poll
+    # asks for the version before it names a reason.
     await emulator.restart(version="0.13.1")
+    await poll()
     await poll()
     assert [
         (e.data["reason"], e.data["previous_version"], e.data["version"]) for e in restarted
     ] == [("version_changed", "0.12.6", "0.13.1")]
+    assert [(e.data["model"], e.data["reason"]) for e in unloaded] == [(LLAMA, "server_restarted")]
     await poll()
     assert len(restarted) == 1
+
+
+async def test_version_is_read_every_few_minutes(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def version_reads() -> int:
+        return sum(r.path == "/api/version" for r in emulator.requests)
+
+    restarted = async_capture_events(hass, EVENT_SERVER_RESTARTED)
+    before = version_reads()
+    for _ in range(3):
+        await poll()
+    assert version_reads() == before  # one request per regular poll: /api/ps
+    emulator.version = "0.13.1"
+    now = time.monotonic()
+    monkeypatch.setattr(
+        "custom_components.llm_warmth.coordinator.time.monotonic",
+        lambda: now + VERSION_REFRESH_INTERVAL.total_seconds() + 1,
+    )
+    await poll()
+    assert version_reads() == before + 1
+    assert [e.data["reason"] for e in restarted] == ["version_changed"]
 
 
 async def test_no_events_on_an_unchanged_server(

@@ -85,7 +85,7 @@ async def test_auth_failure_starts_reauth(
 async def test_auth_failure_after_setup_starts_reauth(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
 ) -> None:
-    emulator.inject("/api/version", status=403, body="forbidden", content_type="text/plain")
+    emulator.inject("/api/ps", status=403, body="forbidden", content_type="text/plain")
     await poll()
     flows = hass.config_entries.flow.async_progress()
     assert [f["context"]["source"] for f in flows] == [SOURCE_REAUTH]
@@ -104,7 +104,7 @@ async def test_unavailable_and_back_logs_once_each(
     assert hass.states.get(LLAMA_RESIDENT).state == STATE_ON
     caplog.clear()
     caplog.set_level(logging.DEBUG, logger="custom_components.llm_warmth")
-    emulator.inject("/api/version", drop=True, times=None)
+    emulator.inject("/api/ps", drop=True, times=None)
     for _ in range(3):
         await poll()
     assert hass.states.get(LLAMA_RESIDENT).state == STATE_UNAVAILABLE
@@ -212,6 +212,9 @@ async def test_version_change_updates_the_device(
     device_registry: dr.DeviceRegistry,
 ) -> None:
     emulator.version = "0.14.0"
+    # The version is read every few minutes, and first after a failed poll.
+    emulator.inject("/api/ps", drop=True, times=2)  # aiohttp retries a reused connection once
+    await poll()
     await poll()
     server = device_registry.async_get_device_by_identifier((DOMAIN, ENTRY_ID), ENTRY_ID)
     assert server is not None
@@ -257,10 +260,15 @@ async def test_stored_load_times_survive_a_restart(
 ) -> None:
     hass_storage[f"{DOMAIN}.{ENTRY_ID}"] = {
         "version": 1,
+        "minor_version": 2,
         "key": f"{DOMAIN}.{ENTRY_ID}",
         "data": {
             "models": {
-                LLAMA: {"load_seconds": 7.25},
+                LLAMA: {
+                    "load_seconds": 7.25,
+                    "cold_request_seconds": 16.5,
+                    "cold_request_source": "client",
+                },
                 QWEN: {"load_seconds": "garbage"},
                 "old:1b": "garbage",
             }
@@ -269,8 +277,36 @@ async def test_stored_load_times_survive_a_restart(
     mock_config_entry.add_to_hass(hass)
     await hass.config_entries.async_setup(mock_config_entry.entry_id)
     await hass.async_block_till_done()
-    assert hass.states.get("sensor.llama3_2_3b_last_observed_load_duration").state == "7.25"
-    assert hass.states.get("sensor.qwen3_8b_last_observed_load_duration").state == "unknown"
+    load = hass.states.get("sensor.llama3_2_3b_last_measured_load_duration")
+    assert (load.state, load.attributes["source"]) == ("7.25", "server")
+    cold = hass.states.get("sensor.llama3_2_3b_last_cold_request_duration")
+    assert (cold.state, cold.attributes["source"]) == ("16.5", "client")
+    assert hass.states.get("sensor.qwen3_8b_last_measured_load_duration").state == "unknown"
+
+
+async def test_stored_figures_of_version_1_1_are_migrated(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    hass_storage: dict[str, object],
+) -> None:
+    """1.1 stored what polling saw as "load_seconds": it was the cold request."""
+    hass_storage[f"{DOMAIN}.{ENTRY_ID}"] = {
+        "version": 1,
+        "key": f"{DOMAIN}.{ENTRY_ID}",
+        "data": {"models": {LLAMA: {"load_seconds": 7.25}, QWEN: {"load_seconds": None}}},
+    }
+    mock_config_entry.add_to_hass(hass)
+    await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    await hass.async_block_till_done()
+    assert hass.states.get("sensor.llama3_2_3b_last_measured_load_duration").state == "unknown"
+    cold = hass.states.get("sensor.llama3_2_3b_last_cold_request_duration")
+    assert (cold.state, cold.attributes["source"]) == ("7.25", "polling")
+    timings = mock_config_entry.runtime_data.coordinator.data.timings
+    assert timings[QWEN].cold_request_seconds is None
+    await hass.config_entries.async_unload(mock_config_entry.entry_id)
+    stored = hass_storage[f"{DOMAIN}.{ENTRY_ID}"]
+    assert stored["minor_version"] == 2  # type: ignore[index]
+    assert stored["data"]["models"][LLAMA]["cold_request_seconds"] == 7.25  # type: ignore[index]
 
 
 async def test_new_load_times_are_saved(
@@ -287,7 +323,8 @@ async def test_new_load_times_are_saved(
     async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=10))
     await hass.async_block_till_done()
     stored = hass_storage[f"{DOMAIN}.{ENTRY_ID}"]["data"]  # type: ignore[index]
-    measured = init_integration.runtime_data.coordinator.data.timings[LLAMA].load_seconds
-    assert measured is not None
-    assert measured > 0.1
-    assert stored["models"][LLAMA]["load_seconds"] == measured
+    measured = init_integration.runtime_data.coordinator.data.timings[LLAMA]
+    assert measured.cold_request_seconds is not None
+    assert measured.cold_request_seconds > 0.1
+    assert stored["models"][LLAMA]["cold_request_seconds"] == measured.cold_request_seconds
+    assert stored["models"][LLAMA]["cold_request_source"] == "polling"

@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 from custom_components.llm_warmth.backends.types import ResidentModel
 from custom_components.llm_warmth.residency import (
+    LoadFigures,
     ModelLoaded,
     ModelUnloaded,
     Phase,
@@ -14,105 +15,297 @@ from custom_components.llm_warmth.residency import (
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 
 
-def model(name: str, expires_at: datetime | None) -> ResidentModel:
-    return ResidentModel(name=name, size=100, size_vram=100, expires_at=expires_at)
+def model(
+    name: str, expires_at: datetime | None, *, size: int = 100, context_length: int | None = None
+) -> ResidentModel:
+    return ResidentModel(
+        name=name,
+        size=size,
+        size_vram=size,
+        expires_at=expires_at,
+        context_length=context_length,
+    )
 
 
 def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
+def observe(tracker: ResidencyTracker, t: float, *models: ResidentModel, **kwargs: bool) -> list:
+    return tracker.observe(models, now=at(t), monotonic=t, **kwargs)
+
+
 def test_baseline_is_silent_and_loaded() -> None:
     tracker = ResidencyTracker()
-    assert tracker.observe([model("a", at(300))], now=T0, monotonic=0) == []
+    assert observe(tracker, 0, model("a", at(300))) == []
     assert tracker.phase("a") is Phase.LOADED
     assert not tracker.settling
     assert tracker.phase("b") is None
 
 
-def test_modern_load_is_timed_from_first_sight_of_the_zero_expiry() -> None:
+def test_zero_expiry_is_timed_from_its_first_sighting() -> None:
     tracker = ResidencyTracker()
-    tracker.observe([], now=T0, monotonic=0)
-    assert tracker.observe([model("a", None)], now=at(1), monotonic=1) == []
+    observe(tracker, 0)
+    assert observe(tracker, 1, model("a", None)) == []
     assert tracker.settling
-    assert tracker.phase("a") is Phase.LOADING
-    assert tracker.observe([model("a", None)], now=at(1.5), monotonic=1.5) == []
-    changes = tracker.observe([model("a", at(302))], now=at(2.0), monotonic=2.0)
-    assert changes == [ModelLoaded("a", 1.0)]
+    assert tracker.loading() == {"a"}
+    assert observe(tracker, 1.5, model("a", None)) == []
+    assert observe(tracker, 2.0, model("a", at(302))) == [ModelLoaded("a", 1.0)]
     assert tracker.phase("a") is Phase.LOADED
     assert not tracker.settling
 
 
 def test_model_first_seen_with_an_expiry_is_confirmed_on_the_next_poll() -> None:
     tracker = ResidencyTracker()
-    tracker.observe([], now=T0, monotonic=0)
-    assert tracker.observe([model("a", at(300))], now=at(1), monotonic=1) == []
+    observe(tracker, 0)
+    assert observe(tracker, 1, model("a", at(300))) == []
     assert tracker.phase("a") is Phase.UNSURE
     assert tracker.settling
     # Same expiry half a second later: it was loaded already, the load was not seen.
-    changes = tracker.observe([model("a", at(300))], now=at(1.5), monotonic=1.5)
-    assert changes == [ModelLoaded("a", None)]
+    assert observe(tracker, 1.5, model("a", at(300))) == [ModelLoaded("a", None)]
 
 
-def test_legacy_floating_expiry_counts_as_loading() -> None:
+def test_floating_expiry_of_a_new_runner_is_its_cold_request() -> None:
     tracker = ResidencyTracker()
-    tracker.observe([], now=T0, monotonic=0)
-    # Ollama 0.9 reports now + keep_alive while loading: the expiry moves with the clock.
-    tracker.observe([model("a", at(10 + 300))], now=at(10), monotonic=10)
-    assert tracker.observe([model("a", at(10.5 + 300))], now=at(10.5), monotonic=10.5) == []
+    observe(tracker, 0)
+    # Ollama 0.9 reports now + keep_alive while the runner is busy: the expiry moves.
+    observe(tracker, 10, model("a", at(10 + 300)))
+    assert observe(tracker, 10.5, model("a", at(10.5 + 300))) == []
     assert tracker.phase("a") is Phase.LOADING
-    assert tracker.observe([model("a", at(11 + 300))], now=at(11), monotonic=11) == []
-    # Load finished at 11.2: the expiry stops moving, and how far it moved dates the end.
-    changes = tracker.observe([model("a", at(11.2 + 300))], now=at(11.5), monotonic=11.5)
-    assert changes == [ModelLoaded("a", 1.2)]
+    assert observe(tracker, 11, model("a", at(11 + 300))) == []
+    # The request ended at 11.2: the expiry stops moving, and how far it moved dates the end.
+    assert observe(tracker, 11.5, model("a", at(11.2 + 300))) == [ModelLoaded("a", 1.2)]
 
 
-def test_unsure_model_that_turns_out_loading() -> None:
+def test_a_loaded_model_in_use_is_not_loading() -> None:
+    """On Ollama 0.9 the expiry of a loaded model moves while a request runs."""
     tracker = ResidencyTracker()
-    tracker.observe([], now=T0, monotonic=0)
-    tracker.observe([model("a", at(300))], now=at(1), monotonic=1)
-    tracker.observe([model("a", None)], now=at(1.5), monotonic=1.5)
+    observe(tracker, 0, model("a", at(300)))
+    for t in (1, 1.5, 2, 2.5):
+        assert observe(tracker, t, model("a", at(t + 300))) == []
+        assert tracker.phase("a") is Phase.LOADED
+        assert not tracker.settling
+
+
+def test_unsure_model_that_turns_out_busy() -> None:
+    tracker = ResidencyTracker()
+    observe(tracker, 0)
+    observe(tracker, 1, model("a", at(300)))
+    observe(tracker, 1.5, model("a", None))
     assert tracker.phase("a") is Phase.LOADING
-    assert tracker.observe([model("a", at(302))], now=at(2), monotonic=2) == [ModelLoaded("a", 1.0)]
+    assert observe(tracker, 2, model("a", at(302))) == [ModelLoaded("a", 1.0)]
 
 
-def test_reload_in_place_is_a_new_load() -> None:
+def test_zero_expiry_again_is_a_reload_in_place() -> None:
     tracker = ResidencyTracker()
-    tracker.observe([model("a", at(300))], now=T0, monotonic=0)
-    tracker.observe([model("a", None)], now=at(5), monotonic=5)
+    observe(tracker, 0, model("a", at(300)))
+    observe(tracker, 5, model("a", None))
     assert tracker.phase("a") is Phase.LOADING
-    assert tracker.observe([model("a", at(306))], now=at(6), monotonic=6) == [ModelLoaded("a", 1.0)]
+    assert observe(tracker, 6, model("a", at(306))) == [ModelLoaded("a", 1.0, reloaded=True)]
 
 
-def test_unload_reasons() -> None:
+def test_a_changed_size_is_a_reload_even_with_a_moving_expiry() -> None:
+    """Another client's num_ctx made Ollama 0.9 reload: only the size shows it."""
     tracker = ResidencyTracker()
-    tracker.observe([model("a", at(300)), model("b", at(600))], now=T0, monotonic=0)
-    changes = tracker.observe([], now=at(300), monotonic=300)
-    assert changes == [
+    observe(tracker, 0, model("a", at(300), size=100))
+    observe(tracker, 5, model("a", at(305), size=200))
+    assert tracker.phase("a") is Phase.LOADING
+    assert tracker.settling
+    observe(tracker, 5.5, model("a", at(305.5), size=200))
+    assert observe(tracker, 6, model("a", at(305.7), size=200)) == [
+        ModelLoaded("a", 0.7, reloaded=True)
+    ]
+
+
+def test_a_reload_between_two_polls_is_reported_at_once() -> None:
+    tracker = ResidencyTracker()
+    observe(tracker, 0, model("a", at(300), context_length=512))
+    assert observe(tracker, 10, model("a", at(900), context_length=1024)) == [
+        ModelLoaded("a", None, reloaded=True)
+    ]
+    assert not tracker.settling
+
+
+def test_a_runner_gone_for_one_poll_and_back_is_a_reload() -> None:
+    tracker = ResidencyTracker()
+    observe(tracker, 0, model("a", at(300)))
+    assert observe(tracker, 5) == []  # left early, nothing in sight: wait one poll
+    assert tracker.unexplained_unloads
+    assert observe(tracker, 5.5, model("a", None)) == []
+    assert not tracker.unexplained_unloads
+    assert observe(tracker, 6, model("a", at(306))) == [ModelLoaded("a", 0.5, reloaded=True)]
+
+
+def test_expired_at_or_after_its_expiry() -> None:
+    tracker = ResidencyTracker()
+    observe(tracker, 0, model("a", at(300)), model("b", at(301)))
+    assert observe(tracker, 300) == [
         ModelUnloaded("a", UnloadReason.EXPIRED),
-        ModelUnloaded("b", UnloadReason.DISPLACED),
+        ModelUnloaded("b", UnloadReason.EXPIRED),  # one second early: clocks differ
+    ]
+
+
+def test_evicted_for_the_model_that_came_in() -> None:
+    tracker = ResidencyTracker()
+    observe(tracker, 0, model("a", at(300)))
+    assert observe(tracker, 5, model("b", None)) == [
+        ModelUnloaded("a", UnloadReason.EVICTED, ("b",))
+    ]
+
+
+def test_evicted_when_the_replacement_shows_up_a_poll_later() -> None:
+    """Ollama unloads first, then lists the new runner: a poll can fall in between."""
+    tracker = ResidencyTracker()
+    observe(tracker, 0, model("a", at(300)))
+    assert observe(tracker, 5) == []
+    assert tracker.settling
+    assert observe(tracker, 5.5, model("b", None)) == [
+        ModelUnloaded("a", UnloadReason.EVICTED, ("b",))
+    ]
+
+
+def test_unloaded_early_without_a_replacement() -> None:
+    """keep_alive 0 from another client, out of memory, a crash: nothing came in."""
+    tracker = ResidencyTracker()
+    observe(tracker, 0, model("a", at(300)), model("b", at(600)))
+    assert observe(tracker, 5, model("b", at(600))) == []
+    assert observe(tracker, 5.5, model("b", at(600))) == [ModelUnloaded("a", UnloadReason.UNLOADED)]
+    assert not tracker.settling
+
+
+def test_a_model_already_resident_is_no_replacement() -> None:
+    tracker = ResidencyTracker()
+    observe(tracker, 0, model("a", at(300)), model("b", at(600)))
+    observe(tracker, 5, model("b", at(605)))  # b in use: still no newcomer
+    assert observe(tracker, 5.5, model("b", at(605.5))) == [
+        ModelUnloaded("a", UnloadReason.UNLOADED)
     ]
 
 
 def test_unload_after_server_restart() -> None:
     tracker = ResidencyTracker()
-    tracker.observe([model("a", at(300))], now=T0, monotonic=0)
-    assert tracker.observe([], now=at(400), monotonic=400, server_restarted=True) == [
+    observe(tracker, 0, model("a", at(300)))
+    assert observe(tracker, 400, server_restarted=True) == [
         ModelUnloaded("a", UnloadReason.SERVER_RESTARTED)
     ]
 
 
-def test_models_never_loaded_leave_silently() -> None:
+def test_an_early_unload_then_a_restart_is_the_restart() -> None:
     tracker = ResidencyTracker()
-    tracker.observe([], now=T0, monotonic=0)
-    tracker.observe([model("a", None), model("b", at(300))], now=at(1), monotonic=1)
-    assert tracker.observe([], now=at(2), monotonic=2) == []
-    assert not tracker.settling
+    observe(tracker, 0, model("a", at(300)))
+    observe(tracker, 5)
+    assert observe(tracker, 30, server_restarted=True) == [
+        ModelUnloaded("a", UnloadReason.SERVER_RESTARTED)
+    ]
 
 
-def test_in_flight_request_keeps_a_loaded_model_loaded() -> None:
+def test_a_model_that_leaves_right_after_its_first_sighting_gets_both_events() -> None:
     tracker = ResidencyTracker()
-    tracker.observe([model("a", at(300))], now=T0, monotonic=0)
-    # A request finished: the expiry jumped; the model stays loaded, nothing to report.
-    assert tracker.observe([model("a", at(350))], now=at(50), monotonic=50) == []
+    observe(tracker, 0)
+    observe(tracker, 1, model("a", None), model("b", at(300)))
+    # a: its request ran with keep_alive 0; b: expired at once. Both were resident.
+    assert observe(tracker, 1.5) == [ModelLoaded("a", None), ModelLoaded("b", None)]
+    assert observe(tracker, 2) == [
+        ModelUnloaded("a", UnloadReason.UNLOADED),
+        ModelUnloaded("b", UnloadReason.UNLOADED),
+    ]
+
+
+def test_a_load_held_while_an_own_request_runs() -> None:
+    tracker = ResidencyTracker()
+    observe(tracker, 0)
+    tracker.request_started("a")
+    observe(tracker, 1, model("a", None))
+    # Polling sees the load end while the request still runs: held for the caller.
+    assert observe(tracker, 1.5, model("a", at(301))) == []
+    assert tracker.request_finished("a", loaded=True, expect_until=100) == ModelLoaded("a", 0.5)
+    assert observe(tracker, 2, model("a", at(301))) == []
+
+
+def test_an_announced_load_polling_sees_later_is_silent() -> None:
+    tracker = ResidencyTracker()
+    observe(tracker, 0)
+    tracker.request_started("a")
+    observe(tracker, 1, model("a", None))
+    assert tracker.request_finished("a", loaded=True, expect_until=100) is None
+    assert observe(tracker, 1.5, model("a", at(301))) == []
     assert tracker.phase("a") is Phase.LOADED
+
+
+def test_an_announced_load_no_poll_saw_is_silent_when_it_shows_up() -> None:
+    tracker = ResidencyTracker()
+    observe(tracker, 0)
+    tracker.request_started("a")
+    tracker.request_started("a")  # two at once: the last one to finish decides
+    assert tracker.request_finished("a", loaded=False, expect_until=100) is None
+    assert tracker.request_finished("a", loaded=True, expect_until=100) is None
+    assert observe(tracker, 1, model("a", at(301))) == []
+    assert tracker.phase("a") is Phase.LOADED
+
+
+def test_an_announcement_expires() -> None:
+    tracker = ResidencyTracker()
+    observe(tracker, 0)
+    tracker.request_started("a")
+    tracker.request_finished("a", loaded=True, expect_until=10)
+    observe(tracker, 11, model("a", at(311)))
+    assert observe(tracker, 11.5, model("a", at(311))) == [ModelLoaded("a", None)]
+
+
+def test_a_reload_announced_by_an_own_request_is_silent() -> None:
+    """The probe's num_ctx made the server reload a resident model: the probe tells it."""
+    tracker = ResidencyTracker()
+    observe(tracker, 0, model("a", at(300), size=100))
+    tracker.request_started("a")
+    tracker.request_finished("a", loaded=True, expect_until=10)
+    assert observe(tracker, 5, model("a", at(600), size=200)) == []
+    assert tracker.phase("a") is Phase.LOADED
+    # The announcement covers that load only: a later reload is somebody else's.
+    assert observe(tracker, 6, model("a", at(900), size=300)) == [
+        ModelLoaded("a", None, reloaded=True)
+    ]
+
+
+def test_an_announced_reload_that_never_shows_expires() -> None:
+    tracker = ResidencyTracker()
+    observe(tracker, 0, model("a", at(300), size=100))
+    tracker.request_started("a")
+    tracker.request_finished("a", loaded=True, expect_until=10)
+    assert observe(tracker, 5, model("a", at(300), size=100)) == []
+    assert observe(tracker, 20, model("a", at(900), size=200)) == [
+        ModelLoaded("a", None, reloaded=True)
+    ]
+
+
+def test_a_load_seen_during_an_own_request_that_did_not_load() -> None:
+    tracker = ResidencyTracker()
+    observe(tracker, 0)
+    tracker.request_started("a")
+    observe(tracker, 1, model("a", None))
+    observe(tracker, 1.5, model("a", at(301)))
+    held = tracker.request_finished("a", loaded=False, expect_until=100)
+    assert held == ModelLoaded("a", 0.5)
+    assert tracker.request_finished("b", loaded=True, expect_until=100) is None
+
+
+def test_a_model_leaving_during_an_own_request_keeps_the_event_order() -> None:
+    tracker = ResidencyTracker()
+    observe(tracker, 0)
+    tracker.request_started("a")
+    observe(tracker, 1, model("a", None))
+    assert observe(tracker, 1.5, model("b", None)) == [
+        ModelLoaded("a", None),
+        ModelUnloaded("a", UnloadReason.EVICTED, ("b",)),
+    ]
+
+
+def test_load_figures_say_where_they_come_from() -> None:
+    seen = LoadFigures.from_polling(ModelLoaded("a", 16.2, reloaded=True))
+    assert seen.as_event_data() == {
+        "load_seconds": None,
+        "load_source": None,
+        "cold_request_seconds": 16.2,
+        "cold_request_source": "polling",
+        "reloaded": True,
+    }
+    assert LoadFigures.from_polling(ModelLoaded("a", None)).cold_request_source is None

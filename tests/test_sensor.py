@@ -82,8 +82,13 @@ async def test_model_sensors_through_a_load(
     assert unloads_at.attributes["kept_forever"] is False
     assert hass.states.get("sensor.llama3_2_3b_gpu_share").state == "100.0"
     assert float(hass.states.get("sensor.llama3_2_3b_gpu_memory").state) == pytest.approx(3.0)
-    load_seconds = float(hass.states.get("sensor.llama3_2_3b_last_observed_load_duration").state)
-    assert load_seconds >= 0.2  # a 0.4 s load, first seen right after it started
+    cold = hass.states.get("sensor.llama3_2_3b_last_cold_request_duration")
+    assert float(cold.state) >= 0.2  # a 0.4 s load, first seen right after it started
+    assert cold.attributes["source"] == "polling"
+    # A load polling saw is no load the server measured.
+    assert hass.states.get("sensor.llama3_2_3b_last_measured_load_duration").state == (
+        STATE_UNKNOWN
+    )
 
 
 async def test_ram_spill(

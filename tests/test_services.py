@@ -1,5 +1,7 @@
 """The probe action: stages, cold/warm, sensors, events, and every failure translated."""
 
+import asyncio
+import json
 from typing import Any
 
 from homeassistant.config_entries import SOURCE_REAUTH
@@ -12,7 +14,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, async_
 from custom_components.llm_warmth.const import DOMAIN, EVENT_COLD_START, EVENT_MODEL_LOADED
 from custom_components.llm_warmth.services import DEFAULT_NUM_PREDICT, LONG_PROMPT
 
-from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request, start_load
+from .conftest import ENTRY_ID, GIB, LLAMA, QWEN, ollama_request, start_load
 from .ollama_emulator import EmulatedModel, OllamaEmulator
 
 PREFIX = "sensor.llama3_2_3b"
@@ -75,11 +77,24 @@ async def test_cold_then_warm(
     )
     assert hass.states.get(f"{PREFIX}_last_warm_time_to_first_token").state == STATE_UNKNOWN
 
-    # The polls that follow see the probe's load: a loaded event, no second cold start.
+    # One load, one number: the loaded event, the cold start and the sensor all carry the
+    # server's load_duration; the polls that follow see the same load and stay silent.
     await poll()
     await poll()
     assert [e.data["model"] for e in loaded] == [LLAMA]
     assert len(cold_starts) == 1
+    server_load = round(cold["queue_and_load_ms"] / 1000, 3)
+    for event in (loaded[0], cold_starts[0]):
+        assert event.data["load_seconds"] == server_load
+        assert event.data["load_source"] == "server"
+        assert event.data["cold_request_source"] == "client"
+        assert event.data["cold_request_seconds"] >= round(cold["ttft_ms"] / 1000, 3)
+        assert event.data["reloaded"] is False
+    load_sensor = hass.states.get(f"{PREFIX}_last_measured_load_duration")
+    assert float(load_sensor.state) == pytest.approx(server_load)
+    assert load_sensor.attributes["source"] == "server"
+    cold_request = hass.states.get(f"{PREFIX}_last_cold_request_duration")
+    assert cold_request.attributes["source"] == "client"
 
     warm = await probe(hass)
     assert warm["classification"] == "warm"
@@ -145,7 +160,9 @@ async def test_passive_load_is_a_cold_start(
     assert data["model"] == QWEN
     assert data["ttft_ms"] is None
     assert data["dominant_stage"] == "load"
-    assert data["load_seconds"] >= 0.1
+    assert data["load_seconds"] is None  # polling cannot tell the load from its request
+    assert data["cold_request_seconds"] >= 0.1
+    assert data["cold_request_source"] == "polling"
 
 
 @pytest.mark.parametrize(
@@ -264,3 +281,75 @@ async def test_load_after_a_probe_model_left_is_a_passive_cold_start(
     await poll()
     await poll()
     assert [e.data["source"] for e in cold_starts] == ["probe", "passive"]
+
+
+async def test_a_quick_cold_probe_still_reports_its_load(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """A load shorter than any poll: the server's figure is known all the same."""
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    emulator.models[LLAMA].load_delay = 0.05
+    cold = await probe(hass)
+    assert cold["classification"] == "cold"
+    await poll()
+    await poll()
+    assert [e.data["load_seconds"] for e in loaded] == [round(cold["queue_and_load_ms"] / 1000, 3)]
+    assert hass.states.get(f"{PREFIX}_last_measured_load_duration").state != STATE_UNKNOWN
+
+
+async def test_a_reload_by_the_probe_is_one_reloaded_load(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """The probe's num_ctx differs from the resident runner's: the server reloads it."""
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
+    await poll()
+    await poll()
+    assert len(loaded) == 1
+    emulator.models[LLAMA].load_delay = 0.6
+    reloaded = await probe(hass, num_ctx=8192)
+    assert reloaded["classification"] == "cold"  # the load stage grew: a reload
+    await poll()
+    await poll()
+    assert [(e.data["reloaded"], e.data["load_source"]) for e in loaded[1:]] == [(True, "server")]
+
+
+async def test_a_slow_warm_reply_names_the_stage_that_took_the_time(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """Queued behind another client's long prefill, without a warm baseline yet."""
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
+    await poll()
+    await poll()
+    # The emulator runs one request at a time, with its wait in load_duration (as Ollama's
+    # scheduler queue does); this probe's own prefill is slow too.
+    emulator.models[LLAMA].prefill_delay = 1.2
+    slow = await probe(hass)
+    assert slow["classification"] == "warm"
+    assert slow["ttft_ms"] > 1000
+    assert slow["dominant_stage"] == "prefill"
+
+
+async def test_a_load_polling_saw_during_a_failed_probe_is_announced(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """What polling saw of a load while the probe ran is held; a failed probe releases it."""
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    emulator.models[LLAMA].prefill_delay = 1.0
+    emulator.inject_stream_fault(kind="error_line", after_chunks=1)
+    task = asyncio.create_task(probe(hass))  # not tracked: the polls must not wait for it
+    async with asyncio.timeout(5):
+        while LLAMA not in emulator.loaded:
+            await asyncio.sleep(0.01)
+    entry = {"name": LLAMA, "size": 3 * GIB, "size_vram": 3 * GIB}
+    for expires in ("0001-01-01T00:00:00Z", "2026-11-29T08:05:00Z"):
+        emulator.inject(
+            "/api/ps", status=200, body=json.dumps({"models": [entry | {"expires_at": expires}]})
+        )
+        await poll()
+    assert loaded == []  # held while the probe runs
+    with pytest.raises(HomeAssistantError):
+        await task
+    assert [(e.data["model"], e.data["cold_request_source"]) for e in loaded] == [
+        (LLAMA, "polling")
+    ]

@@ -127,6 +127,37 @@ def test_judge_with_baseline() -> None:
     )
 
 
+def test_a_slow_warm_reply_without_baseline_names_its_costliest_stage() -> None:
+    """Queued behind another request: 23.6 s of prefill, no warm probe yet (issue 7)."""
+    empty = WarmBaseline()
+    queued = sample(load=1, prefill=23_600, decode=180, overhead=5)
+    assert judge(queued, was_resident=True, baseline=empty) == Verdict(
+        Classification.WARM, Stage.PREFILL
+    )
+    lagging = sample(load=300, prefill=200, decode=10, overhead=900)
+    assert judge(lagging, was_resident=True, baseline=empty) == Verdict(
+        Classification.WARM, Stage.OVERHEAD
+    )
+    # Under a second without a baseline: not slow.
+    assert judge(sample(load=100, prefill=700), was_resident=True, baseline=empty) == Verdict(
+        Classification.WARM, Stage.NONE
+    )
+
+
+def test_a_reply_slow_overall_but_no_stage_alone_is_named_by_its_largest_growth() -> None:
+    baseline = WarmBaseline().add(sample(load=10, prefill=10, overhead=10))
+    # Each stage six times its normal but within the 100 ms margin: no stage expanded.
+    # Together 180 ms against 30 ms: slow, and the prefill grew the most.
+    spread = sample(load=60, prefill=70, overhead=50, decode=0)
+    assert expanded_stages(spread, baseline) == []
+    assert judge(spread, was_resident=True, baseline=baseline) == Verdict(
+        Classification.WARM, Stage.PREFILL
+    )
+    # Under three times normal as a whole: not slow.
+    assert judge(sample(load=25, prefill=25, overhead=25, decode=0), was_resident=True,
+                 baseline=baseline).dominant_stage is Stage.NONE  # fmt: skip
+
+
 def test_baseline_keeps_the_last_samples() -> None:
     baseline = WarmBaseline()
     for load in range(BASELINE_SIZE + 3):
@@ -155,6 +186,9 @@ def test_model_timing_records_probes() -> None:
     assert ModelTiming.from_dict(ModelTiming().as_dict()) == ModelTiming()
 
 
+STORED_SAMPLE = sample().as_dict()
+
+
 @pytest.mark.parametrize(
     "stored",
     [
@@ -165,6 +199,13 @@ def test_model_timing_records_probes() -> None:
         {"classification": "cold"},
         {"baseline": [3]},
         {"last_probe_at": "yesterday"},
+        {"last_probe_at": "2026-11-29T08:00:00"},
+        {"last_cold_ttft_ms": 10**400},
+        {"last_warm_ttft_ms": float("nan")},
+        {"last": STORED_SAMPLE | {"ttft_ms": None}},
+        {"last": STORED_SAMPLE | {"prompt_tokens": 2**64 + 1}},
+        {"last": STORED_SAMPLE | {"eval_tokens": 1.5}},
+        {"cold_request_seconds": 1.0, "cold_request_source": "guess"},
     ],
 )
 def test_damaged_stored_timing(stored: dict[str, object]) -> None:

@@ -17,15 +17,13 @@ MAX_SCAN_INTERVAL: Final = 300
 SETTLING_SCAN_INTERVAL: Final = timedelta(seconds=0.5)
 # The installed models change rarely: list them at most this often (and when a new one is resident).
 INSTALLED_REFRESH_INTERVAL: Final = timedelta(minutes=1)
+# The version too (and after a failed poll, and when a model left early unexplained).
+VERSION_REFRESH_INTERVAL: Final = timedelta(minutes=5)
 
 EVENT_MODEL_LOADED: Final = "llm_warmth_model_loaded"
 EVENT_MODEL_UNLOADED: Final = "llm_warmth_model_unloaded"
 EVENT_SERVER_RESTARTED: Final = "llm_warmth_server_restarted"
 EVENT_COLD_START: Final = "llm_warmth_cold_start"
-
-STORAGE_VERSION: Final = 1
-# Seconds to gather writes to the store.
-STORE_DELAY: Final = 5
 
 # GPU telemetry (options flow).
 CONF_GPU_SOURCE: Final = "gpu_source"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-import math
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -14,7 +13,6 @@ from homeassistant.const import CONF_SCAN_INTERVAL
 from homeassistant.core import CALLBACK_TYPE, HassJob, HomeAssistant, callback
 from homeassistant.exceptions import ConfigEntryAuthFailed
 from homeassistant.helpers.event import async_call_later
-from homeassistant.helpers.storage import Store
 from homeassistant.helpers.update_coordinator import DataUpdateCoordinator, UpdateFailed
 from homeassistant.util import dt as dt_util
 
@@ -37,11 +35,11 @@ from .const import (
     INSTALLED_REFRESH_INTERVAL,
     LOGGER,
     SETTLING_SCAN_INTERVAL,
-    STORAGE_VERSION,
-    STORE_DELAY,
+    VERSION_REFRESH_INTERVAL,
 )
-from .residency import ModelLoaded, Phase, ResidencyTracker
+from .residency import LoadFigures, ModelLoaded, ResidencyChange, ResidencyTracker
 from .server_url import redact_url
+from .storage import TimingStorage
 from .ttft import Classification, ModelTiming, Stage, StageBreakdown, Verdict, breakdown, judge
 
 if TYPE_CHECKING:
@@ -102,14 +100,14 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         )
         self.client = client
         self._tracker = ResidencyTracker()
-        self._store = _store(hass, entry.entry_id)
+        self._storage = TimingStorage(hass, entry.entry_id)
         self._timings: dict[str, ModelTiming] = {}
-        # Models our own probe loaded, until when (monotonic): the polls that see that load
-        # report no second cold start. Past the deadline a load is someone else's.
-        self._probe_loads: dict[str, float] = {}
         self._installed: dict[str, InstalledModel] = {}
         self._installed_fetched: float | None = None
         self._version: str | None = None
+        self._version_fetched: float | None = None
+        # The last poll failed: the next one reads the version before anything else.
+        self._poll_failed = False
         self._unreachable = False
         # While a model loads the server is polled every SETTLING_SCAN_INTERVAL by this
         # one-shot timer, armed after each poll; the coordinator's own interval stays the
@@ -121,21 +119,15 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self._unsub_fast_poll: CALLBACK_TYPE | None = None
 
     async def _async_setup(self) -> None:
-        """Read what earlier runs measured; a damaged record is dropped, not fatal."""
-        stored = await self._store.async_load() or {}
-        models = stored.get("models")
-        for name, values in (models if isinstance(models, dict) else {}).items():
-            try:
-                self._timings[name] = ModelTiming.from_dict(values)
-            except ValueError as err:
-                LOGGER.warning("Ignoring the stored measurements of %s: %s", name, err)
+        """Read what earlier runs measured."""
+        self._timings = await self._storage.async_load()
 
     async def async_shutdown(self) -> None:
         """Stop polling and write what was measured (the entry unloads)."""
         self._cancel_fast_poll()
         await super().async_shutdown()
         if self._timings:
-            await self._store.async_save(self._data_to_store())
+            await self._storage.async_save(self._timings)
 
     @property
     def fast_polling(self) -> bool:
@@ -161,71 +153,86 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self._unsub_fast_poll = None
         await self.async_refresh()
 
+    def _version_due(self) -> bool:
+        """Return True when this poll should read the server's version too.
+
+        Rarely on a healthy server; but first after a failed poll (so that a restart is
+        reported with the version the server has now), and when a model left early with
+        nothing in sight (an upgrade restarts the server and empties it).
+        """
+        if self._version_fetched is None or self._poll_failed:
+            return True
+        if self._tracker.unexplained_unloads:
+            return True
+        age = time.monotonic() - self._version_fetched
+        return age >= VERSION_REFRESH_INTERVAL.total_seconds()
+
     async def _async_update_data(self) -> ServerSnapshot:
         # Whatever started this poll, the next fast one is counted from its end.
         self._cancel_fast_poll()
-        settling = self._tracker.settling
         try:
-            # A settling poll only follows loads; the version is checked on regular polls.
-            version = self._version if settling and self._version else await self.client.version()
+            fetched_version = None
+            if self._version_due():
+                fetched_version = await self.client.version()
             resident = await self.client.running_models()
             if self._installed_due(resident):
                 self._installed = {m.name: m for m in await self.client.installed_models()}
                 self._installed_fetched = time.monotonic()
         except LlmServerAuthenticationError as err:
+            self._poll_failed = True
             raise ConfigEntryAuthFailed(
                 translation_domain=DOMAIN, translation_key="invalid_auth"
             ) from err
         except LlmServerError as err:
             # No fast polling of a server that is down, even if it went down mid-load.
+            self._poll_failed = True
             self._unreachable = self._unreachable or isinstance(err, LlmServerConnectionError)
             raise _update_failed(err, redact_url(self.client.base_url)) from err
-
-        restarted = self._note_restart(version)
+        self._poll_failed = False
+        restarted = self._note_restart(fetched_version)
         now, monotonic = self.utcnow(), time.monotonic()
-        changes = self._tracker.observe(
+        for change in self._tracker.observe(
             resident, now=now, monotonic=monotonic, server_restarted=restarted
-        )
-        by_name = {m.name: m for m in resident}
-        for model, deadline in list(self._probe_loads.items()):
-            # A finished probe's model that left memory: whoever loads it next is not us.
-            if deadline != math.inf and model not in by_name:
-                del self._probe_loads[model]
-        for change in changes:
-            if isinstance(change, ModelLoaded):
-                self._note_load(change)
-            else:
-                self._fire(EVENT_MODEL_UNLOADED, model=change.model, reason=change.reason.value)
+        ):
+            self._handle(change)
         self._arm_fast_poll()
+        assert self._version is not None  # read on the first poll
         return ServerSnapshot(
-            version=version,
-            resident=by_name,
+            version=self._version,
+            resident={m.name: m for m in resident},
             installed=dict(self._installed),
-            loading=frozenset(
-                m.name for m in resident if self._tracker.phase(m.name) is Phase.LOADING
-            ),
+            loading=self._tracker.loading(),
             timings=dict(self._timings),
             polled_at=now,
         )
 
-    def _note_load(self, change: ModelLoaded) -> None:
-        """Record a load seen by polling and fire its events."""
-        model = change.model
-        if change.load_seconds is not None:
-            timing = self._timings.get(model, ModelTiming())
-            self._timings[model] = replace(timing, load_seconds=change.load_seconds)
-            self._store.async_delay_save(self._data_to_store, STORE_DELAY)
-        self._fire(EVENT_MODEL_LOADED, model=model, load_seconds=change.load_seconds)
-        probe_deadline = self._probe_loads.pop(model, None)
-        if probe_deadline is not None and time.monotonic() <= probe_deadline:
-            return
+    def _handle(self, change: ResidencyChange) -> None:
+        """Fire the event of one residency change (a load seen by polling is passive)."""
+        if isinstance(change, ModelLoaded):
+            self._announce_load(change.model, LoadFigures.from_polling(change), None)
+        else:
+            self._fire(
+                EVENT_MODEL_UNLOADED,
+                model=change.model,
+                reason=change.reason.value,
+                replaced_by=list(change.replaced_by),
+            )
+
+    def _announce_load(
+        self, model: str, figures: LoadFigures, probe: tuple[StageBreakdown, Verdict] | None
+    ) -> None:
+        """Record one load's figures and fire its loaded and cold-start events."""
+        self._timings[model] = self._timings.get(model, ModelTiming()).with_load(figures)
+        self._storage.async_delay_save(lambda: self._timings)
+        self._fire(EVENT_MODEL_LOADED, model=model, **figures.as_event_data())
+        sample, verdict = probe if probe else (None, None)
         self._fire(
             EVENT_COLD_START,
             model=model,
-            source="passive",
-            ttft_ms=None,
-            dominant_stage=Stage.LOAD.value,
-            load_seconds=change.load_seconds,
+            source="probe" if probe else "passive",
+            ttft_ms=sample.ttft_ms if sample else None,
+            dominant_stage=(verdict.dominant_stage if verdict else Stage.LOAD).value,
+            **figures.as_event_data(),
         )
 
     def resolve_model(self, model: str) -> str:
@@ -248,40 +255,53 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
 
         Raise the client's errors; nothing is recorded when the request fails.
         """
+        # Residency right before the request decides whether it has to load the model.
+        await self.async_refresh()
         model = self.resolve_model(model)
-        was_resident = model in self.data.resident
-        if not was_resident:
-            # Polls during the probe may see its load end: that load is the probe's.
-            self._probe_loads[model] = math.inf
+        was_resident = self.last_update_success and model in self.data.resident
+        self._tracker.request_started(model)
         try:
             reply = await self.client.timed_generation(
                 api, model, prompt, options=options, timeout=timeout
             )
         except LlmServerError:
-            self._probe_loads.pop(model, None)
+            self._finish_request(model, loaded=False)
             raise
-        if not was_resident:
-            # The polls right after the probe may still see its load; later ones may not.
-            window = 2 * self.normal_interval.total_seconds() + 5
-            self._probe_loads[model] = time.monotonic() + window
         sample = breakdown(reply)
         timing = self._timings.get(model, ModelTiming())
         verdict = judge(sample, was_resident=was_resident, baseline=timing.baseline)
         self._timings[model] = timing.with_probe(sample, verdict, self.utcnow())
-        self._store.async_delay_save(self._data_to_store, STORE_DELAY)
-        if verdict.classification is Classification.COLD:
-            self._fire(
-                EVENT_COLD_START,
-                model=model,
-                source="probe",
-                ttft_ms=sample.ttft_ms,
-                dominant_stage=verdict.dominant_stage.value,
+        cold = verdict.classification is Classification.COLD
+        self._finish_request(model, loaded=cold)
+        if cold:
+            # The probe's own load: the server's load_duration, and the whole request.
+            figures = LoadFigures(
                 load_seconds=round(sample.queue_and_load_ms / 1000, 3),
+                load_source="server",
+                cold_request_seconds=round((reply.final_ns - reply.sent_ns) / 1e9, 3),
+                cold_request_source="client",
+                reloaded=was_resident,
             )
+            self._announce_load(model, figures, (sample, verdict))
+        self._storage.async_delay_save(lambda: self._timings)
         self.async_set_updated_data(replace(self.data, timings=dict(self._timings)))
         # The probe may have loaded the model: show its residency now, not at the next poll.
         await self.async_request_refresh()
         return sample, verdict
+
+    def _finish_request(self, model: str, *, loaded: bool) -> None:
+        """Tell the tracker an own request ended; announce a load it saw that was not ours.
+
+        When the request loaded the model, what polling saw of that load is the request
+        itself: its own, better figures are announced instead.
+        """
+        # The polls right after the request may still see its load; later ones may not.
+        window = 2 * self.normal_interval.total_seconds() + 5
+        seen = self._tracker.request_finished(
+            model, loaded=loaded, expect_until=time.monotonic() + window
+        )
+        if seen is not None and not loaded:
+            self._handle(seen)
 
     def _installed_due(self, resident: tuple[ResidentModel, ...]) -> bool:
         if self._installed_fetched is None or any(m.name not in self._installed for m in resident):
@@ -289,17 +309,20 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         age = time.monotonic() - self._installed_fetched
         return age >= INSTALLED_REFRESH_INTERVAL.total_seconds()
 
-    def _note_restart(self, version: str) -> bool:
+    def _note_restart(self, fetched_version: str | None) -> bool:
         """Fire the restart event when the server came back or changed version."""
-        previous, self._version = self._version, version
         came_back, self._unreachable = self._unreachable, False
-        changed = previous is not None and previous != version
+        if fetched_version is None:
+            return False
+        previous, self._version = self._version, fetched_version
+        self._version_fetched = time.monotonic()
+        changed = previous is not None and previous != fetched_version
         if not (came_back or changed):
             return False
         self._fire(
             EVENT_SERVER_RESTARTED,
             reason="version_changed" if changed else "reconnected",
-            version=version,
+            version=fetched_version,
             previous_version=previous,
         )
         return True
@@ -314,17 +337,10 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             },
         )
 
-    def _data_to_store(self) -> dict[str, Any]:
-        return {"models": {name: timing.as_dict() for name, timing in self._timings.items()}}
-
-
-def _store(hass: HomeAssistant, entry_id: str) -> Store[dict[str, Any]]:
-    return Store(hass, STORAGE_VERSION, f"{DOMAIN}.{entry_id}")
-
 
 async def async_remove_stored_data(hass: HomeAssistant, entry_id: str) -> None:
     """Delete what an entry measured and stored (the entry is being removed)."""
-    await _store(hass, entry_id).async_remove()
+    await TimingStorage(hass, entry_id).async_remove()
 
 
 def _update_failed(err: LlmServerError, url: str) -> UpdateFailed:

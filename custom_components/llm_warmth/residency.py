@@ -1,22 +1,46 @@
 """Follow resident models across polls and name what changed (pure logic, clock passed in).
 
-A model is first seen either loading (Ollama reports the zero ``expires_at`` until the
-request that loads it finishes) or with an expiry. Ollama before 0.10 reports a loading
-model's expiry as "now + keep_alive" instead of the zero time, so it "floats" forward with
-the clock: a model first seen with an expiry is therefore looked at once more before it is
-called loaded. The coordinator polls quickly while any model is loading or unsure.
+What a poll of ``/api/ps`` can tell about a model's runner (measured on Ollama 0.9.3; the
+facts of current releases are in ``shared/docs/llm-servers.md``):
+
+* A new runner is listed at once, while it loads. Until the request that loaded it has
+  finished, current Ollama reports the zero expiry; Ollama 0.9 reports "now + keep_alive",
+  an expiry that moves with the clock while any request runs. Either way polling sees the
+  runner busy with the request that loaded it: the load, then that request's prefill and
+  reply (only a preload, with no prompt, is the load alone). Polling cannot tell where the
+  load ends, so the figure it gives is the **cold request**: from the first poll that saw
+  the new runner to the end of its first request. The part before the first sighting (up to
+  one poll interval) is not seen: the figure is a lower bound.
+* A runner replaced in place (another client asked for another ``num_ctx``) shows as a
+  changed size or context length, or as the zero expiry again.
+* On Ollama 0.9 the expiry of a loaded model also moves while a later request runs: that is
+  a model in use, not a load.
+
+A model that leaves is given the reason the evidence supports: ``expired`` when it left at
+or after its expiry; ``evicted`` when another model came in at the same time (named in
+``replaced_by``); ``unloaded`` when it left early and nothing came in by the next poll (an
+explicit unload such as ``keep_alive: 0``, out of memory, a crash); ``server_restarted``
+when the server was unreachable or changed version in between.
+
+Loads caused by the integration's own requests (a probe) are announced by the caller with
+the server's own figures: while such a request runs, what polling sees of that model's
+load is held back, and handed to the caller when the request ends.
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
+import math
 
 from .backends.types import ResidentModel
 
 # An expiry that moved forward by the time between two polls, within this much, floats.
 _FLOAT_TOLERANCE_SECONDS = 0.15
 _FLOAT_TOLERANCE_RATIO = 0.02
+# A model that left this close before its expiry (or after it) expired: the two machines'
+# clocks and the server's timer are not exact.
+EXPIRY_TOLERANCE_SECONDS = 2.0
 
 
 class Phase(StrEnum):
@@ -31,46 +55,79 @@ class UnloadReason(StrEnum):
     """Why a model left memory."""
 
     EXPIRED = "expired"
-    DISPLACED = "displaced"
+    EVICTED = "evicted"
+    UNLOADED = "unloaded"
     SERVER_RESTARTED = "server_restarted"
 
 
 @dataclass(frozen=True, slots=True)
 class ModelLoaded:
-    """A model finished loading; ``load_seconds`` when the load was seen in progress."""
+    """A model came into memory.
+
+    ``cold_request_seconds``: from the first poll that saw the new runner until the request
+    that loaded it had finished; None when the load was not seen in progress.
+    ``reloaded``: the model was resident before and its runner was replaced in place.
+    """
 
     model: str
-    load_seconds: float | None
+    cold_request_seconds: float | None
+    reloaded: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class ModelUnloaded:
-    """A loaded model left memory."""
+    """A model left memory; ``replaced_by`` names the models that came in instead."""
 
     model: str
     reason: UnloadReason
+    replaced_by: tuple[str, ...] = ()
 
 
 type ResidencyChange = ModelLoaded | ModelUnloaded
 
 
+# What identifies a runner in /api/ps: a reload in place changes one of these.
+type _RunnerKey = tuple[int, int, int | None, str]
+
+
+def _runner_key(model: ResidentModel) -> _RunnerKey:
+    return (model.size, model.size_vram, model.context_length, model.digest)
+
+
 @dataclass(slots=True)
 class _Tracked:
     phase: Phase
-    first_seen: float
+    first_seen: float  # monotonic: the first sighting of this runner
     seen_at: datetime
     seen_mono: float
     expires_at: datetime | None
+    runner: _RunnerKey
+    reloaded: bool = False
+    # Until when (monotonic) a load of this model is one our own request announced:
+    # polling gives no second event for it.
+    announced_until: float = -math.inf
+
+    def announced(self, monotonic: float) -> bool:
+        """Return True while a load of this model is already announced."""
+        return monotonic <= self.announced_until
 
 
 def _floats(previous: _Tracked, expires_at: datetime | None, now: datetime) -> bool:
-    """Return True when the expiry moved forward with the clock (legacy Ollama, loading)."""
+    """Return True when the expiry moved forward with the clock (Ollama 0.9, in use)."""
     if previous.expires_at is None or expires_at is None:
         return False
     moved = (expires_at - previous.expires_at).total_seconds()
     elapsed = (now - previous.seen_at).total_seconds()
     tolerance = _FLOAT_TOLERANCE_SECONDS + _FLOAT_TOLERANCE_RATIO * elapsed
     return moved > 0 and abs(moved - elapsed) <= tolerance
+
+
+@dataclass(slots=True)
+class _OwnRequests:
+    """The integration's own requests per model, and what polling saw meanwhile."""
+
+    running: int = 0
+    held: ModelLoaded | None = None
 
 
 class ResidencyTracker:
@@ -80,16 +137,33 @@ class ResidencyTracker:
         """Start with no knowledge: the first observation is the baseline."""
         self._models: dict[str, _Tracked] = {}
         self._baseline_taken = False
+        # Loaded models that left early with nothing in sight: decided on the next poll.
+        self._pending: dict[str, _Tracked] = {}
+        self._own: dict[str, _OwnRequests] = {}
+        # Loads our requests announced before any poll saw the runner, and until when a
+        # first sighting is that load (monotonic); later it is somebody else's.
+        self._expected: dict[str, float] = {}
 
     @property
     def settling(self) -> bool:
-        """Return True while a model is loading or not yet known to be loaded."""
-        return any(t.phase is not Phase.LOADED for t in self._models.values())
+        """Return True while a load or an unload waits for the next poll to be understood."""
+        return bool(self._pending) or any(
+            t.phase is not Phase.LOADED for t in self._models.values()
+        )
+
+    @property
+    def unexplained_unloads(self) -> bool:
+        """Return True while a model left early and nothing explains it yet."""
+        return bool(self._pending)
 
     def phase(self, model: str) -> Phase | None:
         """Return the phase of a resident model, or None when it is not resident."""
         tracked = self._models.get(model)
         return tracked.phase if tracked else None
+
+    def loading(self) -> frozenset[str]:
+        """Return the models busy with the request that loaded them."""
+        return frozenset(n for n, t in self._models.items() if t.phase is Phase.LOADING)
 
     def observe(
         self,
@@ -107,55 +181,178 @@ class ResidencyTracker:
         changes: list[ResidencyChange] = []
         baseline = not self._baseline_taken
         self._baseline_taken = True
+        self._expected = {m: t for m, t in self._expected.items() if t >= monotonic}
         seen: dict[str, _Tracked] = {}
         for model in resident:
             previous = self._models.get(model.name)
             if previous is None:
-                seen[model.name] = self._first_sight(model, now, monotonic, baseline=baseline)
-                continue
-            tracked = _Tracked(
-                previous.phase, previous.first_seen, now, monotonic, model.expires_at
-            )
-            still_loading = model.loading or _floats(previous, model.expires_at, now)
-            if previous.phase is Phase.LOADED and model.loading:
-                # Reloaded in place (e.g. another client asked for a different num_ctx).
-                tracked.phase, tracked.first_seen = Phase.LOADING, monotonic
-            elif previous.phase is Phase.UNSURE and still_loading:
-                tracked.phase = Phase.LOADING
-            elif previous.phase is Phase.UNSURE:
-                tracked.phase = Phase.LOADED
-                changes.append(ModelLoaded(model.name, None))
-            elif previous.phase is Phase.LOADING and not still_loading:
-                tracked.phase = Phase.LOADED
-                loaded_at = _load_end(previous, model.expires_at, monotonic)
-                changes.append(ModelLoaded(model.name, round(loaded_at - previous.first_seen, 3)))
+                tracked = self._first_sight(model, now, monotonic, baseline=baseline)
+            else:
+                tracked = self._follow(previous, model, now, monotonic, changes)
             seen[model.name] = tracked
+        arriving = tuple(
+            sorted(
+                name
+                for name, t in seen.items()
+                if name not in self._models or t.phase is not Phase.LOADED or t.reloaded
+            )
+        )
+        self._decide_pending(arriving, server_restarted, changes)
         for name, gone in self._models.items():
-            if name in seen or gone.phase is not Phase.LOADED:
+            if name in seen:
                 continue
-            changes.append(ModelUnloaded(name, _unload_reason(gone, now, server_restarted)))
+            if gone.phase is not Phase.LOADED and not gone.announced(monotonic):
+                # It was resident, if only briefly: say so before it leaves (not held
+                # back for an own request, so that the two events keep their order).
+                changes.append(ModelLoaded(name, None, gone.reloaded))
+            replacements = tuple(m for m in arriving if m != name)
+            if server_restarted:
+                changes.append(ModelUnloaded(name, UnloadReason.SERVER_RESTARTED))
+            elif _expired(gone, now):
+                changes.append(ModelUnloaded(name, UnloadReason.EXPIRED))
+            elif replacements:
+                changes.append(ModelUnloaded(name, UnloadReason.EVICTED, replacements))
+            else:
+                self._pending[name] = gone
         self._models = seen
         return changes
 
-    @staticmethod
     def _first_sight(
-        model: ResidentModel, now: datetime, monotonic: float, *, baseline: bool
+        self, model: ResidentModel, now: datetime, monotonic: float, *, baseline: bool
     ) -> _Tracked:
+        # Back one poll after it left: replaced in place, not unloaded.
+        reloaded = self._pending.pop(model.name, None) is not None
+        expected = self._expected.pop(model.name, -math.inf)
         if model.loading:
             phase = Phase.LOADING
-        elif baseline:
-            phase = Phase.LOADED
+        elif baseline or expected >= monotonic:
+            phase, expected = Phase.LOADED, -math.inf
         else:
             phase = Phase.UNSURE
-        return _Tracked(phase, monotonic, now, monotonic, model.expires_at)
+        return _Tracked(
+            phase=phase,
+            first_seen=monotonic,
+            seen_at=now,
+            seen_mono=monotonic,
+            expires_at=model.expires_at,
+            runner=_runner_key(model),
+            reloaded=reloaded,
+            announced_until=expected,
+        )
+
+    def _follow(
+        self,
+        previous: _Tracked,
+        model: ResidentModel,
+        now: datetime,
+        monotonic: float,
+        changes: list[ResidencyChange],
+    ) -> _Tracked:
+        """Compare a model with its last sighting; record a load that ended."""
+        tracked = replace(
+            previous,
+            seen_at=now,
+            seen_mono=monotonic,
+            expires_at=model.expires_at,
+            runner=_runner_key(model),
+        )
+        busy = model.loading or _floats(previous, model.expires_at, now)
+        announced = previous.announced(monotonic)
+        if previous.phase is Phase.LOADED:
+            if model.loading or tracked.runner != previous.runner:
+                # A new runner in place of the old one (another num_ctx, a new digest).
+                tracked.phase, tracked.first_seen, tracked.reloaded = (
+                    Phase.LOADING,
+                    monotonic,
+                    True,
+                )
+                if not busy:  # the whole reload happened between two polls
+                    tracked.phase, tracked.announced_until = Phase.LOADED, -math.inf
+                    if not announced:
+                        self._emit(ModelLoaded(model.name, None, reloaded=True), changes)
+            return tracked
+        if busy:
+            tracked.phase = Phase.LOADING
+            return tracked
+        tracked.phase, tracked.announced_until = Phase.LOADED, -math.inf
+        if not announced:
+            seconds = None
+            if previous.phase is Phase.LOADING:
+                ended = _load_end(previous, model.expires_at, monotonic)
+                seconds = round(ended - previous.first_seen, 3)
+            self._emit(ModelLoaded(model.name, seconds, previous.reloaded), changes)
+        return tracked
+
+    def _decide_pending(
+        self,
+        arriving: tuple[str, ...],
+        server_restarted: bool,
+        changes: list[ResidencyChange],
+    ) -> None:
+        # A model that came back is no longer pending: _first_sight took it as a reload.
+        for name in list(self._pending):
+            del self._pending[name]
+            replacements = tuple(m for m in arriving if m != name)
+            if server_restarted:
+                changes.append(ModelUnloaded(name, UnloadReason.SERVER_RESTARTED))
+            elif replacements:
+                changes.append(ModelUnloaded(name, UnloadReason.EVICTED, replacements))
+            else:
+                changes.append(ModelUnloaded(name, UnloadReason.UNLOADED))
+
+    def _emit(self, change: ModelLoaded, changes: list[ResidencyChange]) -> None:
+        own = self._own.get(change.model)
+        if own is not None and own.running:
+            own.held = change  # the caller's request is loading it: it tells the figures
+        else:
+            changes.append(change)
+
+    def request_started(self, model: str) -> None:
+        """Note that one of the integration's own requests to ``model`` is running."""
+        self._own.setdefault(model, _OwnRequests()).running += 1
+
+    def request_finished(
+        self, model: str, *, loaded: bool, expect_until: float
+    ) -> ModelLoaded | None:
+        """Note that an own request ended; return what polling saw of a load meanwhile.
+
+        ``loaded``: the request loaded the model, and the caller announces that load. That
+        runner gives no event of its own when polling sees it settle, first sees it, or sees
+        it replace the one it knew, before ``expect_until`` (monotonic). The returned change
+        is the load polling saw while the request ran (the caller's own, or, when ``loaded``
+        is False, another client's to announce as usual).
+        """
+        own = self._own.get(model)
+        if own is None:
+            return None
+        own.running -= 1
+        if own.running:
+            return None
+        del self._own[model]
+        if loaded:
+            # Polling may still see this load: settling, first sighted, or (a reload in
+            # place) as a new runner of a model it saw loaded.
+            tracked = self._models.get(model)
+            if tracked is not None:
+                tracked.announced_until = expect_until
+            else:
+                self._expected[model] = expect_until
+        return own.held
+
+
+def _expired(gone: _Tracked, now: datetime) -> bool:
+    return (
+        gone.expires_at is not None
+        and (gone.expires_at - now).total_seconds() <= EXPIRY_TOLERANCE_SECONDS
+    )
 
 
 def _load_end(previous: _Tracked, expires_at: datetime | None, monotonic: float) -> float:
-    """Return when a load ended, on the monotonic clock.
+    """Return when a busy runner's first request ended, on the monotonic clock.
 
-    A floating expiry (Ollama 0.9) stops at "load end + keep_alive": how far it moved
-    since the previous poll dates the end between the two polls. Otherwise the end is
-    known to the resolution of the poll interval: this poll.
+    A floating expiry (Ollama 0.9) stops at "end + keep_alive": how far it moved since the
+    previous poll dates the end between the two polls. Otherwise the end is known to the
+    resolution of the poll interval: this poll.
     """
     if previous.expires_at is None or expires_at is None:
         return monotonic
@@ -163,9 +360,39 @@ def _load_end(previous: _Tracked, expires_at: datetime | None, monotonic: float)
     return previous.seen_mono + min(max(moved, 0.0), monotonic - previous.seen_mono)
 
 
-def _unload_reason(gone: _Tracked, now: datetime, server_restarted: bool) -> UnloadReason:
-    if server_restarted:
-        return UnloadReason.SERVER_RESTARTED
-    if gone.expires_at is not None and now >= gone.expires_at:
-        return UnloadReason.EXPIRED
-    return UnloadReason.DISPLACED
+@dataclass(frozen=True, slots=True)
+class LoadFigures:
+    """The figures of one load, each with where it comes from.
+
+    ``load_seconds`` is a load alone as the server reported it (``load_source`` "server":
+    Ollama's ``load_duration`` of the request that loaded the model, queue wait included).
+    ``cold_request_seconds`` is the request that loaded the model, from start to finish:
+    "client" when the integration sent it and timed it, "polling" when polls saw the new
+    runner busy (a lower bound: the time before the first sighting is not seen).
+    """
+
+    load_seconds: float | None = None
+    load_source: str | None = None
+    cold_request_seconds: float | None = None
+    cold_request_source: str | None = None
+    reloaded: bool = False
+
+    @classmethod
+    def from_polling(cls, change: ModelLoaded) -> LoadFigures:
+        """Return what polling alone measured of a load."""
+        seen = change.cold_request_seconds
+        return cls(
+            cold_request_seconds=seen,
+            cold_request_source="polling" if seen is not None else None,
+            reloaded=change.reloaded,
+        )
+
+    def as_event_data(self) -> dict[str, object]:
+        """Return the figures as event data."""
+        return {
+            "load_seconds": self.load_seconds,
+            "load_source": self.load_source,
+            "cold_request_seconds": self.cold_request_seconds,
+            "cold_request_source": self.cold_request_source,
+            "reloaded": self.reloaded,
+        }

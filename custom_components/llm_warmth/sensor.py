@@ -191,6 +191,19 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         native_unit_of_measurement=UnitOfTime.SECONDS,
         suggested_display_precision=1,
         value_fn=lambda s, m: _timing(s, m).load_seconds,
+        attrs_fn=lambda s, m: {
+            "source": "server" if _timing(s, m).load_seconds is not None else None
+        },
+    ),
+    ModelSensorDescription(
+        key="last_cold_request_duration",
+        translation_key="last_cold_request_duration",
+        device_class=SensorDeviceClass.DURATION,
+        state_class=SensorStateClass.MEASUREMENT,
+        native_unit_of_measurement=UnitOfTime.SECONDS,
+        suggested_display_precision=1,
+        value_fn=lambda s, m: _timing(s, m).cold_request_seconds,
+        attrs_fn=lambda s, m: {"source": _timing(s, m).cold_request_source},
     ),
     _stage_sensor("last_ttft", lambda t: t.last.ttft_ms if t.last else None),
     _stage_sensor("last_cold_ttft", lambda t: t.last_cold_ttft_ms),

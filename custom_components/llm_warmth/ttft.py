@@ -16,16 +16,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
+import math
 from statistics import median
 from typing import Any
 
 from .backends.types import TimedReply
+from .residency import LoadFigures
 
 # A stage "expanded" when it exceeds both this factor and this margin over its warm baseline.
 EXPANSION_FACTOR = 3.0
 EXPANSION_MARGIN_MS = 100.0
 # Without a warm baseline yet, a load stage above this is a cold start.
 COLD_LOAD_WITHOUT_BASELINE_MS = 500.0
+# Without a warm baseline yet, a time to first token above this is slow: a voice assistant
+# feels anything longer.
+SLOW_TTFT_WITHOUT_BASELINE_MS = 1000.0
 # How many warm measurements the baseline keeps (their median is the baseline).
 BASELINE_SIZE = 5
 
@@ -79,16 +84,15 @@ class StageBreakdown:
     def from_dict(cls, data: Mapping[str, Any]) -> StageBreakdown:
         """Rebuild a stored breakdown; raise ``ValueError`` when it is not one."""
         try:
-            rate = data["decode_rate"]
             return cls(
-                ttft_ms=float(data["ttft_ms"]),
-                queue_and_load_ms=float(data["queue_and_load_ms"]),
-                prefill_ms=float(data["prefill_ms"]),
-                first_decode_ms=float(data["first_decode_ms"]),
-                overhead_ms=float(data["overhead_ms"]),
-                decode_rate=None if rate is None else float(rate),
-                prompt_tokens=int(data["prompt_tokens"]),
-                eval_tokens=int(data["eval_tokens"]),
+                ttft_ms=_float(data["ttft_ms"]),
+                queue_and_load_ms=_float(data["queue_and_load_ms"]),
+                prefill_ms=_float(data["prefill_ms"]),
+                first_decode_ms=_float(data["first_decode_ms"]),
+                overhead_ms=_float(data["overhead_ms"]),
+                decode_rate=_optional_float(data["decode_rate"]),
+                prompt_tokens=_count(data["prompt_tokens"]),
+                eval_tokens=_count(data["eval_tokens"]),
             )
         except (KeyError, TypeError) as err:
             raise ValueError(f"not a stage breakdown: {err}") from err
@@ -161,16 +165,42 @@ def _expanded(value: float, baseline: float) -> bool:
     return value > baseline * EXPANSION_FACTOR and value > baseline + EXPANSION_MARGIN_MS
 
 
+# The stages inside the time to first token (the first decode is reported beside it).
+_TTFT_STAGES = (Stage.LOAD, Stage.PREFILL, Stage.OVERHEAD)
+
+
+def _normal_ms(sample: StageBreakdown, baseline: WarmBaseline, stage: Stage) -> float | None:
+    """Return what ``stage`` of ``sample`` would take warm; prefill scales with the prompt."""
+    if stage is Stage.PREFILL and (per_token := baseline.prefill_ms_per_token()):
+        return per_token * sample.prompt_tokens
+    return baseline.stage_ms(stage)
+
+
 def expanded_stages(sample: StageBreakdown, baseline: WarmBaseline) -> list[Stage]:
     """Return the stages of ``sample`` that grew beyond the warm baseline, in stage order."""
     stages: list[Stage] = []
     for stage in (Stage.LOAD, Stage.PREFILL, Stage.FIRST_DECODE, Stage.OVERHEAD):
-        normal = baseline.stage_ms(stage)
-        if stage is Stage.PREFILL and (per_token := baseline.prefill_ms_per_token()):
-            normal = per_token * sample.prompt_tokens
+        normal = _normal_ms(sample, baseline, stage)
         if normal is not None and _expanded(_stage_value(sample, stage), normal):
             stages.append(stage)
     return stages
+
+
+def _slow(sample: StageBreakdown, baseline: WarmBaseline) -> bool:
+    """Return True when the time to first token is far beyond what is normal for the model."""
+    if not baseline.samples:
+        return sample.ttft_ms > SLOW_TTFT_WITHOUT_BASELINE_MS
+    normal = sum(_normal_ms(sample, baseline, stage) or 0.0 for stage in _TTFT_STAGES)
+    return _expanded(sample.ttft_ms, normal)
+
+
+def _costliest_stage(sample: StageBreakdown, baseline: WarmBaseline) -> Stage:
+    """Return the stage that took the most time beyond normal (beyond zero without baseline)."""
+
+    def excess(stage: Stage) -> float:
+        return _stage_value(sample, stage) - (_normal_ms(sample, baseline, stage) or 0.0)
+
+    return max(_TTFT_STAGES, key=excess)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,11 +214,14 @@ class Verdict:
 def judge(sample: StageBreakdown, *, was_resident: bool, baseline: WarmBaseline) -> Verdict:
     """Classify a reply as cold or warm and name the stage that made it slow.
 
-    Cold: the model was not resident in the last snapshot before the request, or its load
-    stage expanded compared with its warm baseline (with no baseline yet: exceeded
+    Cold: the model was not resident right before the request, or its load stage expanded
+    compared with its warm baseline (with no baseline yet: exceeded
     ``COLD_LOAD_WITHOUT_BASELINE_MS``). The dominant stage is the first that expanded, in
-    the order load, prefill, first decode, overhead; a cold reply without a baseline is
-    attributed to the load.
+    the order load, prefill, first decode, overhead; a cold reply without an expanded
+    stage is attributed to the load. A warm reply that is slow all the same (its TTFT far
+    beyond the baseline's, or beyond ``SLOW_TTFT_WITHOUT_BASELINE_MS`` without one: it
+    waited behind another request, say) is attributed to the stage that took the most time
+    beyond normal. ``none`` is for a reply that is not slow.
     """
     expanded = expanded_stages(sample, baseline)
     if baseline.samples:
@@ -200,6 +233,8 @@ def judge(sample: StageBreakdown, *, was_resident: bool, baseline: WarmBaseline)
         dominant = expanded[0]
     elif cold:
         dominant = Stage.LOAD
+    elif _slow(sample, baseline):
+        dominant = _costliest_stage(sample, baseline)
     else:
         dominant = Stage.NONE
     return Verdict(Classification.COLD if cold else Classification.WARM, dominant)
@@ -215,7 +250,24 @@ class ModelTiming:
     last_cold_ttft_ms: float | None = None
     last_warm_ttft_ms: float | None = None
     baseline: WarmBaseline = field(default_factory=WarmBaseline)
+    # The last load the server reported for a request of ours (queue wait included).
     load_seconds: float | None = None
+    # The last request that loaded the model, start to finish, and who timed it.
+    cold_request_seconds: float | None = None
+    cold_request_source: str | None = None
+
+    def with_load(self, figures: LoadFigures) -> ModelTiming:
+        """Return the timing with the figures of one more load (unknown ones kept)."""
+        timing = self
+        if figures.load_seconds is not None:
+            timing = replace(timing, load_seconds=figures.load_seconds)
+        if figures.cold_request_seconds is not None:
+            timing = replace(
+                timing,
+                cold_request_seconds=figures.cold_request_seconds,
+                cold_request_source=figures.cold_request_source,
+            )
+        return timing
 
     def with_probe(self, sample: StageBreakdown, verdict: Verdict, at: datetime) -> ModelTiming:
         """Return the timing with one more probe recorded."""
@@ -241,6 +293,8 @@ class ModelTiming:
             "last_warm_ttft_ms": self.last_warm_ttft_ms,
             "baseline": [sample.as_dict() for sample in self.baseline.samples],
             "load_seconds": self.load_seconds,
+            "cold_request_seconds": self.cold_request_seconds,
+            "cold_request_source": self.cold_request_source,
         }
 
     @classmethod
@@ -253,7 +307,7 @@ class ModelTiming:
             samples: Sequence[Mapping[str, Any]] = data.get("baseline") or ()
             return cls(
                 last=StageBreakdown.from_dict(last) if last else None,
-                last_probe_at=datetime.fromisoformat(at) if at else None,
+                last_probe_at=_aware_time(at) if at else None,
                 last_verdict=Verdict(
                     Classification(classification), Stage(str(data.get("dominant_stage")))
                 )
@@ -265,6 +319,8 @@ class ModelTiming:
                     tuple(StageBreakdown.from_dict(s) for s in samples)[-BASELINE_SIZE:]
                 ),
                 load_seconds=_optional_float(data.get("load_seconds")),
+                cold_request_seconds=_optional_float(data.get("cold_request_seconds")),
+                cold_request_source=_optional_source(data.get("cold_request_source")),
             )
         except (AttributeError, TypeError) as err:
             raise ValueError(f"not stored model timing: {err}") from err
@@ -275,4 +331,41 @@ def _optional_float(value: object) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"not a number: {value!r}")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError as err:
+        raise ValueError(f"not a finite number: {value!r}") from err
+    if not math.isfinite(number):
+        raise ValueError(f"not a finite number: {value!r}")
+    return number
+
+
+def _float(value: object) -> float:
+    number = _optional_float(value)
+    if number is None:
+        raise ValueError("a number is missing")
+    return number
+
+
+def _count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+        raise ValueError(f"not a token count: {value!r}")
+    return value
+
+
+def _aware_time(value: object) -> datetime:
+    when = datetime.fromisoformat(value)  # type: ignore[arg-type]
+    if when.tzinfo is None:
+        raise ValueError(f"a time without a timezone: {value!r}")
+    return when
+
+
+COLD_REQUEST_SOURCES = ("client", "polling")
+
+
+def _optional_source(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and value in COLD_REQUEST_SOURCES:
+        return value
+    raise ValueError(f"not a source: {value!r}")
