@@ -7,7 +7,7 @@ pathological JSON (nested 100,000 levels deep, truncated). What is sent is what 
 on the wire could send: bytes, with an HTTP status.
 """
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 import json
 from typing import Any
@@ -52,16 +52,55 @@ json_values = st.recursive(
 )
 
 
-def field(plausible: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    """A field as a server might send it: plausible, absent, or anything at all."""
-    return st.one_of(plausible, plausible, st.just(MISSING), json_values)
+type Field = st.SearchStrategy[Any] | tuple[st.SearchStrategy[Any], tuple[object, ...]]
 
 
-def shaped(fields: Mapping[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[dict[str, Any]]:
-    """A JSON object with these fields, each plausible, absent or anything."""
-    return st.fixed_dictionaries({key: field(value) for key, value in fields.items()}).map(
-        lambda obj: {k: v for k, v in obj.items() if v is not MISSING}
-    )
+@st.composite
+def _shaped(
+    draw: st.DrawFn,
+    fields: Mapping[str, Field],
+    coherent: Callable[[dict[str, Any]], dict[str, Any]] | None,
+) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, spec in fields.items():
+        plausible = spec[0] if isinstance(spec, tuple) else spec
+        obj[key] = draw(plausible)
+    if coherent is not None:
+        obj = coherent(obj)
+    # A few fields (often none, often one) are off: an edge value, absent, or anything.
+    # The rest stay plausible, so that the reply gets past them to the one that is off.
+    broken = draw(st.sampled_from([0, 0, 0, 1, 1, 2]))
+    for key in draw(st.permutations(list(fields)))[:broken]:
+        spec = fields[key]
+        edges = spec[1] if isinstance(spec, tuple) else ()
+        off = [st.just(MISSING), json_values]
+        if edges:
+            off += [st.sampled_from(edges)] * 2
+        obj[key] = draw(st.one_of(*off))
+    return {k: v for k, v in obj.items() if v is not MISSING}
+
+
+def shaped(
+    fields: Mapping[str, Field],
+    coherent: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> st.SearchStrategy[dict[str, Any]]:
+    """A JSON object with these fields: plausible, but for a few that are off.
+
+    ``coherent`` makes the plausible fields agree with each other (a model's GPU share is
+    no more than its size) before any is put off.
+    """
+    return _shaped(fields, coherent)
+
+
+# Values just past what a parser must accept, and the ones that once broke it.
+NUMBER_EDGES = (-1, True, 1.5, 2**53 + 1, 2**63, 2**64 + 1, HUGE)
+TIME_EDGES = (
+    "9999-12-31T23:00:00-01:00",
+    "0001-01-01T00:00:00+01:00",
+    "1969-12-31T23:59:59Z",
+    "2026-11-29T08:05:00",
+    "x" * 100,
+)
 
 
 def dumps(obj: object) -> bytes:
@@ -84,7 +123,7 @@ pathological = st.sampled_from(
 
 def replies(objects: st.SearchStrategy[Any]) -> st.SearchStrategy[tuple[int, bytes]]:
     """An HTTP status and a body: mostly the shaped object, sometimes anything."""
-    status = st.sampled_from([200, 200, 200, 200, 400, 401, 404, 500, 503])
+    status = st.sampled_from([200] * 8 + [400, 401, 404, 500, 503])
     body = st.one_of(
         objects.map(dumps),
         objects.map(dumps),
@@ -97,31 +136,39 @@ def replies(objects: st.SearchStrategy[Any]) -> st.SearchStrategy[tuple[int, byt
 
 
 details = shaped({"family": texts, "parameter_size": texts, "quantization_level": texts})
-sizes = st.integers(min_value=0, max_value=64 * 1024**3)
+sizes = (st.integers(min_value=0, max_value=64 * 1024**3), NUMBER_EDGES)
+recent = st.datetimes(
+    min_value=datetime(2026, 1, 1),
+    max_value=datetime(2320, 1, 1),
+    timezones=st.just(UTC),
+).map(lambda d: d.isoformat().replace("+00:00", "Z"))
+expiries = (st.one_of(recent, st.just("0001-01-01T00:00:00Z")), TIME_EDGES)
+names = st.sampled_from(["llama3.2:3b", "qwen3:8b", "tiny:latest", "new:1b"])
 resident_entry = shaped(
     {
-        "name": texts,
-        "model": texts,
+        "name": (names, ("", "x" * 300, "\x00", 7)),
+        "model": names,
         "size": sizes,
         "size_vram": sizes,
         "digest": texts,
         "details": details,
-        "expires_at": timestamps,
-        "context_length": st.integers(min_value=0, max_value=131072),
-    }
+        "expires_at": expiries,
+        "context_length": (st.integers(min_value=0, max_value=131072), NUMBER_EDGES),
+    },
+    coherent=lambda entry: entry | {"size_vram": min(entry["size_vram"], entry["size"])},
 )
 installed_entry = shaped(
     {
-        "name": texts,
+        "name": (names, ("", "x" * 300)),
         "size": sizes,
         "digest": texts,
         "details": details,
-        "modified_at": timestamps,
+        "modified_at": (recent, TIME_EDGES),
     }
 )
 ps_reply = shaped({"models": st.lists(resident_entry, max_size=3)})
 tags_reply = shaped({"models": st.lists(installed_entry, max_size=3)})
-version_reply = shaped({"version": texts})
+version_reply = shaped({"version": (st.sampled_from(["0.9.3", "0.12.6"]), ("", "1" * 300))})
 show_reply = shaped(
     {
         "modelfile": st.sampled_from(["FROM /models/blobs/sha256-1\n", "# none"]),
@@ -133,8 +180,8 @@ show_reply = shaped(
     }
 )
 
-durations = st.integers(min_value=0, max_value=60 * 10**9)
-counts = st.integers(min_value=0, max_value=100_000)
+durations = (st.integers(min_value=0, max_value=60 * 10**9), NUMBER_EDGES)
+counts = (st.integers(min_value=0, max_value=100_000), NUMBER_EDGES)
 content_chunk = shaped(
     {
         "message": shaped({"role": st.just("assistant"), "content": texts, "thinking": texts}),
