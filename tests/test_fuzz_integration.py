@@ -9,6 +9,7 @@ normally again and checks that everything recovers.
 from datetime import datetime
 import logging
 import math
+import random
 from typing import Any
 
 from homeassistant.const import STATE_UNAVAILABLE, STATE_UNKNOWN
@@ -38,6 +39,16 @@ FUZZ = settings(
 )
 RESIDENT_MODELS = "sensor.ollama_test_resident_models"
 CONNECTIVITY = "binary_sensor.ollama_test_connectivity"
+
+
+def fresh_random() -> None:
+    """Give Home Assistant real randomness again.
+
+    Hypothesis seeds the ``random`` module the same way for every example; Home Assistant
+    draws its registry ids from it, so a model's entity created in one example would get
+    the id of another's deleted in an earlier one, and the registry's index breaks.
+    """
+    random.seed()
 
 
 def assert_states_are_sane(hass: HomeAssistant) -> None:
@@ -106,6 +117,7 @@ async def test_coordinator_survives_any_reply(
     tags: tuple[int, bytes],
     version: tuple[int, bytes],
 ) -> None:
+    fresh_random()
     coordinator = integration.runtime_data.coordinator
     mark = len(caplog.records)
     for path, (status, body) in (("/api/ps", ps), ("/api/tags", tags), ("/api/version", version)):
@@ -146,6 +158,7 @@ async def test_probe_action_raises_only_home_assistant_errors(
     caplog: pytest.LogCaptureFixture,
     stream: tuple[int, bytes],
 ) -> None:
+    fresh_random()
     mark = len(caplog.records)
     emulator.inject("/api/chat", status=stream[0], body=stream[1], content_type=NDJSON)
     error: HomeAssistantError | None = None
