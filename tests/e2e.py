@@ -1,6 +1,7 @@
 """Shared helpers of the end-to-end tests against the real servers from ../shared/servers."""
 
 import asyncio
+from collections.abc import Callable
 import os
 
 import aiohttp
@@ -29,6 +30,14 @@ async def ollama_call(url: str, path: str, payload: dict[str, object]) -> dict[s
         return reply
 
 
+async def ollama_get(url: str, path: str) -> dict[str, object]:
+    """GET from the real Ollama directly, as another client would."""
+    async with aiohttp.ClientSession() as session, session.get(f"{url}{path}") as response:
+        response.raise_for_status()
+        reply: dict[str, object] = await response.json()
+        return reply
+
+
 async def evict(url: str, model: str, *, within: float = 30.0) -> None:
     """Unload ``model`` and wait until the server no longer lists it (its runner exited)."""
     await ollama_call(url, "/api/generate", {"model": model, "keep_alive": 0})
@@ -41,3 +50,32 @@ async def evict(url: str, model: str, *, within: float = 30.0) -> None:
                 return
             await asyncio.sleep(0.2)
     pytest.fail(f"{model} was still resident {within:g} s after its eviction")
+
+
+def drop_from_page_cache(path: str) -> None:
+    """Make the next read of ``path`` come from disk (the cold start of a fresh boot)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+async def model_file(url: str, model: str) -> str:
+    """Return the path of a model's weights on the server (the FROM line of /api/show)."""
+    shown = await ollama_call(url, "/api/show", {"model": model})
+    return next(
+        line.removeprefix("FROM ").strip()
+        for line in str(shown["modelfile"]).splitlines()
+        if line.startswith("FROM /")
+    )
+
+
+async def wait_until(condition: Callable[[], object], timeout: float, what: str) -> None:
+    """Let the event loop (and the integration's own timers) run until ``condition`` holds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            pytest.fail(f"{what} did not happen within {timeout:g} s")
+        await asyncio.sleep(0.05)

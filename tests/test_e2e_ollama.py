@@ -1,20 +1,49 @@
-"""End to end against the real Ollama (LLM_WARMTH_OLLAMA_URL): residency and its events."""
+"""End to end against the real Ollama (LLM_WARMTH_OLLAMA_URL): residency, figures and events.
 
-from datetime import timedelta
+The integration talks to the real server through a recording proxy on loopback and runs on
+its own timers (a 2 s poll interval): nothing here polls by hand. Each figure it reports is
+compared with the server's own, and the proxy counts what the integration sent.
+"""
 
-from homeassistant.config_entries import SOURCE_USER, ConfigEntryState
-from homeassistant.const import CONF_URL, CONF_VERIFY_SSL, STATE_OFF, STATE_ON
+from collections.abc import AsyncIterator
+import itertools
+import time
+
+from homeassistant.config_entries import SOURCE_USER, ConfigEntry, ConfigEntryState
+from homeassistant.const import CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL, STATE_OFF, STATE_ON
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
-from homeassistant.util import dt as dt_util, slugify
+from homeassistant.helpers import entity_registry as er
+from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import async_capture_events
 
-from custom_components.llm_warmth.const import DOMAIN, EVENT_MODEL_LOADED, EVENT_MODEL_UNLOADED
+from custom_components.llm_warmth.const import (
+    DOMAIN,
+    EVENT_COLD_START,
+    EVENT_MODEL_LOADED,
+    EVENT_MODEL_UNLOADED,
+    EVENT_SERVER_RESTARTED,
+    SETTLING_SCAN_INTERVAL,
+)
 
-from .e2e import evict, ollama_call, server_url
+from .e2e import (
+    drop_from_page_cache,
+    evict,
+    model_file,
+    ollama_call,
+    ollama_get,
+    server_url,
+    wait_until,
+)
+from .recording_proxy import RecordingProxy
 
 pytestmark = pytest.mark.e2e
+BIG, TINY = "big:latest", "tiny:latest"
+INTERVAL = 2.0
+FAST = SETTLING_SCAN_INTERVAL.total_seconds()
+# Home Assistant starts a regular poll up to a second late (whole second + a random fraction).
+REGULAR_SLACK = 1.0
 
 
 @pytest.fixture
@@ -22,43 +51,156 @@ def ollama_url(socket_enabled: None) -> str:
     return server_url("LLM_WARMTH_OLLAMA_URL")
 
 
-async def test_residency_follows_the_real_server(hass: HomeAssistant, ollama_url: str) -> None:
-    # Start from a known state: tiny not resident.
-    await evict(ollama_url, "tiny")
+@pytest.fixture
+async def proxy(ollama_url: str) -> AsyncIterator[RecordingProxy]:
+    recording = RecordingProxy(ollama_url)
+    await recording.start()
+    yield recording
+    await recording.stop()
 
+
+async def add_server(hass: HomeAssistant, url: str) -> ConfigEntry:
+    """Add the server through the config flow, as a user would, polled every 2 s."""
     result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
     result = await hass.config_entries.flow.async_configure(
-        result["flow_id"], {CONF_URL: ollama_url, CONF_VERIFY_SSL: True}
+        result["flow_id"], {CONF_URL: url, CONF_VERIFY_SSL: True}
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
-    entry = result["result"]
+    entry: ConfigEntry = result["result"]
     await hass.async_block_till_done()
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {CONF_SCAN_INTERVAL: INTERVAL}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()  # the new options reload the entry
     assert entry.state is ConfigEntryState.LOADED
-    coordinator = entry.runtime_data.coordinator
+    assert entry.runtime_data.coordinator.update_interval.total_seconds() == INTERVAL
+    return entry
+
+
+async def test_a_cold_request_by_another_client(
+    hass: HomeAssistant, ollama_url: str, proxy: RecordingProxy
+) -> None:
+    """The assistant's first turn after idle, as the integration sees it on its own timers."""
+    await evict(ollama_url, BIG)
+    drop_from_page_cache(await model_file(ollama_url, BIG))
+    entry = await add_server(hass, proxy.url)
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    cold_starts = async_capture_events(hass, EVENT_COLD_START)
+
+    started = time.monotonic()
+    reply = await ollama_call(
+        ollama_url, "/api/generate", {"model": BIG, "prompt": "hi", "options": {"num_predict": 2}}
+    )
+    ended = time.monotonic()
+    await wait_until(lambda: loaded, 2 * FAST + 1, "the loaded event")
+    print(f"\nserver: {reply}\nloaded: {loaded[0].data}")
+
+    event = loaded[0].data
+    assert event["model"] == BIG
+    # Polling cannot split the load from the request: it reports the cold request, seen
+    # from the first poll that listed the runner to the end of the request. Compared with
+    # the server's own total_duration it misses at most one regular interval at the start,
+    # and ends within one fast poll of the request's end.
+    assert event["load_seconds"] is None
+    assert event["cold_request_source"] == "polling"
+    server_total = reply["total_duration"] / 1e9
+    assert server_total - INTERVAL - REGULAR_SLACK <= event["cold_request_seconds"]
+    assert event["cold_request_seconds"] <= server_total + FAST + 0.5
+    assert [e.data["source"] for e in cold_starts] == ["passive"]
+    cold = hass.states.get("sensor.big_latest_last_cold_request_duration")
+    assert float(cold.state) == pytest.approx(event["cold_request_seconds"])
+
+    # What the integration sent meanwhile: spaced fast polls, never back to back.
+    polls = proxy.sent("/api/ps", started, ended)
+    gaps = [b - a for a, b in itertools.pairwise(polls)]
+    print(f"{len(polls)} polls in {ended - started:.1f} s, shortest gap {min(gaps):.3f} s")
+    assert polls[0] - started <= INTERVAL + REGULAR_SLACK
+    assert min(gaps) >= FAST - 0.05
+    assert len(polls) - 1 <= (ended - polls[0]) / FAST + 1
+    # The version is not read on every poll.
+    assert proxy.sent("/api/version", started, ended) == []
+    await evict(ollama_url, BIG)
+    await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_residency_and_an_unload_by_another_client(
+    hass: HomeAssistant, ollama_url: str, proxy: RecordingProxy
+) -> None:
+    await evict(ollama_url, TINY)
+    entry = await add_server(hass, proxy.url)
     resident = "binary_sensor.tiny_latest_resident"
     assert hass.states.get(resident).state == STATE_OFF
-
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
     unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
-    reply = await ollama_call(ollama_url, "/api/generate", {"model": "tiny", "keep_alive": "10m"})
+
+    reply = await ollama_call(ollama_url, "/api/generate", {"model": TINY, "keep_alive": "10m"})
     assert reply["done_reason"] == "load"
     preloaded_at = dt_util.utcnow()
-    for _ in range(3):
-        await coordinator.async_refresh()
-        await hass.async_block_till_done()
-        if loaded:
-            break
-    assert [e.data["model"] for e in loaded] == ["tiny:latest"]
+    await wait_until(lambda: loaded, INTERVAL + REGULAR_SLACK + 2 * FAST + 1, "the load")
+    assert [e.data["model"] for e in loaded] == [TINY]
     assert hass.states.get(resident).state == STATE_ON
     unloads_at = dt_util.parse_datetime(hass.states.get("sensor.tiny_latest_unloads_at").state)
     assert unloads_at is not None
-    assert abs(unloads_at - (preloaded_at + timedelta(minutes=10))) < timedelta(seconds=5)
-    assert hass.states.get(f"sensor.{slugify(entry.title)}_resident_models").state != "0"
+    assert abs((unloads_at - preloaded_at).total_seconds() - 600) < 5
 
-    # Ollama unloads asynchronously: wait until /api/ps no longer lists it, then poll.
-    await evict(ollama_url, "tiny")
-    await coordinator.async_refresh()
-    await hass.async_block_till_done()
-    assert [(e.data["model"], e.data["reason"]) for e in unloaded] == [("tiny:latest", "displaced")]
+    # Another client unloads it (keep_alive 0): early, and nothing came in.
+    await ollama_call(ollama_url, "/api/generate", {"model": TINY, "keep_alive": 0})
+    await wait_until(lambda: unloaded, 3 * INTERVAL + 2, "the unloaded event")
+    assert [(e.data["reason"], e.data["replaced_by"]) for e in unloaded] == [("unloaded", [])]
     assert hass.states.get(resident).state == STATE_OFF
+    await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_a_reload_for_another_context_by_another_client(
+    hass: HomeAssistant, ollama_url: str, proxy: RecordingProxy
+) -> None:
+    """num_ctx 2048 after 512: Ollama 0.9 reloads in place, and /api/ps shows a new size."""
+    await evict(ollama_url, TINY)
+    small = {"model": TINY, "prompt": "hi", "keep_alive": "10m"}
+    await ollama_call(ollama_url, "/api/generate", small | {"options": {"num_ctx": 512}})
+    entry = await add_server(hass, proxy.url)
+    before = entry.runtime_data.coordinator.data.resident[TINY].size
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
+
+    reply = await ollama_call(ollama_url, "/api/generate", small | {"options": {"num_ctx": 2048}})
+    await wait_until(lambda: loaded, INTERVAL + REGULAR_SLACK + 2 * FAST + 1, "the reload")
+    after = entry.runtime_data.coordinator.data.resident[TINY].size
+    print(f"\nserver load_duration {reply['load_duration'] / 1e9:.3f} s, size {before} -> {after}")
+    # The server's own figures: it loaded the model again, and its size changed.
+    assert reply["load_duration"] > 100_000_000
+    assert after != before
+    assert [(e.data["model"], e.data["reloaded"]) for e in loaded] == [(TINY, True)]
+    assert unloaded == []
+    await evict(ollama_url, TINY)
+    await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_an_outage_then_a_restart_event_with_the_current_version(
+    hass: HomeAssistant, ollama_url: str, proxy: RecordingProxy
+) -> None:
+    entry = await add_server(hass, proxy.url)
+    version = (await ollama_get(ollama_url, "/api/version"))["version"]
+    restarted = async_capture_events(hass, EVENT_SERVER_RESTARTED)
+    connectivity = er.async_get(hass).async_get_entity_id(
+        "binary_sensor", DOMAIN, f"{entry.entry_id}_connectivity"
+    )
+    assert connectivity is not None
+    assert hass.states.get(connectivity).state == STATE_ON
+
+    with proxy.outage():
+        await wait_until(
+            lambda: hass.states.get(connectivity).state == STATE_OFF,
+            INTERVAL + REGULAR_SLACK + 1,
+            "the outage",
+        )
+    back = time.monotonic()
+    await wait_until(lambda: restarted, INTERVAL + REGULAR_SLACK + 1, "the restart event")
+    assert restarted[0].data["reason"] == "reconnected"
+    assert restarted[0].data["version"] == version
+    # Read from the server after it came back, before the event.
+    assert proxy.sent("/api/version", back)
+    assert hass.states.get(connectivity).state == STATE_ON
     await hass.config_entries.async_unload(entry.entry_id)

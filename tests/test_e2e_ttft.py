@@ -1,23 +1,28 @@
-"""End to end against the real Ollama with the 1.24 GB model: a cold probe, then a warm one.
+"""End to end against the real Ollama with the 1.24 GB model: cold, warm and contended probes.
 
 Needs the servers started with BIG=1 SLOW_DISK_MBPS=200 (as .ci/run does), so that a load
-from disk is slow enough to tell apart from a warm start.
+from disk is slow enough to tell apart from a warm start. Nothing here polls by hand: the
+integration's own timers run while the probes do.
 """
 
-import os
+import asyncio
 import time
 
-from homeassistant.config_entries import SOURCE_USER
-from homeassistant.const import CONF_URL, CONF_VERIFY_SSL
+from homeassistant.const import CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
 from homeassistant.core import HomeAssistant
 import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
 
-from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.const import DOMAIN, EVENT_COLD_START, EVENT_MODEL_LOADED
 
-from .e2e import evict, ollama_call, server_url
+from .e2e import drop_from_page_cache, evict, model_file, ollama_call, server_url
 
 pytestmark = pytest.mark.e2e
 BIG = "big:latest"
+# Greedy decoding: the random-weight model then answers the same tokens every time, so the
+# first streamed token is the first one sampled (a byte-fallback token that the server
+# holds back until a character is complete would move the first chunk one decode later).
+SAMPLING = {"num_predict": 2, "temperature": 0, "seed": 7}
 
 
 @pytest.fixture
@@ -25,49 +30,45 @@ def ollama_url(socket_enabled: None) -> str:
     return server_url("LLM_WARMTH_OLLAMA_URL")
 
 
-def drop_from_page_cache(path: str) -> None:
-    """Make the next read of ``path`` come from disk (the cold start of a fresh boot)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
+async def set_up(hass: HomeAssistant, url: str) -> MockConfigEntry:
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        title="Ollama e2e",
+        unique_id=url,
+        data={CONF_URL: url, CONF_VERIFY_SSL: True},
+        options={CONF_SCAN_INTERVAL: 2},
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    return entry
+
+
+async def probe(hass: HomeAssistant, entry: MockConfigEntry, **data: object) -> dict[str, float]:
+    response = await hass.services.async_call(
+        DOMAIN,
+        "probe",
+        {"config_entry_id": entry.entry_id, "model": BIG, "options": SAMPLING, **data},
+        blocking=True,
+        return_response=True,
+    )
+    assert response is not None
+    return dict(response)  # type: ignore[arg-type]
 
 
 async def test_cold_then_warm_probe_of_the_big_model(hass: HomeAssistant, ollama_url: str) -> None:
     started = time.monotonic()
-    tags = await ollama_call(ollama_url, "/api/show", {"model": BIG})
-    model_file = next(
-        line.removeprefix("FROM ").strip()
-        for line in str(tags["modelfile"]).splitlines()
-        if line.startswith("FROM /")
-    )
     await evict(ollama_url, BIG)
-    drop_from_page_cache(model_file)
-
-    result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
-    result = await hass.config_entries.flow.async_configure(
-        result["flow_id"], {CONF_URL: ollama_url, CONF_VERIFY_SSL: True}
-    )
-    entry = result["result"]
-    await hass.async_block_till_done()
+    drop_from_page_cache(await model_file(ollama_url, BIG))
+    entry = await set_up(hass, ollama_url)
     assert BIG not in entry.runtime_data.coordinator.data.resident
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    cold_starts = async_capture_events(hass, EVENT_COLD_START)
 
-    async def probe() -> dict[str, float | str]:
-        response = await hass.services.async_call(
-            DOMAIN,
-            "probe",
-            {"config_entry_id": entry.entry_id, "model": BIG, "options": {"num_predict": 2}},
-            blocking=True,
-            return_response=True,
-        )
-        assert response is not None
-        return dict(response)  # type: ignore[arg-type]
-
-    cold = await probe()
-    await entry.runtime_data.coordinator.async_refresh()
-    warm = await probe()
+    cold = await probe(hass, entry)
+    await asyncio.sleep(2.5)  # the integration's next regular poll sees the probe's load
+    warm = await probe(hass, entry)
+    await asyncio.sleep(2.5)
     print(f"\ncold: {cold}\nwarm: {warm}")
 
     assert cold["classification"] == "cold"
@@ -82,6 +83,53 @@ async def test_cold_then_warm_probe_of_the_big_model(hass: HomeAssistant, ollama
         server_stages = float(reply["queue_and_load_ms"]) + float(reply["prefill_ms"])
         assert abs(ttft - server_stages) < 0.1 * ttft
         assert float(reply["first_decode_ms"]) > 0
+
+    # One load, one number: the loaded event, the cold start and the sensor carry the
+    # server's own load_duration of the probe that loaded the model; polling adds nothing.
+    server_load = round(float(cold["queue_and_load_ms"]) / 1000, 3)
+    assert [e.data["load_seconds"] for e in loaded] == [server_load]
+    assert [e.data["load_seconds"] for e in cold_starts] == [server_load]
+    assert loaded[0].data["load_source"] == "server"
+    assert loaded[0].data["cold_request_source"] == "client"
+    assert loaded[0].data["cold_request_seconds"] >= round(float(cold["ttft_ms"]) / 1000, 3)
+    sensor = hass.states.get("sensor.big_latest_last_measured_load_duration")
+    assert float(sensor.state) == pytest.approx(server_load)
     await evict(ollama_url, BIG)
     await hass.config_entries.async_unload(entry.entry_id)
-    print(f"cold/warm e2e took {time.monotonic() - started:.1f} s (goal: under 60 s)")
+    print(f"cold/warm e2e took {time.monotonic() - started:.1f} s")
+
+
+async def test_a_probe_behind_another_clients_request_names_the_slow_stage(
+    hass: HomeAssistant, ollama_url: str
+) -> None:
+    """A warm model busy with another client's long prompt: the probe is slow, not "none"."""
+    await ollama_call(ollama_url, "/api/generate", {"model": BIG, "keep_alive": "10m"})
+    entry = await set_up(hass, ollama_url)
+    assert BIG in entry.runtime_data.coordinator.data.resident
+
+    # A prompt the server has no cached prefix for: its prefill takes seconds on the CPU
+    # server, and the probe sent meanwhile waits for it.
+    other = asyncio.create_task(
+        ollama_call(
+            ollama_url,
+            "/api/generate",
+            {"model": BIG, "prompt": f"Note {time.time_ns()}: hi", "options": {"num_predict": 2}},
+        )
+    )
+    await asyncio.sleep(0.3)  # the other request is in the server first
+    contended = await probe(hass, entry)
+    await other
+    print(f"\ncontended: {contended}")
+
+    assert contended["classification"] == "warm"
+    assert contended["ttft_ms"] > 1000
+    # No warm baseline yet: the stage that took the time is the one the server reports
+    # as the largest part of the TTFT.
+    stages = {
+        "load": contended["queue_and_load_ms"],
+        "prefill": contended["prefill_ms"],
+        "overhead": contended["overhead_ms"],
+    }
+    assert contended["dominant_stage"] == max(stages, key=lambda stage: stages[stage])
+    await evict(ollama_url, BIG)
+    await hass.config_entries.async_unload(entry.entry_id)

@@ -1,0 +1,97 @@
+"""A loopback HTTP proxy that records what the integration sends to a real server.
+
+The end-to-end tests point the integration at this proxy instead of the real Ollama: every
+request is forwarded as it is (streamed replies stream through) and recorded with its
+monotonic arrival time, so that a test can count what the integration's own timers sent.
+``outage()`` makes the proxy drop every connection, as a server that went away does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+import time
+
+import aiohttp
+from aiohttp import web
+
+_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
+
+
+@dataclass(frozen=True, slots=True)
+class Forwarded:
+    """One request the proxy received."""
+
+    method: str
+    path: str
+    at: float  # time.monotonic() on arrival
+
+
+class RecordingProxy:
+    """Forwards 127.0.0.1:<port> to ``target`` and records each request."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target.rstrip("/")
+        self.requests: list[Forwarded] = []
+        self.down = False
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self.url = ""
+
+    async def start(self) -> str:
+        """Listen on a free loopback port and return the proxy's base URL."""
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600))
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._forward)
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        return self.url
+
+    async def stop(self) -> None:
+        """Stop listening and close the upstream session."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._session is not None:
+            await self._session.close()
+
+    @contextmanager
+    def outage(self) -> Iterator[None]:
+        """Drop every connection while inside the block."""
+        self.down = True
+        try:
+            yield
+        finally:
+            self.down = False
+
+    def sent(self, path: str, since: float = 0.0, until: float = float("inf")) -> list[float]:
+        """Return when requests for ``path`` arrived in [since, until]."""
+        return [r.at for r in self.requests if r.path == path and since <= r.at <= until]
+
+    async def _forward(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append(Forwarded(request.method, request.path, time.monotonic()))
+        if self.down:
+            if request.transport is not None:
+                request.transport.close()
+            raise asyncio.CancelledError
+        assert self._session is not None
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+        async with self._session.request(
+            request.method,
+            f"{self.target}{request.path_qs}",
+            headers=headers,
+            data=await request.read(),
+        ) as upstream:
+            response = web.StreamResponse(status=upstream.status)
+            for key, value in upstream.headers.items():
+                if key.lower() not in _HOP_BY_HOP:
+                    response.headers[key] = value
+            await response.prepare(request)
+            async for chunk in upstream.content.iter_any():
+                await response.write(chunk)
+            await response.write_eof()
+            return response
