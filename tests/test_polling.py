@@ -27,12 +27,16 @@ def ps_polls(emulator: OllamaEmulator, since: float, until: float) -> list[float
     return [r.at for r in emulator.requests if r.path == "/api/ps" and since <= r.at <= until]
 
 
+async def set_up_polling_every_2_s(hass: HomeAssistant, entry: MockConfigEntry) -> None:
+    entry.add_to_hass(hass)
+    hass.config_entries.async_update_entry(entry, options={CONF_SCAN_INTERVAL: 2})
+    assert await hass.config_entries.async_setup(entry.entry_id)
+
+
 async def test_fast_polls_are_spaced_during_a_multi_second_load(
     hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
 ) -> None:
-    mock_config_entry.add_to_hass(hass)
-    hass.config_entries.async_update_entry(mock_config_entry, options={CONF_SCAN_INTERVAL: 2})
-    assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    await set_up_polling_every_2_s(hass, mock_config_entry)
     coordinator = mock_config_entry.runtime_data.coordinator
 
     load_seconds = 4.0
@@ -67,9 +71,7 @@ async def test_fast_polls_are_spaced_during_a_multi_second_load(
 async def test_no_fast_polls_of_an_idle_server(
     hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
 ) -> None:
-    mock_config_entry.add_to_hass(hass)
-    hass.config_entries.async_update_entry(mock_config_entry, options={CONF_SCAN_INTERVAL: 2})
-    assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    await set_up_polling_every_2_s(hass, mock_config_entry)
     since = time.monotonic()
     await asyncio.sleep(4.2)
     polls = ps_polls(emulator, since, time.monotonic())

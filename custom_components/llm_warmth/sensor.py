@@ -107,6 +107,24 @@ def _stage_sensor(
     )
 
 
+def _load_figure_sensor(
+    key: str,
+    value_fn: Callable[[ModelTiming], float | None],
+    source_fn: Callable[[ModelTiming], str | None],
+) -> ModelSensorDescription:
+    """Describe a load figure: seconds, with the source it comes from as an attribute."""
+    return ModelSensorDescription(
+        key=key,
+        translation_key=key,
+        device_class=SensorDeviceClass.DURATION,
+        state_class=SensorStateClass.MEASUREMENT,
+        native_unit_of_measurement=UnitOfTime.SECONDS,
+        suggested_display_precision=1,
+        value_fn=lambda s, m: value_fn(_timing(s, m)),
+        attrs_fn=lambda s, m: {"source": source_fn(_timing(s, m))},
+    )
+
+
 def _unloads_at(snapshot: ServerSnapshot, model: str) -> datetime | None:
     resident = snapshot.resident.get(model)
     if resident is None or model in snapshot.loading:
@@ -183,27 +201,15 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         native_unit_of_measurement="tokens",
         value_fn=lambda s, m: s.resident[m].context_length if m in s.resident else None,
     ),
-    ModelSensorDescription(
-        key="last_load_duration",
-        translation_key="last_load_duration",
-        device_class=SensorDeviceClass.DURATION,
-        state_class=SensorStateClass.MEASUREMENT,
-        native_unit_of_measurement=UnitOfTime.SECONDS,
-        suggested_display_precision=1,
-        value_fn=lambda s, m: _timing(s, m).load_seconds,
-        attrs_fn=lambda s, m: {
-            "source": "server" if _timing(s, m).load_seconds is not None else None
-        },
+    _load_figure_sensor(
+        "last_load_duration",
+        lambda t: t.load_seconds,
+        lambda t: "server" if t.load_seconds is not None else None,
     ),
-    ModelSensorDescription(
-        key="last_cold_request_duration",
-        translation_key="last_cold_request_duration",
-        device_class=SensorDeviceClass.DURATION,
-        state_class=SensorStateClass.MEASUREMENT,
-        native_unit_of_measurement=UnitOfTime.SECONDS,
-        suggested_display_precision=1,
-        value_fn=lambda s, m: _timing(s, m).cold_request_seconds,
-        attrs_fn=lambda s, m: {"source": _timing(s, m).cold_request_source},
+    _load_figure_sensor(
+        "last_cold_request_duration",
+        lambda t: t.cold_request_seconds,
+        lambda t: t.cold_request_source,
     ),
     _stage_sensor("last_ttft", lambda t: t.last.ttft_ms if t.last else None),
     _stage_sensor("last_cold_ttft", lambda t: t.last_cold_ttft_ms),

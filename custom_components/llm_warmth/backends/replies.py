@@ -64,16 +64,24 @@ def decode_object(body: bytes, path: str) -> dict[str, Any]:
     return payload
 
 
-async def read_body(response: aiohttp.ClientResponse, path: str) -> bytes:
-    """Read a whole reply body, at most ``MAX_REPLY_BYTES``."""
+async def read_limited(response: aiohttp.ClientResponse, limit: int) -> bytes | None:
+    """Read a whole reply body; None when it is longer than ``limit`` bytes."""
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.content.iter_chunked(64 * 1024):
         size += len(chunk)
-        if size > MAX_REPLY_BYTES:
-            raise LlmServerResponseError(f"{path}: reply larger than {MAX_REPLY_BYTES} bytes")
+        if size > limit:
+            return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def read_body(response: aiohttp.ClientResponse, path: str) -> bytes:
+    """Read a whole reply body, at most ``MAX_REPLY_BYTES``."""
+    body = await read_limited(response, MAX_REPLY_BYTES)
+    if body is None:
+        raise LlmServerResponseError(f"{path}: reply larger than {MAX_REPLY_BYTES} bytes")
+    return body
 
 
 async def iter_lines(response: aiohttp.ClientResponse, path: str) -> AsyncIterator[bytes]:

@@ -18,6 +18,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 from yarl import URL
 
+from custom_components.llm_warmth.backends.replies import read_limited
+
 from .errors import GpuSourceConnectionError, GpuSourceResponseError
 from .types import GpuStatus
 
@@ -275,17 +277,6 @@ def _float(numbers: Mapping[str, float | int], name: str) -> float | None:
     return round(float(value), 3) if value is not None else None
 
 
-async def _read_limited(response: aiohttp.ClientResponse, shown_url: str) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.content.iter_chunked(64 * 1024):
-        size += len(chunk)
-        if size > MAX_TEXT_BYTES:
-            raise GpuSourceResponseError(f"{shown_url} sent more than {MAX_TEXT_BYTES} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 class ExporterSource:
     """Reads a GPU exporter's ``/metrics`` over an injected ``aiohttp.ClientSession``."""
 
@@ -318,13 +309,15 @@ class ExporterSource:
                 self._session.get(self._url) as response,
             ):
                 status = response.status
-                body = await _read_limited(response, self._shown_url)
+                body = await read_limited(response, MAX_TEXT_BYTES)
         except TimeoutError as err:
             raise GpuSourceConnectionError(f"{self._shown_url} did not answer in time") from err
         except aiohttp.ClientError as err:
             raise GpuSourceConnectionError(f"cannot reach {self._shown_url}: {err}") from err
         if status >= 400:
             raise GpuSourceConnectionError(f"{self._shown_url} answered HTTP {status}")
+        if body is None:
+            raise GpuSourceResponseError(f"{self._shown_url} sent more than {MAX_TEXT_BYTES} bytes")
         # The text format is UTF-8 whatever the header claims: a "charset" of zlib, rot13
         # or idna must not decide how the bytes are read.
         return parse_exporter_text(body.decode("utf-8", "replace"), self._kind)
