@@ -353,3 +353,23 @@ async def test_a_load_polling_saw_during_a_failed_probe_is_announced(
     assert [(e.data["model"], e.data["cold_request_source"]) for e in loaded] == [
         (LLAMA, "polling")
     ]
+
+
+async def test_a_cancelled_probe_holds_back_no_later_load(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """A probe cancelled mid-request (Home Assistant stopping, say) leaves no held state."""
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    emulator.models[LLAMA].load_delay = 5
+    task = asyncio.create_task(probe(hass))
+    async with asyncio.timeout(5):
+        while LLAMA not in emulator.loaded:
+            await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    emulator.models[LLAMA].load_delay = 0
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
+    await poll()
+    await poll()
+    assert [(e.data["model"], e.data["cold_request_source"]) for e in loaded] == [(LLAMA, None)]

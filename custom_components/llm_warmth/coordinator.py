@@ -24,7 +24,7 @@ from .backends.errors import (
     LlmServerTimeoutError,
 )
 from .backends.ollama import GENERATION_TIMEOUT, OllamaClient
-from .backends.types import InstalledModel, ResidentModel
+from .backends.types import InstalledModel, ResidentModel, TimedReply
 from .const import (
     DEFAULT_SCAN_INTERVAL,
     DOMAIN,
@@ -259,14 +259,15 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         await self.async_refresh()
         model = self.resolve_model(model)
         was_resident = self.last_update_success and model in self.data.resident
+        reply: TimedReply | None = None
         self._tracker.request_started(model)
         try:
             reply = await self.client.timed_generation(
                 api, model, prompt, options=options, timeout=timeout
             )
-        except LlmServerError:
-            self._finish_request(model, loaded=False)
-            raise
+        finally:
+            if reply is None:  # failed or cancelled: no load of ours to announce
+                self._finish_request(model, loaded=False)
         sample = breakdown(reply)
         timing = self._timings.get(model, ModelTiming())
         verdict = judge(sample, was_resident=was_resident, baseline=timing.baseline)
