@@ -3,14 +3,13 @@
 The end-to-end tests point the integration at this proxy instead of the real Ollama: every
 request is forwarded as it is (streamed replies stream through) and recorded with its
 monotonic arrival time, so that a test can count what the integration's own timers sent.
-``outage()`` makes the proxy drop every connection, as a server that went away does.
+``outage()`` takes the proxy off its port (connections refused), as a stopped server is.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 import time
 
@@ -35,38 +34,42 @@ class RecordingProxy:
     def __init__(self, target: str) -> None:
         self.target = target.rstrip("/")
         self.requests: list[Forwarded] = []
-        self.down = False
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
+        self._port = 0
         self.url = ""
 
     async def start(self) -> str:
-        """Listen on a free loopback port and return the proxy's base URL."""
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600))
+        """Listen on a loopback port (a free one the first time) and return the base URL."""
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600))
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._forward)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self._port, reuse_address=True)
         await site.start()
-        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        self._port = self._runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{self._port}"
         return self.url
 
     async def stop(self) -> None:
         """Stop listening and close the upstream session."""
         if self._runner is not None:
             await self._runner.cleanup()
+            self._runner = None
         if self._session is not None:
             await self._session.close()
 
-    @contextmanager
-    def outage(self) -> Iterator[None]:
-        """Drop every connection while inside the block."""
-        self.down = True
+    @asynccontextmanager
+    async def outage(self) -> AsyncIterator[None]:
+        """Refuse connections while inside the block (then listen on the same port again)."""
+        if self._runner is not None:
+            await self._runner.cleanup()
         try:
             yield
         finally:
-            self.down = False
+            await self.start()
 
     def sent(self, path: str, since: float = 0.0, until: float = float("inf")) -> list[float]:
         """Return when requests for ``path`` arrived in [since, until]."""
@@ -74,10 +77,6 @@ class RecordingProxy:
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
         self.requests.append(Forwarded(request.method, request.path, time.monotonic()))
-        if self.down:
-            if request.transport is not None:
-                request.transport.close()
-            raise asyncio.CancelledError
         assert self._session is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
         async with self._session.request(

@@ -190,7 +190,7 @@ async def test_an_outage_then_a_restart_event_with_the_current_version(
     assert connectivity is not None
     assert hass.states.get(connectivity).state == STATE_ON
 
-    with proxy.outage():
+    async with proxy.outage():
         await wait_until(
             lambda: hass.states.get(connectivity).state == STATE_OFF,
             INTERVAL + REGULAR_SLACK + 1,

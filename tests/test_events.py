@@ -1,5 +1,6 @@
 """The events fired between snapshots: model loaded/unloaded, server restarted."""
 
+from datetime import timedelta
 import time
 
 from homeassistant.core import HomeAssistant
@@ -87,17 +88,27 @@ async def test_unloaded_evicted_for_another_model(
 
 
 async def test_unloaded_early_by_another_client(
-    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
     await ollama_request(emulator, "/api/generate", {"model": QWEN, "keep_alive": "1h"})
     await poll()
     await poll()
+    versions_before = sum(r.path == "/api/version" for r in emulator.requests)
     await ollama_request(emulator, "/api/generate", {"model": QWEN, "keep_alive": 0})
     await poll()
-    # Early, and nothing came in: the next poll decides (a replacement may still show up).
+    # Early, and nothing came in: a replacement may still show up (for 3 s).
     assert unloaded == []
     assert init_integration.runtime_data.coordinator.fast_polling
+    await poll()
+    assert unloaded == []
+    # An unexplained unload has the version read once (an upgrade empties the server).
+    assert sum(r.path == "/api/version" for r in emulator.requests) == versions_before + 1
+    monkeypatch.setattr("custom_components.llm_warmth.residency.REPLACEMENT_WINDOW_SECONDS", 0)
     await poll()
     assert [(e.data["model"], e.data["reason"], e.data["replaced_by"]) for e in unloaded] == [
         (QWEN, "unloaded", [])
@@ -209,3 +220,61 @@ async def test_no_events_on_an_unchanged_server(
     await poll()
     await poll()
     assert events == [[], [], []]
+
+
+async def test_a_slow_reply_is_no_restart(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only a server that could not be connected to at all has restarted when it is back."""
+    restarted = async_capture_events(hass, EVENT_SERVER_RESTARTED)
+    monkeypatch.setattr(init_integration.runtime_data.client, "_timeout", 0.3)
+    emulator.inject("/api/ps", delay=1)
+    await poll()
+    assert not init_integration.runtime_data.coordinator.last_update_success
+    await poll()
+    assert init_integration.runtime_data.coordinator.last_update_success
+    assert restarted == []
+
+
+async def test_fast_polling_gives_up_after_its_limit(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A load that never ends (or a server always reporting one) is polled regularly."""
+    coordinator = init_integration.runtime_data.coordinator
+    monkeypatch.setattr("custom_components.llm_warmth.coordinator.FAST_POLL_LIMIT", timedelta())
+    # Decide an early unload at once (no replacement window): the server settles at once.
+    monkeypatch.setattr("custom_components.llm_warmth.residency.REPLACEMENT_WINDOW_SECONDS", 0)
+    load = await start_load(emulator, LLAMA, 5)
+    await poll()
+    assert coordinator.fast_polling
+    await poll()
+    assert not coordinator.fast_polling
+    load.cancel()
+    emulator.loaded.clear()
+    await poll()  # gone: an unload to explain
+    await poll()  # settled: the limit starts again with the next load
+    assert not coordinator.fast_polling
+    load = await start_load(emulator, LLAMA, 5)
+    await poll()
+    assert coordinator.fast_polling
+    load.cancel()
+
+
+async def test_no_fast_poll_is_left_after_unload(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    coordinator = init_integration.runtime_data.coordinator
+    load = await start_load(emulator, LLAMA, 5)
+    await poll()
+    assert coordinator.fast_polling
+    assert await hass.config_entries.async_unload(init_integration.entry_id)
+    assert not coordinator.fast_polling
+    load.cancel()

@@ -122,7 +122,9 @@ async def test_coordinator_survives_any_reply(
     mark = len(caplog.records)
     for path, (status, body) in (("/api/ps", ps), ("/api/tags", tags), ("/api/version", version)):
         emulator.inject(path, status=status, body=body, times=None)
-    coordinator._installed_fetched = None  # the tags reply counts too
+    # The tags and version replies count too: make this poll read them.
+    coordinator._installed_fetched = None
+    coordinator._version_fetched = None
     await coordinator.async_refresh()
     await coordinator.async_refresh()
     await hass.async_block_till_done()

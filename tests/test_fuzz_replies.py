@@ -139,7 +139,14 @@ async def test_timed_generation(
 
 
 @FUZZ
-@given(entries=st.lists(malformed.plausible_resident_entry, min_size=1, max_size=3))
+@given(
+    entries=st.lists(
+        malformed.plausible_resident_entry,
+        min_size=1,
+        max_size=3,
+        unique_by=lambda entry: entry["name"],
+    )
+)
 async def test_plausible_resident_models_are_read_as_sent(
     client: OllamaClient, emulator: OllamaEmulator, entries: list[dict[str, object]]
 ) -> None:

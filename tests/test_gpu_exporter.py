@@ -173,3 +173,13 @@ async def test_an_oversize_page_is_a_response_error(
     source = ExporterSource(async_get_clientsession(hass), f"{emulator.url}/metrics")
     with pytest.raises(GpuSourceResponseError, match="more than 1024 bytes"):
         await source.read()
+
+
+def test_labels_out_of_range_give_no_index_and_no_long_identity() -> None:
+    text = (
+        f'llamaswap_gpu_memory_used_bytes{{id="5000",UUID="{"u" * 5000}"}} 1\n'
+        'llamaswap_gpu_memory_used_bytes{id="1",UUID="GPU-2"} 1\n'
+    )
+    gpus = parse_exporter_text(text)
+    # An index past 1023 is no index; an identity label past 256 characters is not used.
+    assert [(g.uuid, g.index) for g in gpus] == [("GPU-2", 1), ("5000", 1)]

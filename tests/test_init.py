@@ -328,3 +328,44 @@ async def test_new_load_times_are_saved(
     assert measured.cold_request_seconds > 0.1
     assert stored["models"][LLAMA]["cold_request_seconds"] == measured.cold_request_seconds
     assert stored["models"][LLAMA]["cold_request_source"] == "polling"
+
+
+async def test_the_old_observed_load_sensor_becomes_the_cold_request_sensor(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    hass_storage: dict[str, object],
+    entity_registry: er.EntityRegistry,
+) -> None:
+    """What 0.1 called "Last observed load duration" was the cold request all along."""
+    mock_config_entry.add_to_hass(hass)
+    for model, object_id in ((LLAMA, "llama3_2_3b"), (QWEN, "qwen3_8b")):
+        entity_registry.async_get_or_create(
+            "sensor",
+            DOMAIN,
+            f"{ENTRY_ID}_{model}_last_load_duration",
+            config_entry=mock_config_entry,
+            suggested_object_id=f"{object_id}_last_observed_load_duration",
+        )
+    # Both kinds exist already for qwen (a half-done upgrade): the old one goes.
+    entity_registry.async_get_or_create(
+        "sensor",
+        DOMAIN,
+        f"{ENTRY_ID}_{QWEN}_last_cold_request_duration",
+        config_entry=mock_config_entry,
+        suggested_object_id="qwen3_8b_last_cold_request_duration",
+    )
+    hass_storage[f"{DOMAIN}.{ENTRY_ID}"] = {
+        "version": 1,
+        "key": f"{DOMAIN}.{ENTRY_ID}",
+        "data": {"models": {LLAMA: {"load_seconds": 7.25}}},
+    }
+    await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    await hass.async_block_till_done()
+    kept = entity_registry.async_get("sensor.llama3_2_3b_last_observed_load_duration")
+    assert kept is not None
+    assert kept.unique_id == f"{ENTRY_ID}_{LLAMA}_last_cold_request_duration"
+    state = hass.states.get("sensor.llama3_2_3b_last_observed_load_duration")
+    assert (state.state, state.attributes["source"]) == ("7.25", "polling")
+    assert hass.states.get("sensor.llama3_2_3b_last_measured_load_duration").state == "unknown"
+    assert entity_registry.async_get("sensor.qwen3_8b_last_observed_load_duration") is None
+    assert entity_registry.async_get("sensor.qwen3_8b_last_cold_request_duration") is not None

@@ -528,3 +528,14 @@ async def test_show_ignores_odd_metadata(client: OllamaClient, emulator: OllamaE
         body = {"model_info": {"general.architecture": "llama", "llama.context_length": odd}}
         emulator.inject("/api/show", status=200, body=json.dumps(body))
         assert (await client.show(LLAMA)).context_length is None
+
+
+@pytest.mark.parametrize("path", ["/api/ps", "/api/tags"])
+async def test_a_model_listed_twice_is_a_response_error(
+    client: OllamaClient, emulator: OllamaEmulator, path: str
+) -> None:
+    entry = {"name": "x", "size": 1, "size_vram": 1, "expires_at": "2026-11-29T08:05:00Z"}
+    emulator.inject(path, status=200, body=json.dumps({"models": [entry, entry]}))
+    call = client.running_models if path == "/api/ps" else client.installed_models
+    with pytest.raises(LlmServerResponseError, match="listed twice"):
+        await call()

@@ -7,6 +7,7 @@ from custom_components.llm_warmth.residency import (
     LoadFigures,
     ModelLoaded,
     ModelUnloaded,
+    OwnRequestEnd,
     Phase,
     ResidencyTracker,
     UnloadReason,
@@ -129,11 +130,24 @@ def test_a_reload_between_two_polls_is_reported_at_once() -> None:
 def test_a_runner_gone_for_one_poll_and_back_is_a_reload() -> None:
     tracker = ResidencyTracker()
     observe(tracker, 0, model("a", at(300)))
-    assert observe(tracker, 5) == []  # left early, nothing in sight: wait one poll
-    assert tracker.unexplained_unloads
+    assert observe(tracker, 5) == []  # left early, nothing in sight: wait for a replacement
+    assert tracker.unexplained_since == 5
     assert observe(tracker, 5.5, model("a", None)) == []
-    assert not tracker.unexplained_unloads
+    assert tracker.unexplained_since is None
     assert observe(tracker, 6, model("a", at(306))) == [ModelLoaded("a", 0.5, reloaded=True)]
+
+
+def test_a_reload_is_reported_once_then_the_model_is_like_any_other() -> None:
+    """After its reload, a model coming in no longer explains another's early unload."""
+    tracker = ResidencyTracker()
+    observe(tracker, 0, model("a", at(300), size=100), model("b", at(600)))
+    assert observe(tracker, 5, model("a", at(900), size=200), model("b", at(600))) == [
+        ModelLoaded("a", None, reloaded=True)
+    ]
+    assert observe(tracker, 60, model("a", at(900), size=200)) == []
+    assert observe(tracker, 63, model("a", at(900), size=200)) == [
+        ModelUnloaded("b", UnloadReason.UNLOADED)
+    ]
 
 
 def test_expired_at_or_after_its_expiry() -> None:
@@ -153,13 +167,14 @@ def test_evicted_for_the_model_that_came_in() -> None:
     ]
 
 
-def test_evicted_when_the_replacement_shows_up_a_poll_later() -> None:
-    """Ollama unloads first, then lists the new runner: a poll can fall in between."""
+def test_evicted_when_the_replacement_shows_up_later() -> None:
+    """Ollama unloads first, then lists the new runner once the memory is back (0.5-1.5 s)."""
     tracker = ResidencyTracker()
     observe(tracker, 0, model("a", at(300)))
     assert observe(tracker, 5) == []
     assert tracker.settling
-    assert observe(tracker, 5.5, model("b", None)) == [
+    assert observe(tracker, 5.5) == []
+    assert observe(tracker, 7.0, model("b", None)) == [
         ModelUnloaded("a", UnloadReason.EVICTED, ("b",))
     ]
 
@@ -169,7 +184,8 @@ def test_unloaded_early_without_a_replacement() -> None:
     tracker = ResidencyTracker()
     observe(tracker, 0, model("a", at(300)), model("b", at(600)))
     assert observe(tracker, 5, model("b", at(600))) == []
-    assert observe(tracker, 5.5, model("b", at(600))) == [ModelUnloaded("a", UnloadReason.UNLOADED)]
+    assert observe(tracker, 7.5, model("b", at(600))) == []  # a replacement may still come
+    assert observe(tracker, 8, model("b", at(600))) == [ModelUnloaded("a", UnloadReason.UNLOADED)]
     assert not tracker.settling
 
 
@@ -177,9 +193,7 @@ def test_a_model_already_resident_is_no_replacement() -> None:
     tracker = ResidencyTracker()
     observe(tracker, 0, model("a", at(300)), model("b", at(600)))
     observe(tracker, 5, model("b", at(605)))  # b in use: still no newcomer
-    assert observe(tracker, 5.5, model("b", at(605.5))) == [
-        ModelUnloaded("a", UnloadReason.UNLOADED)
-    ]
+    assert observe(tracker, 8, model("b", at(608))) == [ModelUnloaded("a", UnloadReason.UNLOADED)]
 
 
 def test_unload_after_server_restart() -> None:
@@ -205,29 +219,38 @@ def test_a_model_that_leaves_right_after_its_first_sighting_gets_both_events() -
     observe(tracker, 1, model("a", None), model("b", at(300)))
     # a: its request ran with keep_alive 0; b: expired at once. Both were resident.
     assert observe(tracker, 1.5) == [ModelLoaded("a", None), ModelLoaded("b", None)]
-    assert observe(tracker, 2) == [
+    assert observe(tracker, 4.5) == [
         ModelUnloaded("a", UnloadReason.UNLOADED),
         ModelUnloaded("b", UnloadReason.UNLOADED),
     ]
 
 
+def own_request(tracker: ResidencyTracker, model: str, t: float) -> None:
+    tracker.request_started(model, monotonic=t)
+
+
 def test_a_load_held_while_an_own_request_runs() -> None:
     tracker = ResidencyTracker()
     observe(tracker, 0)
-    tracker.request_started("a")
+    own_request(tracker, "a", 0.5)
     observe(tracker, 1, model("a", None))
     # Polling sees the load end while the request still runs: held for the caller.
     assert observe(tracker, 1.5, model("a", at(301))) == []
-    assert tracker.request_finished("a", loaded=True, expect_until=100) == ModelLoaded("a", 0.5)
+    assert tracker.request_finished("a") == OwnRequestEnd(
+        new_runner=True, held=ModelLoaded("a", 0.5), covered=False
+    )
+    tracker.announce_load("a", expect_until=100)
     assert observe(tracker, 2, model("a", at(301))) == []
 
 
 def test_an_announced_load_polling_sees_later_is_silent() -> None:
     tracker = ResidencyTracker()
     observe(tracker, 0)
-    tracker.request_started("a")
+    own_request(tracker, "a", 0.5)
     observe(tracker, 1, model("a", None))
-    assert tracker.request_finished("a", loaded=True, expect_until=100) is None
+    end = tracker.request_finished("a")
+    assert (end.new_runner, end.held) == (True, None)
+    tracker.announce_load("a", expect_until=100)
     assert observe(tracker, 1.5, model("a", at(301))) == []
     assert tracker.phase("a") is Phase.LOADED
 
@@ -235,19 +258,48 @@ def test_an_announced_load_polling_sees_later_is_silent() -> None:
 def test_an_announced_load_no_poll_saw_is_silent_when_it_shows_up() -> None:
     tracker = ResidencyTracker()
     observe(tracker, 0)
-    tracker.request_started("a")
-    tracker.request_started("a")  # two at once: the last one to finish decides
-    assert tracker.request_finished("a", loaded=False, expect_until=100) is None
-    assert tracker.request_finished("a", loaded=True, expect_until=100) is None
+    own_request(tracker, "a", 0.5)
+    assert tracker.request_finished("a") == OwnRequestEnd(
+        new_runner=False, held=None, covered=False
+    )
+    tracker.announce_load("a", expect_until=100)
     assert observe(tracker, 1, model("a", at(301))) == []
     assert tracker.phase("a") is Phase.LOADED
+
+
+def test_two_own_requests_at_once_announce_one_load() -> None:
+    """The cold one ends first and announces; the other adds nothing, nor does polling."""
+    tracker = ResidencyTracker()
+    observe(tracker, 0)
+    own_request(tracker, "a", 0.5)
+    own_request(tracker, "a", 0.6)
+    observe(tracker, 1, model("a", None))
+    first = tracker.request_finished("a")
+    assert (first.new_runner, first.covered) == (True, False)
+    tracker.announce_load("a", expect_until=100)
+    observe(tracker, 1.5, model("a", None))
+    assert tracker.request_finished("a") == OwnRequestEnd(new_runner=False, held=None, covered=True)
+    assert observe(tracker, 2, model("a", at(302))) == []
+
+
+def test_two_own_requests_warm_one_first() -> None:
+    tracker = ResidencyTracker()
+    observe(tracker, 0)
+    own_request(tracker, "a", 0.5)
+    own_request(tracker, "a", 0.6)
+    observe(tracker, 1, model("a", None))
+    assert tracker.request_finished("a").covered is False
+    assert tracker.request_finished("a").new_runner is True
+    tracker.announce_load("a", expect_until=100)
+    assert observe(tracker, 2, model("a", at(302))) == []
 
 
 def test_an_announcement_expires() -> None:
     tracker = ResidencyTracker()
     observe(tracker, 0)
-    tracker.request_started("a")
-    tracker.request_finished("a", loaded=True, expect_until=10)
+    own_request(tracker, "a", 0)
+    tracker.request_finished("a")
+    tracker.announce_load("a", expect_until=10)
     observe(tracker, 11, model("a", at(311)))
     assert observe(tracker, 11.5, model("a", at(311))) == [ModelLoaded("a", None)]
 
@@ -256,8 +308,11 @@ def test_a_reload_announced_by_an_own_request_is_silent() -> None:
     """The probe's num_ctx made the server reload a resident model: the probe tells it."""
     tracker = ResidencyTracker()
     observe(tracker, 0, model("a", at(300), size=100))
-    tracker.request_started("a")
-    tracker.request_finished("a", loaded=True, expect_until=10)
+    own_request(tracker, "a", 1)
+    observe(tracker, 2, model("a", None, size=200))
+    end = tracker.request_finished("a")
+    assert end.new_runner
+    tracker.announce_load("a", expect_until=10)
     assert observe(tracker, 5, model("a", at(600), size=200)) == []
     assert tracker.phase("a") is Phase.LOADED
     # The announcement covers that load only: a later reload is somebody else's.
@@ -266,32 +321,57 @@ def test_a_reload_announced_by_an_own_request_is_silent() -> None:
     ]
 
 
+def test_a_model_already_loaded_before_an_own_request_is_no_new_runner() -> None:
+    """Queued behind another request, a probe waited: no load of its own to announce."""
+    tracker = ResidencyTracker()
+    observe(tracker, 0, model("a", at(300)))
+    own_request(tracker, "a", 1)
+    observe(tracker, 2, model("a", at(302)))  # in use
+    assert tracker.request_finished("a") == OwnRequestEnd(
+        new_runner=False, held=None, covered=False
+    )
+
+
+def test_another_clients_load_under_way_before_an_own_request_is_not_its_own() -> None:
+    tracker = ResidencyTracker()
+    observe(tracker, 0)
+    observe(tracker, 1, model("a", None))  # another client's load
+    own_request(tracker, "a", 1.2)
+    observe(tracker, 1.5, model("a", None))
+    end = tracker.request_finished("a")
+    assert (end.new_runner, end.held) == (False, None)
+    # Not announced: polling reports it when it settles.
+    assert observe(tracker, 2, model("a", at(302))) == [ModelLoaded("a", 1.0)]
+
+
 def test_an_announced_reload_that_never_shows_expires() -> None:
     tracker = ResidencyTracker()
     observe(tracker, 0, model("a", at(300), size=100))
-    tracker.request_started("a")
-    tracker.request_finished("a", loaded=True, expect_until=10)
+    own_request(tracker, "a", 1)
+    tracker.request_finished("a")
+    tracker.announce_load("a", expect_until=10)
     assert observe(tracker, 5, model("a", at(300), size=100)) == []
     assert observe(tracker, 20, model("a", at(900), size=200)) == [
         ModelLoaded("a", None, reloaded=True)
     ]
 
 
-def test_a_load_seen_during_an_own_request_that_did_not_load() -> None:
+def test_a_load_seen_during_an_own_request_that_failed() -> None:
     tracker = ResidencyTracker()
     observe(tracker, 0)
-    tracker.request_started("a")
+    own_request(tracker, "a", 0.5)
     observe(tracker, 1, model("a", None))
     observe(tracker, 1.5, model("a", at(301)))
-    held = tracker.request_finished("a", loaded=False, expect_until=100)
-    assert held == ModelLoaded("a", 0.5)
-    assert tracker.request_finished("b", loaded=True, expect_until=100) is None
+    assert tracker.request_finished("a").held == ModelLoaded("a", 0.5)
+    assert tracker.request_finished("b") == OwnRequestEnd(
+        new_runner=False, held=None, covered=False
+    )
 
 
 def test_a_model_leaving_during_an_own_request_keeps_the_event_order() -> None:
     tracker = ResidencyTracker()
     observe(tracker, 0)
-    tracker.request_started("a")
+    own_request(tracker, "a", 0.5)
     observe(tracker, 1, model("a", None))
     assert observe(tracker, 1.5, model("b", None)) == [
         ModelLoaded("a", None),

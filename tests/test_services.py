@@ -317,12 +317,11 @@ async def test_a_reload_by_the_probe_is_one_reloaded_load(
 async def test_a_slow_warm_reply_names_the_stage_that_took_the_time(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
 ) -> None:
-    """Queued behind another client's long prefill, without a warm baseline yet."""
+    """A warm reply whose prefill is slow (the server busy with another client's request,
+    as Ollama 0.9 runs two at once), without a warm baseline yet."""
     await ollama_request(emulator, "/api/generate", {"model": LLAMA})
     await poll()
     await poll()
-    # The emulator runs one request at a time, with its wait in load_duration (as Ollama's
-    # scheduler queue does); this probe's own prefill is slow too.
     emulator.models[LLAMA].prefill_delay = 1.2
     slow = await probe(hass)
     assert slow["classification"] == "warm"
@@ -373,3 +372,63 @@ async def test_a_cancelled_probe_holds_back_no_later_load(
     await poll()
     await poll()
     assert [(e.data["model"], e.data["cold_request_source"]) for e in loaded] == [(LLAMA, None)]
+
+
+async def test_two_probes_at_once_give_one_load(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """Both find the model absent; the server loads it once (the second one waits)."""
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    cold_starts = async_capture_events(hass, EVENT_COLD_START)
+    emulator.models[LLAMA].load_delay = 0.6
+    first, second = await asyncio.gather(probe(hass), probe(hass))
+    assert first["classification"] == second["classification"] == "cold"
+    await poll()
+    await poll()
+    assert [e.data["load_source"] for e in loaded] == ["server"]
+    assert len(cold_starts) == 1
+
+
+async def test_a_probe_waiting_for_another_clients_load_announces_none(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """Another client's load was under way: the probe waited for it and did not load."""
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    cold_starts = async_capture_events(hass, EVENT_COLD_START)
+    load = await start_load(emulator, LLAMA, 0.8)
+    await poll()  # seen loading
+    waited = await probe(hass)
+    await load
+    assert waited["classification"] == "cold"  # it did wait for a load
+    await poll()
+    await poll()
+    assert [(e.data["load_source"], e.data["cold_request_source"]) for e in loaded] == [
+        (None, "polling")
+    ]
+    assert [e.data["source"] for e in cold_starts] == ["passive"]
+
+
+async def test_a_probe_cold_without_a_load_in_sight_is_a_cold_start_of_its_own(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """Queued behind another request: cold by its load stage, but no load to report."""
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    cold_starts = async_capture_events(hass, EVENT_COLD_START)
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
+    await poll()
+    await poll()
+    emulator.models[LLAMA].prefill_delay = 0.8
+    other = asyncio.create_task(
+        ollama_request(emulator, "/api/generate", {"model": LLAMA, "prompt": "hi"})
+    )
+    await asyncio.sleep(0.1)
+    emulator.models[LLAMA].prefill_delay = 0
+    queued = await probe(hass)
+    await other
+    assert queued["classification"] == "cold"
+    assert queued["queue_and_load_ms"] >= 500
+    assert len(loaded) == 1  # the first load only
+    assert [(e.data["source"], e.data["load_seconds"]) for e in cold_starts[-1:]] == [
+        ("probe", None)
+    ]
+    assert cold_starts[-1].data["queue_and_load_ms"] == queued["queue_and_load_ms"]

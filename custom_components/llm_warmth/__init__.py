@@ -7,6 +7,7 @@ from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import (
     config_validation as cv,
     device_registry as dr,
+    entity_registry as er,
     issue_registry as ir,
 )
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
@@ -46,6 +47,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         entry.data[CONF_URL],
         api_key=entry.data.get(CONF_API_KEY) or None,
     )
+    _migrate_observed_load_entities(hass, entry)
     coordinator = LlmWarmthCoordinator(hass, entry, client)
     await coordinator.async_config_entry_first_refresh()
     device_registry = dr.async_get(hass)
@@ -89,6 +91,27 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     entry.async_on_unload(coordinator.async_add_listener(sync_devices))
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     return True
+
+
+# Before 0.2, "Last observed load duration" (key last_load_duration) showed what polling saw
+# of a load: the request that loaded the model. That is the cold request sensor now; the
+# server's own load figure is a new sensor.
+_OLD_LOAD_KEY = "_last_load_duration"
+_COLD_REQUEST_KEY = "_last_cold_request_duration"
+
+
+@callback
+def _migrate_observed_load_entities(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> None:
+    """Give the old load sensors, their entity ids and history, to the cold request."""
+    registry = er.async_get(hass)
+    for entity in er.async_entries_for_config_entry(registry, entry.entry_id):
+        if not entity.unique_id.endswith(_OLD_LOAD_KEY):
+            continue
+        new_unique_id = entity.unique_id.removesuffix(_OLD_LOAD_KEY) + _COLD_REQUEST_KEY
+        if registry.async_get_entity_id(entity.domain, DOMAIN, new_unique_id):
+            registry.async_remove(entity.entity_id)
+        else:
+            registry.async_update_entity(entity.entity_id, new_unique_id=new_unique_id)
 
 
 async def async_unload_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> bool:

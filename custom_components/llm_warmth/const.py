@@ -15,6 +15,8 @@ MIN_SCAN_INTERVAL: Final = 2
 MAX_SCAN_INTERVAL: Final = 300
 # While a model is loading the server is polled this often: the resolution of observed loads.
 SETTLING_SCAN_INTERVAL: Final = timedelta(seconds=0.5)
+# ... for at most this long at a time; then the regular interval again until it settles.
+FAST_POLL_LIMIT: Final = timedelta(minutes=5)
 # The installed models change rarely: list them at most this often (and when a new one is resident).
 INSTALLED_REFRESH_INTERVAL: Final = timedelta(minutes=1)
 # The version too (and after a failed poll, and when a model left early unexplained).

@@ -22,6 +22,7 @@ from .backends.errors import (
     LlmServerError,
     LlmServerNotSupportedError,
     LlmServerTimeoutError,
+    LlmServerUnreachableError,
 )
 from .backends.ollama import GENERATION_TIMEOUT, OllamaClient
 from .backends.types import InstalledModel, ResidentModel, TimedReply
@@ -32,12 +33,19 @@ from .const import (
     EVENT_MODEL_LOADED,
     EVENT_MODEL_UNLOADED,
     EVENT_SERVER_RESTARTED,
+    FAST_POLL_LIMIT,
     INSTALLED_REFRESH_INTERVAL,
     LOGGER,
     SETTLING_SCAN_INTERVAL,
     VERSION_REFRESH_INTERVAL,
 )
-from .residency import LoadFigures, ModelLoaded, ResidencyChange, ResidencyTracker
+from .residency import (
+    LoadFigures,
+    ModelLoaded,
+    OwnRequestEnd,
+    ResidencyChange,
+    ResidencyTracker,
+)
 from .server_url import redact_url
 from .storage import TimingStorage
 from .ttft import Classification, ModelTiming, Stage, StageBreakdown, Verdict, breakdown, judge
@@ -117,6 +125,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             self._async_fast_poll, f"{DOMAIN} {entry.title} fast poll", cancel_on_shutdown=True
         )
         self._unsub_fast_poll: CALLBACK_TYPE | None = None
+        self._settling_since: float | None = None
+        self._shut_down = False
 
     async def _async_setup(self) -> None:
         """Read what earlier runs measured."""
@@ -124,6 +134,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
 
     async def async_shutdown(self) -> None:
         """Stop polling and write what was measured (the entry unloads)."""
+        self._shut_down = True
         self._cancel_fast_poll()
         await super().async_shutdown()
         if self._timings:
@@ -142,12 +153,27 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
 
     @callback
     def _arm_fast_poll(self) -> None:
-        """Poll again SETTLING_SCAN_INTERVAL after this poll, while something settles."""
+        """Poll again SETTLING_SCAN_INTERVAL after this poll, while something settles.
+
+        Not for ever: a model busy with a very long first request (or a server that never
+        stops reporting a load) falls back to the regular interval after FAST_POLL_LIMIT.
+        """
         self._cancel_fast_poll()
-        if self._tracker.settling and not self.config_entry.pref_disable_polling:
-            self._unsub_fast_poll = async_call_later(
-                self.hass, SETTLING_SCAN_INTERVAL, self._fast_poll_job
-            )
+        if not self._tracker.settling:
+            self._settling_since = None
+            return
+        now = time.monotonic()
+        if self._settling_since is None:
+            self._settling_since = now
+        if (
+            self._shut_down
+            or self.config_entry.pref_disable_polling
+            or now - self._settling_since > FAST_POLL_LIMIT.total_seconds()
+        ):
+            return
+        self._unsub_fast_poll = async_call_later(
+            self.hass, SETTLING_SCAN_INTERVAL, self._fast_poll_job
+        )
 
     async def _async_fast_poll(self, _now: datetime) -> None:
         self._unsub_fast_poll = None
@@ -162,7 +188,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         """
         if self._version_fetched is None or self._poll_failed:
             return True
-        if self._tracker.unexplained_unloads:
+        unexplained = self._tracker.unexplained_since
+        if unexplained is not None and unexplained > self._version_fetched:
             return True
         age = time.monotonic() - self._version_fetched
         return age >= VERSION_REFRESH_INTERVAL.total_seconds()
@@ -185,8 +212,10 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             ) from err
         except LlmServerError as err:
             # No fast polling of a server that is down, even if it went down mid-load.
+            # A server that could not be connected to at all has restarted (or gone) when
+            # it answers again; one slow or garbled reply is no restart.
             self._poll_failed = True
-            self._unreachable = self._unreachable or isinstance(err, LlmServerConnectionError)
+            self._unreachable = self._unreachable or isinstance(err, LlmServerUnreachableError)
             raise _update_failed(err, redact_url(self.client.base_url)) from err
         self._poll_failed = False
         restarted = self._note_restart(fetched_version)
@@ -225,12 +254,18 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self._timings[model] = self._timings.get(model, ModelTiming()).with_load(figures)
         self._storage.async_delay_save(lambda: self._timings)
         self._fire(EVENT_MODEL_LOADED, model=model, **figures.as_event_data())
+        self._fire_cold_start(model, figures, probe)
+
+    def _fire_cold_start(
+        self, model: str, figures: LoadFigures, probe: tuple[StageBreakdown, Verdict] | None
+    ) -> None:
         sample, verdict = probe if probe else (None, None)
         self._fire(
             EVENT_COLD_START,
             model=model,
             source="probe" if probe else "passive",
             ttft_ms=sample.ttft_ms if sample else None,
+            queue_and_load_ms=sample.queue_and_load_ms if sample else None,
             dominant_stage=(verdict.dominant_stage if verdict else Stage.LOAD).value,
             **figures.as_event_data(),
         )
@@ -259,23 +294,51 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         await self.async_refresh()
         model = self.resolve_model(model)
         was_resident = self.last_update_success and model in self.data.resident
-        reply: TimedReply | None = None
-        self._tracker.request_started(model)
+        self._tracker.request_started(model, monotonic=time.monotonic())
         try:
             reply = await self.client.timed_generation(
                 api, model, prompt, options=options, timeout=timeout
             )
-        finally:
-            if reply is None:  # failed or cancelled: no load of ours to announce
-                self._finish_request(model, loaded=False)
+            # What the request did to residency, read while it still counts as ours: a
+            # runner it loaded (or replaced) shows up now, not at the next poll.
+            await self.async_refresh()
+        except BaseException:  # failed or cancelled: no load of ours to announce
+            self._release(self._tracker.request_finished(model))
+            raise
         sample = breakdown(reply)
         timing = self._timings.get(model, ModelTiming())
         verdict = judge(sample, was_resident=was_resident, baseline=timing.baseline)
         self._timings[model] = timing.with_probe(sample, verdict, self.utcnow())
-        cold = verdict.classification is Classification.COLD
-        self._finish_request(model, loaded=cold)
-        if cold:
-            # The probe's own load: the server's load_duration, and the whole request.
+        self._record_probe_load(model, reply, (sample, verdict), was_resident=was_resident)
+        self._storage.async_delay_save(lambda: self._timings)
+        if self.last_update_success:  # a failed poll keeps the entities unavailable
+            self.async_set_updated_data(replace(self.data, timings=dict(self._timings)))
+        return sample, verdict
+
+    def _record_probe_load(
+        self,
+        model: str,
+        reply: TimedReply,
+        probe: tuple[StageBreakdown, Verdict],
+        *,
+        was_resident: bool,
+    ) -> None:
+        """Announce the load a probe caused, or what else made it cold.
+
+        The probe caused a load when the model was not resident before it, or when a new
+        runner of the model showed up while it ran (a reload for its num_ctx): then the
+        server's load_duration is the load's own figure. A probe that is cold for another
+        reason (it waited behind another request, or for another client's load, or the
+        server reloaded in place without a sign in /api/ps) gives a cold start of its own,
+        without a load figure, unless polling reports that load.
+        """
+        end = self._tracker.request_finished(model)
+        sample, verdict = probe
+        caused = not end.covered and (not was_resident or end.new_runner)
+        if caused:
+            # The polls right after the request may still see its load; later ones may not.
+            window = 2 * self.normal_interval.total_seconds() + 5
+            self._tracker.announce_load(model, expect_until=time.monotonic() + window)
             figures = LoadFigures(
                 load_seconds=round(sample.queue_and_load_ms / 1000, 3),
                 load_source="server",
@@ -283,26 +346,16 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
                 cold_request_source="client",
                 reloaded=was_resident,
             )
-            self._announce_load(model, figures, (sample, verdict))
-        self._storage.async_delay_save(lambda: self._timings)
-        self.async_set_updated_data(replace(self.data, timings=dict(self._timings)))
-        # The probe may have loaded the model: show its residency now, not at the next poll.
-        await self.async_request_refresh()
-        return sample, verdict
+            self._announce_load(model, figures, probe)
+        elif end.held is not None:
+            self._handle(end.held)
+        elif verdict.classification is Classification.COLD and not end.covered:
+            self._fire_cold_start(model, LoadFigures(), probe)
 
-    def _finish_request(self, model: str, *, loaded: bool) -> None:
-        """Tell the tracker an own request ended; announce a load it saw that was not ours.
-
-        When the request loaded the model, what polling saw of that load is the request
-        itself: its own, better figures are announced instead.
-        """
-        # The polls right after the request may still see its load; later ones may not.
-        window = 2 * self.normal_interval.total_seconds() + 5
-        seen = self._tracker.request_finished(
-            model, loaded=loaded, expect_until=time.monotonic() + window
-        )
-        if seen is not None and not loaded:
-            self._handle(seen)
+    def _release(self, end: OwnRequestEnd) -> None:
+        """Announce what polling saw while a failed own request ran (not ours: it failed)."""
+        if end.held is not None:
+            self._handle(end.held)
 
     def _installed_due(self, resident: tuple[ResidentModel, ...]) -> bool:
         if self._installed_fetched is None or any(m.name not in self._installed for m in resident):

@@ -41,6 +41,9 @@ _FLOAT_TOLERANCE_RATIO = 0.02
 # A model that left this close before its expiry (or after it) expired: the two machines'
 # clocks and the server's timer are not exact.
 EXPIRY_TOLERANCE_SECONDS = 2.0
+# How long after a model left early a replacement may still show up: Ollama unloads the
+# victim first and loads the newcomer once the memory is back (0.5-1.5 s on a GPU).
+REPLACEMENT_WINDOW_SECONDS = 3.0
 
 
 class Phase(StrEnum):
@@ -124,10 +127,36 @@ def _floats(previous: _Tracked, expires_at: datetime | None, now: datetime) -> b
 
 @dataclass(slots=True)
 class _OwnRequests:
-    """The integration's own requests per model, and what polling saw meanwhile."""
+    """The integration's own requests to one model, and what polling saw meanwhile."""
 
+    started_at: float  # monotonic: when the first of them started
     running: int = 0
     held: ModelLoaded | None = None
+    # One of them announced a load of the model: the others' ends add nothing.
+    announced: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class OwnRequestEnd:
+    """What polling saw of a model while the integration's own request to it ran.
+
+    ``new_runner``: the model's runner was first seen after the request started (it was
+    loaded, or reloaded in place, since) and no request of ours announced it yet. ``held``: a load
+    that polling saw finish meanwhile (handed out once the last own request ended).
+    ``covered``: another own request to the model already announced a load.
+    """
+
+    new_runner: bool
+    held: ModelLoaded | None
+    covered: bool
+
+
+@dataclass(slots=True)
+class _Gone:
+    """A model that left early with nothing in sight, and when (monotonic)."""
+
+    tracked: _Tracked
+    left_at: float
 
 
 class ResidencyTracker:
@@ -137,8 +166,9 @@ class ResidencyTracker:
         """Start with no knowledge: the first observation is the baseline."""
         self._models: dict[str, _Tracked] = {}
         self._baseline_taken = False
-        # Loaded models that left early with nothing in sight: decided on the next poll.
-        self._pending: dict[str, _Tracked] = {}
+        # Models that left early with nothing in sight: decided once a replacement shows
+        # up, or REPLACEMENT_WINDOW_SECONDS later.
+        self._pending: dict[str, _Gone] = {}
         self._own: dict[str, _OwnRequests] = {}
         # Loads our requests announced before any poll saw the runner, and until when a
         # first sighting is that load (monotonic); later it is somebody else's.
@@ -152,9 +182,9 @@ class ResidencyTracker:
         )
 
     @property
-    def unexplained_unloads(self) -> bool:
-        """Return True while a model left early and nothing explains it yet."""
-        return bool(self._pending)
+    def unexplained_since(self) -> float | None:
+        """Return when (monotonic) the oldest unexplained early unload happened, if any."""
+        return min((gone.left_at for gone in self._pending.values()), default=None)
 
     def phase(self, model: str) -> Phase | None:
         """Return the phase of a resident model, or None when it is not resident."""
@@ -183,21 +213,19 @@ class ResidencyTracker:
         self._baseline_taken = True
         self._expected = {m: t for m, t in self._expected.items() if t >= monotonic}
         seen: dict[str, _Tracked] = {}
+        # Models coming in: new this poll, a new runner in place, or still loading.
+        arriving: set[str] = set()
         for model in resident:
             previous = self._models.get(model.name)
             if previous is None:
                 tracked = self._first_sight(model, now, monotonic, baseline=baseline)
+                arriving.add(model.name)
             else:
                 tracked = self._follow(previous, model, now, monotonic, changes)
+                if tracked.first_seen == monotonic or tracked.phase is not Phase.LOADED:
+                    arriving.add(model.name)
             seen[model.name] = tracked
-        arriving = tuple(
-            sorted(
-                name
-                for name, t in seen.items()
-                if name not in self._models or t.phase is not Phase.LOADED or t.reloaded
-            )
-        )
-        self._decide_pending(arriving, server_restarted, changes)
+        self._decide_pending(arriving, monotonic, server_restarted, changes)
         for name, gone in self._models.items():
             if name in seen:
                 continue
@@ -205,7 +233,7 @@ class ResidencyTracker:
                 # It was resident, if only briefly: say so before it leaves (not held
                 # back for an own request, so that the two events keep their order).
                 changes.append(ModelLoaded(name, None, gone.reloaded))
-            replacements = tuple(m for m in arriving if m != name)
+            replacements = tuple(sorted(arriving - {name}))
             if server_restarted:
                 changes.append(ModelUnloaded(name, UnloadReason.SERVER_RESTARTED))
             elif _expired(gone, now):
@@ -213,7 +241,7 @@ class ResidencyTracker:
             elif replacements:
                 changes.append(ModelUnloaded(name, UnloadReason.EVICTED, replacements))
             else:
-                self._pending[name] = gone
+                self._pending[name] = _Gone(gone, monotonic)
         self._models = seen
         return changes
 
@@ -268,13 +296,14 @@ class ResidencyTracker:
                 )
                 if not busy:  # the whole reload happened between two polls
                     tracked.phase, tracked.announced_until = Phase.LOADED, -math.inf
+                    tracked.reloaded = False
                     if not announced:
                         self._emit(ModelLoaded(model.name, None, reloaded=True), changes)
             return tracked
         if busy:
             tracked.phase = Phase.LOADING
             return tracked
-        tracked.phase, tracked.announced_until = Phase.LOADED, -math.inf
+        tracked.phase, tracked.announced_until, tracked.reloaded = Phase.LOADED, -math.inf, False
         if not announced:
             seconds = None
             if previous.phase is Phase.LOADING:
@@ -285,20 +314,24 @@ class ResidencyTracker:
 
     def _decide_pending(
         self,
-        arriving: tuple[str, ...],
+        arriving: set[str],
+        monotonic: float,
         server_restarted: bool,
         changes: list[ResidencyChange],
     ) -> None:
         # A model that came back is no longer pending: _first_sight took it as a reload.
-        for name in list(self._pending):
-            del self._pending[name]
-            replacements = tuple(m for m in arriving if m != name)
+        for name, gone in list(self._pending.items()):
+            replacements = tuple(sorted(arriving - {name}))
             if server_restarted:
-                changes.append(ModelUnloaded(name, UnloadReason.SERVER_RESTARTED))
+                reason = UnloadReason.SERVER_RESTARTED
             elif replacements:
-                changes.append(ModelUnloaded(name, UnloadReason.EVICTED, replacements))
+                reason = UnloadReason.EVICTED
+            elif monotonic - gone.left_at >= REPLACEMENT_WINDOW_SECONDS:
+                reason = UnloadReason.UNLOADED
             else:
-                changes.append(ModelUnloaded(name, UnloadReason.UNLOADED))
+                continue
+            del self._pending[name]
+            changes.append(ModelUnloaded(name, reason, replacements))
 
     def _emit(self, change: ModelLoaded, changes: list[ResidencyChange]) -> None:
         own = self._own.get(change.model)
@@ -307,37 +340,41 @@ class ResidencyTracker:
         else:
             changes.append(change)
 
-    def request_started(self, model: str) -> None:
-        """Note that one of the integration's own requests to ``model`` is running."""
-        self._own.setdefault(model, _OwnRequests()).running += 1
+    def request_started(self, model: str, *, monotonic: float) -> None:
+        """Note that one of the integration's own requests to ``model`` starts now."""
+        own = self._own.setdefault(model, _OwnRequests(started_at=monotonic))
+        own.running += 1
 
-    def request_finished(
-        self, model: str, *, loaded: bool, expect_until: float
-    ) -> ModelLoaded | None:
-        """Note that an own request ended; return what polling saw of a load meanwhile.
-
-        ``loaded``: the request loaded the model, and the caller announces that load. That
-        runner gives no event of its own when polling sees it settle, first sees it, or sees
-        it replace the one it knew, before ``expect_until`` (monotonic). The returned change
-        is the load polling saw while the request ran (the caller's own, or, when ``loaded``
-        is False, another client's to announce as usual).
-        """
+    def request_finished(self, model: str) -> OwnRequestEnd:
+        """Note that an own request to ``model`` ended; return what polling saw meanwhile."""
         own = self._own.get(model)
         if own is None:
-            return None
+            return OwnRequestEnd(new_runner=False, held=None, covered=False)
         own.running -= 1
-        if own.running:
-            return None
-        del self._own[model]
-        if loaded:
-            # Polling may still see this load: settling, first sighted, or (a reload in
-            # place) as a new runner of a model it saw loaded.
-            tracked = self._models.get(model)
-            if tracked is not None:
-                tracked.announced_until = expect_until
-            else:
-                self._expected[model] = expect_until
-        return own.held
+        tracked = self._models.get(model)
+        new_runner = (
+            not own.announced and tracked is not None and tracked.first_seen >= own.started_at
+        )
+        end = OwnRequestEnd(new_runner=new_runner, held=None, covered=own.announced)
+        if not own.running:
+            del self._own[model]
+            if not own.announced:
+                end = replace(end, held=own.held)
+        return end
+
+    def announce_load(self, model: str, *, expect_until: float) -> None:
+        """Note that the caller announced a load of ``model`` it caused.
+
+        That runner gives no event of its own when polling sees it settle, first sees it,
+        or sees it replace the one it knew, before ``expect_until`` (monotonic); a load
+        polling saw meanwhile is dropped.
+        """
+        if (own := self._own.get(model)) is not None:
+            own.announced = True
+        if (tracked := self._models.get(model)) is not None:
+            tracked.announced_until = expect_until
+        else:
+            self._expected[model] = expect_until
 
 
 def _expired(gone: _Tracked, now: datetime) -> bool:

@@ -202,7 +202,7 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         value_fn=lambda s, m: s.resident[m].context_length if m in s.resident else None,
     ),
     _load_figure_sensor(
-        "last_load_duration",
+        "last_measured_load_duration",
         lambda t: t.load_seconds,
         lambda t: "server" if t.load_seconds is not None else None,
     ),

@@ -14,6 +14,10 @@ class LlmServerConnectionError(LlmServerError):
     """The server could not be reached, or the connection broke mid-request."""
 
 
+class LlmServerUnreachableError(LlmServerConnectionError):
+    """No connection to the server could be made (refused, no route, unknown host)."""
+
+
 class LlmServerTimeoutError(LlmServerConnectionError):
     """The server did not answer within the call's timeout."""
 

@@ -22,6 +22,7 @@ from .errors import (
     LlmServerOutOfMemoryError,
     LlmServerResponseError,
     LlmServerTimeoutError,
+    LlmServerUnreachableError,
 )
 from .replies import (
     MAX_BYTES,
@@ -109,12 +110,15 @@ class OllamaClient:
     async def running_models(self, *, timeout: float | None = None) -> tuple[ResidentModel, ...]:
         """Return the models resident in memory (``/api/ps``)."""
         payload = await self._request("GET", "/api/ps", timeout=timeout)
-        return tuple(_parse_resident(item) for item in _model_list(payload, "/api/ps"))
+        return _unique(
+            tuple(_parse_resident(i) for i in _model_list(payload, "/api/ps")), "/api/ps"
+        )
 
     async def installed_models(self, *, timeout: float | None = None) -> tuple[InstalledModel, ...]:
         """Return the models installed on the server (``/api/tags``)."""
         payload = await self._request("GET", "/api/tags", timeout=timeout)
-        return tuple(_parse_installed(item) for item in _model_list(payload, "/api/tags"))
+        models = tuple(_parse_installed(item) for item in _model_list(payload, "/api/tags"))
+        return _unique(models, "/api/tags")
 
     async def show(self, model: str, *, timeout: float | None = None) -> ModelInfo:
         """Return details of one installed model (``/api/show``)."""
@@ -159,6 +163,10 @@ class OllamaClient:
             raise LlmServerTimeoutError(
                 f"{path}: no complete reply from {self._shown_url} within {timeout:g} s"
             ) from err
+        except aiohttp.ClientConnectorError as err:
+            raise LlmServerUnreachableError(
+                f"Cannot connect to {self._shown_url}{path}: {err or type(err).__name__}"
+            ) from err
         except aiohttp.ClientError as err:
             raise LlmServerConnectionError(
                 f"Connection to {self._shown_url}{path} failed: {err or type(err).__name__}"
@@ -183,6 +191,10 @@ class OllamaClient:
                     status = response.status
         except TimeoutError as err:
             raise LlmServerTimeoutError(f"Timeout talking to {self._shown_url}{path}") from err
+        except aiohttp.ClientConnectorError as err:
+            raise LlmServerUnreachableError(
+                f"Cannot reach {self._shown_url}{path}: {err or type(err).__name__}"
+            ) from err
         except aiohttp.ClientError as err:
             raise LlmServerConnectionError(
                 f"Cannot reach {self._shown_url}{path}: {err or type(err).__name__}"
@@ -270,6 +282,13 @@ def _model_list(payload: Mapping[str, Any], path: str) -> list[Mapping[str, Any]
         return []
     if not isinstance(models, list) or not all(isinstance(item, dict) for item in models):
         raise LlmServerResponseError(f"{path}: 'models' is not a list of objects")
+    return models
+
+
+def _unique[M: (ResidentModel, InstalledModel)](models: tuple[M, ...], path: str) -> tuple[M, ...]:
+    """Return ``models``; a name listed twice is not a list a server means."""
+    if len({model.name for model in models}) != len(models):
+        raise LlmServerResponseError(f"{path}: a model is listed twice")
     return models
 
 

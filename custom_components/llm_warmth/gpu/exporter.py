@@ -26,8 +26,9 @@ from .types import GpuStatus
 MIB: Final = 1024 * 1024
 MAX_PERFORMANCE_STATE: Final = 15
 DEFAULT_TIMEOUT: Final = 10.0
-# An exporter page of a box with eight GPUs is tens of kilobytes.
-MAX_TEXT_BYTES: Final = 8 * 1024 * 1024
+# An exporter page of a box with eight GPUs is tens of kilobytes; it is parsed on the event
+# loop, so a larger one is refused rather than read.
+MAX_TEXT_BYTES: Final = 1024 * 1024
 # Labels that become device names and identities.
 MAX_LABEL: Final = 256
 MAX_GPU_INDEX: Final = 1023
@@ -231,7 +232,9 @@ def _index(fmt: _Format, fields: Mapping[str, float], gpu_labels: Mapping[str, s
         return int(fields["index"])
     raw = gpu_labels.get(fmt.index_label) if fmt.index_label else None
     # Digits only: "²" is a digit to str.isdigit() but not to int().
-    return int(raw) if raw is not None and _INDEX_LABEL.fullmatch(raw) else None
+    if raw is None or not _INDEX_LABEL.fullmatch(raw) or int(raw) > MAX_GPU_INDEX:
+        return None
+    return int(raw)
 
 
 def _status(
@@ -251,6 +254,8 @@ def _status(
         pstate = None  # 32 is NVML's "unknown"
     index = _index(fmt, fields, gpu_labels)
     uuid = gpu_labels.get("UUID") or gpu_labels.get("uuid") or gpu
+    if len(uuid) > MAX_LABEL:
+        uuid = gpu  # the identity that told this GPU apart, checked in _gpu_id
     if _BARE_UUID.fullmatch(uuid):
         uuid = f"GPU-{uuid}"  # nvidia_gpu_exporter drops NVML's prefix; keep one identity
     name = gpu_labels.get(fmt.name_label) if fmt.name_label else None
