@@ -128,6 +128,24 @@ def poll(hass: HomeAssistant, mock_config_entry: MockConfigEntry) -> Callable[[]
     return run_poll
 
 
+@pytest.fixture
+def make_resident(
+    emulator: OllamaEmulator, poll: Callable[[], Awaitable[None]]
+) -> Callable[..., Awaitable[None]]:
+    """Return a coroutine function: load a model as another client would, then poll twice.
+
+    The second poll confirms a model first seen with a steady expiry: after it the
+    integration holds the model as loaded (its loaded event fired).
+    """
+
+    async def resident(model: str, **payload: Any) -> None:
+        await ollama_request(emulator, "/api/generate", {"model": model, **payload})
+        await poll()
+        await poll()
+
+    return resident
+
+
 async def start_load(
     emulator: OllamaEmulator,
     model: str,

@@ -61,24 +61,28 @@ async def test_loaded_event_without_load_time_when_not_seen_loading(
 
 
 async def test_unloaded_expired(
-    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    make_resident,
 ) -> None:
     unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
-    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": "2m"})
-    await poll()
-    await poll()
+    await make_resident(LLAMA, keep_alive="2m")
     emulator.clock.advance(121)
     await poll()
     assert [(e.data["model"], e.data["reason"]) for e in unloaded] == [(LLAMA, "expired")]
 
 
 async def test_unloaded_evicted_for_another_model(
-    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    make_resident,
 ) -> None:
     unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
-    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": -1})
-    await poll()
-    await poll()
+    await make_resident(LLAMA, keep_alive=-1)
     # qwen does not fit beside llama in the 8 GiB budget: llama is evicted early.
     await ollama_request(emulator, "/api/generate", {"model": QWEN})
     await poll()
@@ -92,12 +96,11 @@ async def test_unloaded_early_by_another_client(
     init_integration: MockConfigEntry,
     emulator: OllamaEmulator,
     poll,
+    make_resident,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
-    await ollama_request(emulator, "/api/generate", {"model": QWEN, "keep_alive": "1h"})
-    await poll()
-    await poll()
+    await make_resident(QWEN, keep_alive="1h")
     versions_before = sum(r.path == "/api/version" for r in emulator.requests)
     await ollama_request(emulator, "/api/generate", {"model": QWEN, "keep_alive": 0})
     await poll()
@@ -116,14 +119,16 @@ async def test_unloaded_early_by_another_client(
 
 
 async def test_reload_for_another_context_is_a_load(
-    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    make_resident,
 ) -> None:
     """Another client's num_ctx makes the server load the model again, in place."""
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
     unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
-    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
-    await poll()
-    await poll()
+    await make_resident(LLAMA)
     assert len(loaded) == 1
     load = await start_load(emulator, LLAMA, 0.4, options={"num_ctx": 8192})
     await poll()
@@ -138,13 +143,15 @@ async def test_reload_for_another_context_is_a_load(
 
 
 async def test_server_restart(
-    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    make_resident,
 ) -> None:
     restarted = async_capture_events(hass, EVENT_SERVER_RESTARTED)
     unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
-    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
-    await poll()
-    await poll()
+    await make_resident(LLAMA)
     await emulator.stop()
     await poll()
     await poll()
@@ -164,13 +171,15 @@ async def test_server_restart(
 
 
 async def test_version_change_is_a_restart(
-    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    make_resident,
 ) -> None:
     restarted = async_capture_events(hass, EVENT_SERVER_RESTARTED)
     unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
-    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
-    await poll()
-    await poll()
+    await make_resident(LLAMA)
     # An upgrade between two polls: the model is gone, nothing replaced it; the next poll
     # asks for the version before it names a reason.
     await emulator.restart(version="0.13.1")

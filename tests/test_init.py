@@ -96,11 +96,10 @@ async def test_unavailable_and_back_logs_once_each(
     init_integration: MockConfigEntry,
     emulator: OllamaEmulator,
     poll,
+    make_resident,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
-    await poll()
-    await poll()
+    await make_resident(LLAMA)
     assert hass.states.get(LLAMA_RESIDENT).state == STATE_ON
     caplog.clear()
     caplog.set_level(logging.DEBUG, logger="custom_components.llm_warmth")

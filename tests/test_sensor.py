@@ -108,11 +108,13 @@ async def test_ram_spill(
 
 
 async def test_kept_forever(
-    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    make_resident,
 ) -> None:
-    await ollama_request(emulator, "/api/generate", {"model": QWEN, "keep_alive": -1})
-    await poll()
-    await poll()
+    await make_resident(QWEN, keep_alive=-1)
     unloads_at = hass.states.get("sensor.qwen3_8b_unloads_at")
     assert unloads_at.attributes["kept_forever"] is True
     assert unloads_at.state.startswith("2318-")

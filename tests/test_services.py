@@ -298,13 +298,15 @@ async def test_a_quick_cold_probe_still_reports_its_load(
 
 
 async def test_a_reload_by_the_probe_is_one_reloaded_load(
-    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    make_resident,
 ) -> None:
     """The probe's num_ctx differs from the resident runner's: the server reloads it."""
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
-    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
-    await poll()
-    await poll()
+    await make_resident(LLAMA)
     assert len(loaded) == 1
     emulator.models[LLAMA].load_delay = 0.6
     reloaded = await probe(hass, num_ctx=8192)
@@ -315,13 +317,15 @@ async def test_a_reload_by_the_probe_is_one_reloaded_load(
 
 
 async def test_a_slow_warm_reply_names_the_stage_that_took_the_time(
-    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    make_resident,
 ) -> None:
     """A warm reply whose prefill is slow (the server busy with another client's request,
     as Ollama 0.9 runs two at once), without a warm baseline yet."""
-    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
-    await poll()
-    await poll()
+    await make_resident(LLAMA)
     emulator.models[LLAMA].prefill_delay = 1.2
     slow = await probe(hass)
     assert slow["classification"] == "warm"
@@ -355,7 +359,11 @@ async def test_a_load_polling_saw_during_a_failed_probe_is_announced(
 
 
 async def test_a_cancelled_probe_holds_back_no_later_load(
-    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    make_resident,
 ) -> None:
     """A probe cancelled mid-request (Home Assistant stopping, say) leaves no held state."""
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
@@ -368,9 +376,7 @@ async def test_a_cancelled_probe_holds_back_no_later_load(
     with pytest.raises(asyncio.CancelledError):
         await task
     emulator.models[LLAMA].load_delay = 0
-    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
-    await poll()
-    await poll()
+    await make_resident(LLAMA)
     assert [(e.data["model"], e.data["cold_request_source"]) for e in loaded] == [(LLAMA, None)]
 
 
@@ -409,14 +415,16 @@ async def test_a_probe_waiting_for_another_clients_load_announces_none(
 
 
 async def test_a_probe_cold_without_a_load_in_sight_is_a_cold_start_of_its_own(
-    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    make_resident,
 ) -> None:
     """Queued behind another request: cold by its load stage, but no load to report."""
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
     cold_starts = async_capture_events(hass, EVENT_COLD_START)
-    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
-    await poll()
-    await poll()
+    await make_resident(LLAMA)
     emulator.models[LLAMA].prefill_delay = 0.8
     other = asyncio.create_task(
         ollama_request(emulator, "/api/generate", {"model": LLAMA, "prompt": "hi"})
