@@ -16,7 +16,7 @@ import time
 
 import aiohttp
 
-from custom_components.llm_warmth.backends.ollama import OllamaClient
+from custom_components.llm_warmth.core.backends.ollama import OllamaClient
 from tests.ollama_emulator import EmulatedModel, OllamaEmulator
 
 MODEL = "bench:latest"

@@ -16,7 +16,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from custom_components.llm_warmth.const import DOMAIN
 from custom_components.llm_warmth.coordinator import LlmWarmthCoordinator
-from custom_components.llm_warmth.gpu.exporter import ExporterKind
+from custom_components.llm_warmth.core.gpu.exporter import ExporterKind
 
 from .ollama_emulator import EmulatedModel, OllamaEmulator
 

@@ -111,7 +111,7 @@ async def test_unloaded_early_by_another_client(
     assert unloaded == []
     # An unexplained unload has the version read once (an upgrade empties the server).
     assert sum(r.path == "/api/version" for r in emulator.requests) == versions_before + 1
-    monkeypatch.setattr("custom_components.llm_warmth.residency.REPLACEMENT_WINDOW_SECONDS", 0)
+    monkeypatch.setattr("custom_components.llm_warmth.core.residency.REPLACEMENT_WINDOW_SECONDS", 0)
     await poll()
     assert [(e.data["model"], e.data["reason"], e.data["replaced_by"]) for e in unloaded] == [
         (QWEN, "unloaded", [])
@@ -260,7 +260,7 @@ async def test_fast_polling_gives_up_after_its_limit(
     coordinator = init_integration.runtime_data.coordinator
     monkeypatch.setattr("custom_components.llm_warmth.coordinator.FAST_POLL_LIMIT", timedelta())
     # Decide an early unload at once (no replacement window): the server settles at once.
-    monkeypatch.setattr("custom_components.llm_warmth.residency.REPLACEMENT_WINDOW_SECONDS", 0)
+    monkeypatch.setattr("custom_components.llm_warmth.core.residency.REPLACEMENT_WINDOW_SECONDS", 0)
     load = await start_load(emulator, LLAMA, 5)
     await poll()
     assert coordinator.fast_polling

@@ -21,12 +21,12 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.llm_warmth.backends.replies import MAX_DURATION_NS, MAX_TOKENS
-from custom_components.llm_warmth.backends.types import TimedReply
+from custom_components.llm_warmth.core.backends.replies import MAX_DURATION_NS, MAX_TOKENS
+from custom_components.llm_warmth.core.backends.types import TimedReply
 from custom_components.llm_warmth.const import DOMAIN
-from custom_components.llm_warmth.residency import LoadFigures
+from custom_components.llm_warmth.core.residency import LoadFigures
 from custom_components.llm_warmth.storage import TimingStorage
-from custom_components.llm_warmth.ttft import Classification, ModelTiming, Stage, Verdict, breakdown
+from custom_components.llm_warmth.core.ttft import Classification, ModelTiming, Stage, Verdict, breakdown
 
 from . import malformed
 from .conftest import ENTRY_ID, GIB, LLAMA, ollama_request

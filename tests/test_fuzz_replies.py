@@ -15,18 +15,18 @@ from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from hypothesis import HealthCheck, given, settings, strategies as st
 import pytest
 
-from custom_components.llm_warmth.backends.errors import LlmServerError
-from custom_components.llm_warmth.backends.ollama import OllamaClient
-from custom_components.llm_warmth.backends.replies import (
+from custom_components.llm_warmth.core.backends.errors import LlmServerError
+from custom_components.llm_warmth.core.backends.ollama import OllamaClient
+from custom_components.llm_warmth.core.backends.replies import (
     MAX_BYTES,
     MAX_DURATION_NS,
     MAX_TEXT,
     MAX_TOKENS,
 )
-from custom_components.llm_warmth.backends.types import ResidentModel
-from custom_components.llm_warmth.gpu.errors import GpuSourceError
-from custom_components.llm_warmth.gpu.exporter import ExporterKind, ExporterSource
-from custom_components.llm_warmth.ttft import breakdown
+from custom_components.llm_warmth.core.backends.types import ResidentModel
+from custom_components.llm_warmth.core.gpu.errors import GpuSourceError
+from custom_components.llm_warmth.core.gpu.exporter import ExporterKind, ExporterSource
+from custom_components.llm_warmth.core.ttft import breakdown
 
 from . import malformed
 from .conftest import LLAMA

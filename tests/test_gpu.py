@@ -32,7 +32,7 @@ from custom_components.llm_warmth.const import (
     CONF_RESERVE_GIB,
     DOMAIN,
 )
-from custom_components.llm_warmth.gpu.nvml import NvmlSource
+from custom_components.llm_warmth.core.gpu.nvml import NvmlSource
 
 from .conftest import ENTRY_ID, LLAMA, ollama_request
 from .fake_nvml import NVML_ERROR_LIBRARY_NOT_FOUND, RTX_3060, RTX_4090, FakeNvml, two_gpus

@@ -4,11 +4,11 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
 import pytest
 
-from custom_components.llm_warmth.gpu.errors import (
+from custom_components.llm_warmth.core.gpu.errors import (
     GpuSourceConnectionError,
     GpuSourceResponseError,
 )
-from custom_components.llm_warmth.gpu.exporter import (
+from custom_components.llm_warmth.core.gpu.exporter import (
     ExporterKind,
     ExporterSource,
     detect_kind,
@@ -168,7 +168,7 @@ async def test_a_charset_in_the_header_cannot_break_the_reading(
 async def test_an_oversize_page_is_a_response_error(
     hass: HomeAssistant, emulator: OllamaEmulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("custom_components.llm_warmth.gpu.exporter.MAX_TEXT_BYTES", 1024)
+    monkeypatch.setattr("custom_components.llm_warmth.core.gpu.exporter.MAX_TEXT_BYTES", 1024)
     emulator.inject("/metrics", status=200, body="# " + "x" * 4096, content_type="text/plain")
     source = ExporterSource(async_get_clientsession(hass), f"{emulator.url}/metrics")
     with pytest.raises(GpuSourceResponseError, match="more than 1024 bytes"):

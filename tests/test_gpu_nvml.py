@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from custom_components.llm_warmth.gpu.errors import GpuSourceError, GpuSourceUnavailableError
-from custom_components.llm_warmth.gpu.nvml import NvmlSource
-from custom_components.llm_warmth.gpu.types import GpuProcess, ProcessKind
+from custom_components.llm_warmth.core.gpu.errors import GpuSourceError, GpuSourceUnavailableError
+from custom_components.llm_warmth.core.gpu.nvml import NvmlSource
+from custom_components.llm_warmth.core.gpu.types import GpuProcess, ProcessKind
 
 from .fake_nvml import (
     MIB,

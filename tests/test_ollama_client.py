@@ -7,7 +7,7 @@ import json
 import aiohttp
 import pytest
 
-from custom_components.llm_warmth.backends.errors import (
+from custom_components.llm_warmth.core.backends.errors import (
     LlmModelNotFoundError,
     LlmServerAuthenticationError,
     LlmServerBusyError,
@@ -18,8 +18,8 @@ from custom_components.llm_warmth.backends.errors import (
     LlmServerResponseError,
     LlmServerTimeoutError,
 )
-from custom_components.llm_warmth.backends.ollama import OllamaClient
-from custom_components.llm_warmth.backends.replies import parse_timestamp
+from custom_components.llm_warmth.core.backends.ollama import OllamaClient
+from custom_components.llm_warmth.core.backends.replies import parse_timestamp
 
 from .conftest import GIB, LLAMA, QWEN, ollama_request
 from .ollama_emulator import EmulatedModel, OllamaEmulator
@@ -273,7 +273,7 @@ def test_url_credentials_and_api_key_are_exclusive(session: aiohttp.ClientSessio
 
 
 def test_gpu_share_of_an_empty_model() -> None:
-    from custom_components.llm_warmth.backends.types import ResidentModel  # noqa: PLC0415
+    from custom_components.llm_warmth.core.backends.types import ResidentModel  # noqa: PLC0415
 
     assert ResidentModel(name="x", size=0, size_vram=0, expires_at=None).gpu_share is None
 
@@ -435,8 +435,8 @@ async def test_deeply_nested_stream_line_and_error_body(
 async def test_oversize_stream_line_and_body(
     client: OllamaClient, emulator: OllamaEmulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("custom_components.llm_warmth.backends.replies.MAX_LINE_BYTES", 512 * 1024)
-    monkeypatch.setattr("custom_components.llm_warmth.backends.replies.MAX_REPLY_BYTES", 1 << 20)
+    monkeypatch.setattr("custom_components.llm_warmth.core.backends.replies.MAX_LINE_BYTES", 512 * 1024)
+    monkeypatch.setattr("custom_components.llm_warmth.core.backends.replies.MAX_REPLY_BYTES", 1 << 20)
     line = json.dumps({"message": {"content": "x" * (600 * 1024)}, "done": False})
     emulator.inject("/api/chat", status=200, body=line + "\n", content_type=NDJSON)
     with pytest.raises(LlmServerResponseError, match="stream line longer"):
@@ -453,7 +453,7 @@ async def test_oversize_stream_line_and_body(
 async def test_lines_just_under_the_limit_are_read(
     client: OllamaClient, emulator: OllamaEmulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("custom_components.llm_warmth.backends.replies.MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr("custom_components.llm_warmth.core.backends.replies.MAX_LINE_BYTES", 4096)
     final = {"done": True, "done_reason": "stop", "eval_count": 2, "pad": "y" * 3000}
     body = "\n".join(
         json.dumps(chunk) for chunk in ({"message": {"content": "x" * 3000}, "done": False}, final)

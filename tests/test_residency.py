@@ -2,8 +2,8 @@
 
 from datetime import UTC, datetime, timedelta
 
-from custom_components.llm_warmth.backends.types import ResidentModel
-from custom_components.llm_warmth.residency import (
+from custom_components.llm_warmth.core.backends.types import ResidentModel
+from custom_components.llm_warmth.core.residency import (
     LoadFigures,
     ModelLoaded,
     ModelUnloaded,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from custom_components.llm_warmth.server_url import normalize_url, redact_url, unique_id_for
+from custom_components.llm_warmth.core.server_url import normalize_url, redact_url, unique_id_for
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from custom_components.llm_warmth.backends.types import TimedReply
-from custom_components.llm_warmth.ttft import (
+from custom_components.llm_warmth.core.backends.types import TimedReply
+from custom_components.llm_warmth.core.ttft import (
     BASELINE_SIZE,
     Classification,
     ModelTiming,

@@ -13,7 +13,7 @@ from homeassistant.helpers import (
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from homeassistant.helpers.typing import ConfigType
 
-from .backends.ollama import OllamaClient
+from .core.backends.ollama import OllamaClient
 from .const import CONF_RESERVE_GIB, DEFAULT_RESERVE_GIB, DOMAIN, GIB
 from .coordinator import (
     LlmWarmthConfigEntry,

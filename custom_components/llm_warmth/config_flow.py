@@ -25,12 +25,12 @@ from homeassistant.helpers.selector import (
 )
 import probatio as vol
 
-from .backends.errors import (
+from .core.backends.errors import (
     LlmServerAuthenticationError,
     LlmServerError,
     LlmServerNotSupportedError,
 )
-from .backends.ollama import OllamaClient
+from .core.backends.ollama import OllamaClient
 from .const import (
     CONF_EXPORTER_KIND,
     CONF_EXPORTER_URL,
@@ -48,10 +48,10 @@ from .const import (
     MIN_SCAN_INTERVAL,
 )
 from .coordinator import LlmWarmthConfigEntry
-from .gpu.errors import GpuSourceError
-from .gpu.exporter import ExporterKind
+from .core.gpu.errors import GpuSourceError
+from .core.gpu.exporter import ExporterKind
 from .gpu_coordinator import gpu_source_from_options
-from .server_url import normalize_url, redact_url, unique_id_for
+from .core.server_url import normalize_url, redact_url, unique_id_for
 
 _PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
 

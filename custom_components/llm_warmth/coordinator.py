@@ -16,7 +16,7 @@ from homeassistant.helpers.event import async_call_later
 from homeassistant.helpers.update_coordinator import DataUpdateCoordinator, UpdateFailed
 from homeassistant.util import dt as dt_util
 
-from .backends.errors import (
+from .core.backends.errors import (
     LlmServerAuthenticationError,
     LlmServerConnectionError,
     LlmServerError,
@@ -24,8 +24,8 @@ from .backends.errors import (
     LlmServerTimeoutError,
     LlmServerUnreachableError,
 )
-from .backends.ollama import GENERATION_TIMEOUT, OllamaClient
-from .backends.types import InstalledModel, ResidentModel, TimedReply
+from .core.backends.ollama import GENERATION_TIMEOUT, OllamaClient
+from .core.backends.types import InstalledModel, ResidentModel, TimedReply
 from .const import (
     DEFAULT_SCAN_INTERVAL,
     DOMAIN,
@@ -39,16 +39,16 @@ from .const import (
     SETTLING_SCAN_INTERVAL,
     VERSION_REFRESH_INTERVAL,
 )
-from .residency import (
+from .core.residency import (
     LoadFigures,
     ModelLoaded,
     OwnRequestEnd,
     ResidencyChange,
     ResidencyTracker,
 )
-from .server_url import redact_url
+from .core.server_url import redact_url
 from .storage import TimingStorage
-from .ttft import Classification, ModelTiming, Stage, StageBreakdown, Verdict, breakdown, judge
+from .core.ttft import Classification, ModelTiming, Stage, StageBreakdown, Verdict, breakdown, judge
 
 if TYPE_CHECKING:
     from .gpu_coordinator import GpuCoordinator

@@ -11,7 +11,7 @@ from homeassistant.core import HomeAssistant
 
 from .const import CONF_EXPORTER_URL
 from .coordinator import LlmWarmthConfigEntry
-from .server_url import redact_url
+from .core.server_url import redact_url
 
 TO_REDACT = {CONF_API_KEY}
 

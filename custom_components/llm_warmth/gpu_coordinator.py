@@ -22,11 +22,11 @@ from .const import (
     LOGGER,
 )
 from .coordinator import LlmWarmthConfigEntry, LlmWarmthCoordinator
-from .gpu.errors import GpuSourceError
-from .gpu.exporter import ExporterKind, ExporterSource
-from .gpu.nvml import NvmlSource
-from .gpu.types import GpuStatus
-from .headroom import GpuMemoryView, memory_view
+from .core.gpu.errors import GpuSourceError
+from .core.gpu.exporter import ExporterKind, ExporterSource
+from .core.gpu.nvml import NvmlSource
+from .core.gpu.types import GpuStatus
+from .core.headroom import GpuMemoryView, memory_view
 
 
 class GpuSource(Protocol):

@@ -34,7 +34,7 @@ from .entity import (
     async_add_model_entities,
 )
 from .gpu_coordinator import GpuReading
-from .ttft import Classification, ModelTiming
+from .core.ttft import Classification, ModelTiming
 
 PARALLEL_UPDATES = 0
 

@@ -10,7 +10,7 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import config_validation as cv, service
 import probatio as vol
 
-from .backends.errors import (
+from .core.backends.errors import (
     LlmModelNotFoundError,
     LlmServerAuthenticationError,
     LlmServerBusyError,
@@ -19,10 +19,10 @@ from .backends.errors import (
     LlmServerOutOfMemoryError,
     LlmServerTimeoutError,
 )
-from .backends.ollama import GENERATION_TIMEOUT
+from .core.backends.ollama import GENERATION_TIMEOUT
 from .const import DOMAIN
 from .coordinator import LlmWarmthConfigEntry
-from .server_url import redact_url
+from .core.server_url import redact_url
 
 SERVICE_PROBE: Final = "probe"
 ATTR_MODEL: Final = "model"

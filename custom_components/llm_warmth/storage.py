@@ -9,7 +9,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.storage import Store
 
 from .const import DOMAIN, LOGGER
-from .ttft import ModelTiming
+from .core.ttft import ModelTiming
 
 STORAGE_VERSION: Final = 1
 # 1.2: the polling figure stored as "load_seconds" (the request that loaded a model, as

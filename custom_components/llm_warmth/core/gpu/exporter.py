@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 from yarl import URL
 
-from custom_components.llm_warmth.backends.replies import read_limited
+from ..backends.replies import read_limited
 
 from .errors import GpuSourceConnectionError, GpuSourceResponseError
 from .types import GpuStatus
