@@ -101,7 +101,13 @@ def mock_config_entry(emulator: OllamaEmulator) -> MockConfigEntry:
         title="Ollama test",
         entry_id=ENTRY_ID,
         unique_id=emulator.url,
-        data={CONF_URL: emulator.url, CONF_API_KEY: "", CONF_VERIFY_SSL: True},
+        version=2,
+        data={
+            CONF_URL: emulator.url,
+            CONF_API_KEY: "",
+            CONF_VERIFY_SSL: True,
+            "server_kind": "ollama",
+        },
         options={CONF_SCAN_INTERVAL: 10},
     )
 

@@ -33,7 +33,12 @@ async def test_user_flow(hass: HomeAssistant, emulator: OllamaEmulator) -> None:
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     assert result["title"] == f"Ollama {host_port}"
-    assert result["data"] == {CONF_URL: emulator.url, CONF_API_KEY: "", CONF_VERIFY_SSL: True}
+    assert result["data"] == {
+        CONF_URL: emulator.url,
+        CONF_API_KEY: "",
+        CONF_VERIFY_SSL: True,
+        "server_kind": "ollama",
+    }
     assert result["result"].unique_id == emulator.url
 
 
@@ -41,7 +46,7 @@ async def test_user_flow(hass: HomeAssistant, emulator: OllamaEmulator) -> None:
     ("prepare", "error"),
     [
         ("stopped", "cannot_connect"),
-        ("html", "not_ollama"),
+        ("html", "not_supported"),
         ("bad_url", "invalid_url"),
         ("both_credentials", "auth_conflict"),
         ("crash", "unknown"),
@@ -64,7 +69,7 @@ async def test_user_flow_errors_then_recovers(
         user_input[CONF_API_KEY] = "key"
     with (
         patch(
-            "custom_components.llm_warmth.config_flow.OllamaClient.version",
+            "custom_components.llm_warmth.config_flow.detect",
             side_effect=RuntimeError("boom"),
         )
         if prepare == "crash"
@@ -150,9 +155,12 @@ async def test_reconfigure_onto_another_configured_server(
     other = OllamaEmulator()
     await other.start()
     try:
-        MockConfigEntry(domain=DOMAIN, unique_id=other.url, data={CONF_URL: other.url}).add_to_hass(
-            hass
-        )
+        MockConfigEntry(
+            domain=DOMAIN,
+            version=2,
+            unique_id=other.url,
+            data={CONF_URL: other.url, "server_kind": "ollama"},
+        ).add_to_hass(hass)
         result = await init_integration.start_reconfigure_flow(hass)
         result = await hass.config_entries.flow.async_configure(
             result["flow_id"], {CONF_URL: other.url, CONF_VERIFY_SSL: True}
@@ -168,7 +176,13 @@ async def test_reauth(hass: HomeAssistant, secured: OllamaEmulator) -> None:
     entry = MockConfigEntry(
         domain=DOMAIN,
         unique_id=secured.url,
-        data={CONF_URL: secured.url, CONF_API_KEY: "old", CONF_VERIFY_SSL: True},
+        version=2,
+        data={
+            CONF_URL: secured.url,
+            CONF_API_KEY: "old",
+            CONF_VERIFY_SSL: True,
+            "server_kind": "ollama",
+        },
     )
     entry.add_to_hass(hass)
     result = await entry.start_reauth_flow(hass)

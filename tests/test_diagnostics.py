@@ -49,7 +49,13 @@ async def _setup(hass: HomeAssistant, url: str, api_key: str) -> MockConfigEntry
         title="Ollama test",
         entry_id=ENTRY_ID,
         unique_id=url,
-        data={CONF_URL: url, CONF_API_KEY: api_key, CONF_VERIFY_SSL: True},
+        version=2,
+        data={
+            CONF_URL: url,
+            CONF_API_KEY: api_key,
+            CONF_VERIFY_SSL: True,
+            "server_kind": "ollama",
+        },
     )
     entry.add_to_hass(hass)
     await hass.config_entries.async_setup(entry.entry_id)
@@ -68,7 +74,13 @@ async def test_diagnostics_redact_the_exporter_url(
         title="Ollama test",
         entry_id=ENTRY_ID,
         unique_id=emulator.url,
-        data={CONF_URL: emulator.url, CONF_API_KEY: "", CONF_VERIFY_SSL: True},
+        version=2,
+        data={
+            CONF_URL: emulator.url,
+            CONF_API_KEY: "",
+            CONF_VERIFY_SSL: True,
+            "server_kind": "ollama",
+        },
         options={
             "gpu_source": "exporter",
             "exporter_url": exporter_url.replace("http://", "http://me:pa55@") + "/dcgm/metrics",

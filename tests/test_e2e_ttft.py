@@ -35,7 +35,8 @@ async def set_up(hass: HomeAssistant, url: str) -> MockConfigEntry:
         domain=DOMAIN,
         title="Ollama e2e",
         unique_id=url,
-        data={CONF_URL: url, CONF_VERIFY_SSL: True},
+        version=2,
+        data={CONF_URL: url, CONF_VERIFY_SSL: True, "server_kind": "ollama"},
         options={CONF_SCAN_INTERVAL: 2},
     )
     entry.add_to_hass(hass)

@@ -11,8 +11,8 @@ from custom_components.llm_warmth.const import (
     EVENT_MODEL_LOADED,
     EVENT_MODEL_UNLOADED,
     EVENT_SERVER_RESTARTED,
-    VERSION_REFRESH_INTERVAL,
 )
+from custom_components.llm_warmth.core.monitor import VERSION_REFRESH_SECONDS
 
 from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request, start_load
 from .ollama_emulator import OllamaEmulator
@@ -87,7 +87,7 @@ async def test_unloaded_evicted_for_another_model(
     await ollama_request(emulator, "/api/generate", {"model": QWEN})
     await poll()
     assert [(e.data["model"], e.data["reason"], e.data["replaced_by"]) for e in unloaded] == [
-        (LLAMA, "evicted", [QWEN])
+        (LLAMA, "displaced", [QWEN])
     ]
 
 
@@ -212,7 +212,7 @@ async def test_version_is_read_every_few_minutes(
     now = time.monotonic()
     monkeypatch.setattr(
         "custom_components.llm_warmth.coordinator.time.monotonic",
-        lambda: now + VERSION_REFRESH_INTERVAL.total_seconds() + 1,
+        lambda: now + VERSION_REFRESH_SECONDS + 1,
     )
     await poll()
     assert version_reads() == before + 1
@@ -240,7 +240,7 @@ async def test_a_slow_reply_is_no_restart(
 ) -> None:
     """Only a server that could not be connected to at all has restarted when it is back."""
     restarted = async_capture_events(hass, EVENT_SERVER_RESTARTED)
-    monkeypatch.setattr(init_integration.runtime_data.client, "_timeout", 0.3)
+    monkeypatch.setattr(init_integration.runtime_data.client._http, "timeout", 0.3)
     emulator.inject("/api/ps", delay=1)
     await poll()
     assert not init_integration.runtime_data.coordinator.last_update_success

@@ -21,12 +21,18 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from custom_components.llm_warmth.const import DOMAIN
 from custom_components.llm_warmth.core.backends.replies import MAX_DURATION_NS, MAX_TOKENS
 from custom_components.llm_warmth.core.backends.types import TimedReply
-from custom_components.llm_warmth.const import DOMAIN
 from custom_components.llm_warmth.core.residency import LoadFigures
+from custom_components.llm_warmth.core.ttft import (
+    Classification,
+    ModelTiming,
+    Stage,
+    Verdict,
+    breakdown,
+)
 from custom_components.llm_warmth.storage import TimingStorage
-from custom_components.llm_warmth.core.ttft import Classification, ModelTiming, Stage, Verdict, breakdown
 
 from . import malformed
 from .conftest import ENTRY_ID, GIB, LLAMA, ollama_request
@@ -123,8 +129,8 @@ async def test_coordinator_survives_any_reply(
     for path, (status, body) in (("/api/ps", ps), ("/api/tags", tags), ("/api/version", version)):
         emulator.inject(path, status=status, body=body, times=None)
     # The tags and version replies count too: make this poll read them.
-    coordinator._installed_fetched = None
-    coordinator._version_fetched = None
+    coordinator.monitor._installed_at = None
+    coordinator.monitor._version_at = None
     await coordinator.async_refresh()
     await coordinator.async_refresh()
     await hass.async_block_till_done()

@@ -4,7 +4,14 @@ from datetime import timedelta
 import logging
 
 from homeassistant.config_entries import SOURCE_REAUTH, ConfigEntryState
-from homeassistant.const import STATE_OFF, STATE_ON, STATE_UNAVAILABLE
+from homeassistant.const import (
+    CONF_API_KEY,
+    CONF_URL,
+    CONF_VERIFY_SSL,
+    STATE_OFF,
+    STATE_ON,
+    STATE_UNAVAILABLE,
+)
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr, entity_registry as er
 from homeassistant.setup import async_setup_component
@@ -40,7 +47,7 @@ async def test_async_setup_without_entries(hass: HomeAssistant) -> None:
     [
         ({"drop": True, "times": None}, "cannot_connect"),
         ({"delay": 30, "times": None}, "timeout"),
-        ({"status": 200, "body": "<html>hello</html>", "times": None}, "not_ollama"),
+        ({"status": 200, "body": "<html>hello</html>", "times": None}, "not_supported"),
     ],
 )
 async def test_setup_retries_with_a_translated_reason(
@@ -169,7 +176,7 @@ async def test_model_devices_follow_the_server(
     assert llama.model == "llama 3.2B"
 
     emulator.add_model(EmulatedModel(name="gemma3:4b", size=4 * 1024**3, family="gemma3"))
-    init_integration.runtime_data.coordinator._installed_fetched = None
+    init_integration.runtime_data.coordinator.monitor._installed_at = None
     await poll()
     assert device_registry.async_get_device_by_identifier(
         (DOMAIN, f"{ENTRY_ID}_gemma3:4b"), ENTRY_ID
@@ -177,7 +184,7 @@ async def test_model_devices_follow_the_server(
     assert hass.states.get("binary_sensor.gemma3_4b_resident").state == STATE_OFF
 
     emulator.remove_model(QWEN)
-    init_integration.runtime_data.coordinator._installed_fetched = None
+    init_integration.runtime_data.coordinator.monitor._installed_at = None
     await poll()
     assert (
         device_registry.async_get_device_by_identifier((DOMAIN, f"{ENTRY_ID}_{QWEN}"), ENTRY_ID)
@@ -188,7 +195,7 @@ async def test_model_devices_follow_the_server(
 
     # Installed again: it comes back with fresh entities.
     emulator.add_model(EmulatedModel(name=QWEN, size=6 * 1024**3, family="qwen3"))
-    init_integration.runtime_data.coordinator._installed_fetched = None
+    init_integration.runtime_data.coordinator.monitor._installed_at = None
     await poll()
     assert hass.states.get("binary_sensor.qwen3_8b_resident").state == STATE_OFF
 
@@ -304,7 +311,7 @@ async def test_stored_figures_of_version_1_1_are_migrated(
     assert timings[QWEN].cold_request_seconds is None
     await hass.config_entries.async_unload(mock_config_entry.entry_id)
     stored = hass_storage[f"{DOMAIN}.{ENTRY_ID}"]
-    assert stored["minor_version"] == 2  # type: ignore[index]
+    assert stored["minor_version"] == 3  # type: ignore[index]
     assert stored["data"]["models"][LLAMA]["cold_request_seconds"] == 7.25  # type: ignore[index]
 
 
@@ -368,3 +375,67 @@ async def test_the_old_observed_load_sensor_becomes_the_cold_request_sensor(
     assert hass.states.get("sensor.llama3_2_3b_last_measured_load_duration").state == "unknown"
     assert entity_registry.async_get("sensor.qwen3_8b_last_observed_load_duration") is None
     assert entity_registry.async_get("sensor.qwen3_8b_last_cold_request_duration") is not None
+
+
+async def test_a_version_1_entry_becomes_an_ollama_entry_and_keeps_everything(
+    hass: HomeAssistant,
+    emulator: OllamaEmulator,
+    entity_registry: er.EntityRegistry,
+    hass_storage: dict[str, object],
+) -> None:
+    """Entries of 0.1 name no server kind: they were all Ollama, and keep their entities."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        title="Ollama test",
+        entry_id=ENTRY_ID,
+        unique_id=emulator.url,
+        version=1,
+        minor_version=1,
+        data={CONF_URL: emulator.url, CONF_API_KEY: "", CONF_VERIFY_SSL: True},
+    )
+    entry.add_to_hass(hass)
+    # What 0.1 registered and stored: an entity with a renamed id, and a measurement.
+    old = entity_registry.async_get_or_create(
+        "sensor",
+        DOMAIN,
+        f"{ENTRY_ID}_{LLAMA}_last_ttft",
+        config_entry=entry,
+        suggested_object_id="my_assistant_ttft",
+    )
+    hass_storage[f"{DOMAIN}.{ENTRY_ID}"] = {
+        "version": 1,
+        "minor_version": 2,
+        "key": f"{DOMAIN}.{ENTRY_ID}",
+        "data": {"models": {LLAMA: {"load_seconds": 2.5, "cold_request_seconds": 4.0}}},
+    }
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.LOADED
+    assert (entry.version, entry.minor_version) == (2, 1)
+    assert entry.data == {
+        CONF_URL: emulator.url,
+        CONF_API_KEY: "",
+        CONF_VERIFY_SSL: True,
+        "server_kind": "ollama",
+    }
+    assert entry.unique_id == emulator.url
+    assert entity_registry.async_get(old.entity_id).unique_id == old.unique_id
+    assert hass.states.get(old.entity_id) is not None
+    load = hass.states.get("sensor.llama3_2_3b_last_measured_load_duration")
+    assert (load.state, load.attributes["source"]) == ("2.5", "server")
+    cold = hass.states.get("sensor.llama3_2_3b_last_cold_request_duration")
+    assert cold.state == "4.0"
+
+
+async def test_an_entry_of_a_newer_release_is_not_guessed(
+    hass: HomeAssistant, emulator: OllamaEmulator
+) -> None:
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        unique_id=emulator.url,
+        version=3,
+        data={CONF_URL: emulator.url, "server_kind": "ollama"},
+    )
+    entry.add_to_hass(hass)
+    assert not await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.state is ConfigEntryState.MIGRATION_ERROR

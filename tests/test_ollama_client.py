@@ -273,9 +273,15 @@ def test_url_credentials_and_api_key_are_exclusive(session: aiohttp.ClientSessio
 
 
 def test_gpu_share_of_an_empty_model() -> None:
-    from custom_components.llm_warmth.core.backends.types import ResidentModel  # noqa: PLC0415
+    from custom_components.llm_warmth.core.backends.types import (  # noqa: PLC0415
+        ResidencyState,
+        ResidentModel,
+    )
 
-    assert ResidentModel(name="x", size=0, size_vram=0, expires_at=None).gpu_share is None
+    loaded = ResidencyState.LOADED
+    assert ResidentModel(name="x", state=loaded, size=0, size_vram=0).gpu_share is None
+    unknown = ResidentModel(name="x", state=loaded)
+    assert (unknown.gpu_share, unknown.ram_spill) == (None, None)
 
 
 @pytest.mark.parametrize("api", ["chat", "generate"])
@@ -406,6 +412,7 @@ async def test_url_credentials_are_sent_as_basic_auth(
 # What 10,000 fuzzed replies found (issue 7): each now ends in one of our own errors.
 DEEP = "[" * 100_000 + "]" * 100_000
 NDJSON = "application/x-ndjson"
+REPLIES = "custom_components.llm_warmth.core.backends.replies"
 
 
 @pytest.mark.parametrize("path", ["/api/version", "/api/ps", "/api/tags"])
@@ -435,8 +442,12 @@ async def test_deeply_nested_stream_line_and_error_body(
 async def test_oversize_stream_line_and_body(
     client: OllamaClient, emulator: OllamaEmulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("custom_components.llm_warmth.core.backends.replies.MAX_LINE_BYTES", 512 * 1024)
-    monkeypatch.setattr("custom_components.llm_warmth.core.backends.replies.MAX_REPLY_BYTES", 1 << 20)
+    monkeypatch.setattr(
+        "custom_components.llm_warmth.core.backends.replies.MAX_LINE_BYTES", 512 * 1024
+    )
+    monkeypatch.setattr(
+        "custom_components.llm_warmth.core.backends.replies.MAX_REPLY_BYTES", 1 << 20
+    )
     line = json.dumps({"message": {"content": "x" * (600 * 1024)}, "done": False})
     emulator.inject("/api/chat", status=200, body=line + "\n", content_type=NDJSON)
     with pytest.raises(LlmServerResponseError, match="stream line longer"):

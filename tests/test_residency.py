@@ -2,7 +2,8 @@
 
 from datetime import UTC, datetime, timedelta
 
-from custom_components.llm_warmth.core.backends.types import ResidentModel
+from custom_components.llm_warmth.core.backends.ollama import OLLAMA_CAPABILITIES
+from custom_components.llm_warmth.core.backends.types import ResidencyState, ResidentModel
 from custom_components.llm_warmth.core.residency import (
     LoadFigures,
     ModelLoaded,
@@ -21,6 +22,7 @@ def model(
 ) -> ResidentModel:
     return ResidentModel(
         name=name,
+        state=ResidencyState.LOADING if expires_at is None else ResidencyState.LOADED,
         size=size,
         size_vram=size,
         expires_at=expires_at,
@@ -37,7 +39,7 @@ def observe(tracker: ResidencyTracker, t: float, *models: ResidentModel, **kwarg
 
 
 def test_baseline_is_silent_and_loaded() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     assert observe(tracker, 0, model("a", at(300))) == []
     assert tracker.phase("a") is Phase.LOADED
     assert not tracker.settling
@@ -45,7 +47,7 @@ def test_baseline_is_silent_and_loaded() -> None:
 
 
 def test_zero_expiry_is_timed_from_its_first_sighting() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0)
     assert observe(tracker, 1, model("a", None)) == []
     assert tracker.settling
@@ -57,7 +59,7 @@ def test_zero_expiry_is_timed_from_its_first_sighting() -> None:
 
 
 def test_model_first_seen_with_an_expiry_is_confirmed_on_the_next_poll() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0)
     assert observe(tracker, 1, model("a", at(300))) == []
     assert tracker.phase("a") is Phase.UNSURE
@@ -67,7 +69,7 @@ def test_model_first_seen_with_an_expiry_is_confirmed_on_the_next_poll() -> None
 
 
 def test_floating_expiry_of_a_new_runner_is_its_cold_request() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0)
     # Ollama 0.9 reports now + keep_alive while the runner is busy: the expiry moves.
     observe(tracker, 10, model("a", at(10 + 300)))
@@ -80,7 +82,7 @@ def test_floating_expiry_of_a_new_runner_is_its_cold_request() -> None:
 
 def test_a_loaded_model_in_use_is_not_loading() -> None:
     """On Ollama 0.9 the expiry of a loaded model moves while a request runs."""
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300)))
     for t in (1, 1.5, 2, 2.5):
         assert observe(tracker, t, model("a", at(t + 300))) == []
@@ -89,7 +91,7 @@ def test_a_loaded_model_in_use_is_not_loading() -> None:
 
 
 def test_unsure_model_that_turns_out_busy() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0)
     observe(tracker, 1, model("a", at(300)))
     observe(tracker, 1.5, model("a", None))
@@ -98,7 +100,7 @@ def test_unsure_model_that_turns_out_busy() -> None:
 
 
 def test_zero_expiry_again_is_a_reload_in_place() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300)))
     observe(tracker, 5, model("a", None))
     assert tracker.phase("a") is Phase.LOADING
@@ -107,7 +109,7 @@ def test_zero_expiry_again_is_a_reload_in_place() -> None:
 
 def test_a_changed_size_is_a_reload_even_with_a_moving_expiry() -> None:
     """Another client's num_ctx made Ollama 0.9 reload: only the size shows it."""
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300), size=100))
     observe(tracker, 5, model("a", at(305), size=200))
     assert tracker.phase("a") is Phase.LOADING
@@ -119,7 +121,7 @@ def test_a_changed_size_is_a_reload_even_with_a_moving_expiry() -> None:
 
 
 def test_a_reload_between_two_polls_is_reported_at_once() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300), context_length=512))
     assert observe(tracker, 10, model("a", at(900), context_length=1024)) == [
         ModelLoaded("a", None, reloaded=True)
@@ -128,7 +130,7 @@ def test_a_reload_between_two_polls_is_reported_at_once() -> None:
 
 
 def test_a_runner_gone_for_one_poll_and_back_is_a_reload() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300)))
     assert observe(tracker, 5) == []  # left early, nothing in sight: wait for a replacement
     assert tracker.unexplained_since == 5
@@ -139,7 +141,7 @@ def test_a_runner_gone_for_one_poll_and_back_is_a_reload() -> None:
 
 def test_a_reload_is_reported_once_then_the_model_is_like_any_other() -> None:
     """After its reload, a model coming in no longer explains another's early unload."""
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300), size=100), model("b", at(600)))
     assert observe(tracker, 5, model("a", at(900), size=200), model("b", at(600))) == [
         ModelLoaded("a", None, reloaded=True)
@@ -151,7 +153,7 @@ def test_a_reload_is_reported_once_then_the_model_is_like_any_other() -> None:
 
 
 def test_expired_at_or_after_its_expiry() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300)), model("b", at(301)))
     assert observe(tracker, 300) == [
         ModelUnloaded("a", UnloadReason.EXPIRED),
@@ -160,28 +162,28 @@ def test_expired_at_or_after_its_expiry() -> None:
 
 
 def test_evicted_for_the_model_that_came_in() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300)))
     assert observe(tracker, 5, model("b", None)) == [
-        ModelUnloaded("a", UnloadReason.EVICTED, ("b",))
+        ModelUnloaded("a", UnloadReason.DISPLACED, ("b",))
     ]
 
 
 def test_evicted_when_the_replacement_shows_up_later() -> None:
     """Ollama unloads first, then lists the new runner once the memory is back (0.5-1.5 s)."""
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300)))
     assert observe(tracker, 5) == []
     assert tracker.settling
     assert observe(tracker, 5.5) == []
     assert observe(tracker, 7.0, model("b", None)) == [
-        ModelUnloaded("a", UnloadReason.EVICTED, ("b",))
+        ModelUnloaded("a", UnloadReason.DISPLACED, ("b",))
     ]
 
 
 def test_unloaded_early_without_a_replacement() -> None:
     """keep_alive 0 from another client, out of memory, a crash: nothing came in."""
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300)), model("b", at(600)))
     assert observe(tracker, 5, model("b", at(600))) == []
     assert observe(tracker, 7.5, model("b", at(600))) == []  # a replacement may still come
@@ -190,14 +192,14 @@ def test_unloaded_early_without_a_replacement() -> None:
 
 
 def test_a_model_already_resident_is_no_replacement() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300)), model("b", at(600)))
     observe(tracker, 5, model("b", at(605)))  # b in use: still no newcomer
     assert observe(tracker, 8, model("b", at(608))) == [ModelUnloaded("a", UnloadReason.UNLOADED)]
 
 
 def test_unload_after_server_restart() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300)))
     assert observe(tracker, 400, server_restarted=True) == [
         ModelUnloaded("a", UnloadReason.SERVER_RESTARTED)
@@ -205,7 +207,7 @@ def test_unload_after_server_restart() -> None:
 
 
 def test_an_early_unload_then_a_restart_is_the_restart() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300)))
     observe(tracker, 5)
     assert observe(tracker, 30, server_restarted=True) == [
@@ -214,7 +216,7 @@ def test_an_early_unload_then_a_restart_is_the_restart() -> None:
 
 
 def test_a_model_that_leaves_right_after_its_first_sighting_gets_both_events() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0)
     observe(tracker, 1, model("a", None), model("b", at(300)))
     # a: its request ran with keep_alive 0; b: expired at once. Both were resident.
@@ -230,7 +232,7 @@ def own_request(tracker: ResidencyTracker, model: str, t: float) -> None:
 
 
 def test_a_load_held_while_an_own_request_runs() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0)
     own_request(tracker, "a", 0.5)
     observe(tracker, 1, model("a", None))
@@ -244,7 +246,7 @@ def test_a_load_held_while_an_own_request_runs() -> None:
 
 
 def test_an_announced_load_polling_sees_later_is_silent() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0)
     own_request(tracker, "a", 0.5)
     observe(tracker, 1, model("a", None))
@@ -256,7 +258,7 @@ def test_an_announced_load_polling_sees_later_is_silent() -> None:
 
 
 def test_an_announced_load_no_poll_saw_is_silent_when_it_shows_up() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0)
     own_request(tracker, "a", 0.5)
     assert tracker.request_finished("a") == OwnRequestEnd(
@@ -269,7 +271,7 @@ def test_an_announced_load_no_poll_saw_is_silent_when_it_shows_up() -> None:
 
 def test_two_own_requests_at_once_announce_one_load() -> None:
     """The cold one ends first and announces; the other adds nothing, nor does polling."""
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0)
     own_request(tracker, "a", 0.5)
     own_request(tracker, "a", 0.6)
@@ -283,7 +285,7 @@ def test_two_own_requests_at_once_announce_one_load() -> None:
 
 
 def test_two_own_requests_warm_one_first() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0)
     own_request(tracker, "a", 0.5)
     own_request(tracker, "a", 0.6)
@@ -295,7 +297,7 @@ def test_two_own_requests_warm_one_first() -> None:
 
 
 def test_an_announcement_expires() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0)
     own_request(tracker, "a", 0)
     tracker.request_finished("a")
@@ -306,7 +308,7 @@ def test_an_announcement_expires() -> None:
 
 def test_a_reload_announced_by_an_own_request_is_silent() -> None:
     """The probe's num_ctx made the server reload a resident model: the probe tells it."""
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300), size=100))
     own_request(tracker, "a", 1)
     observe(tracker, 2, model("a", None, size=200))
@@ -323,7 +325,7 @@ def test_a_reload_announced_by_an_own_request_is_silent() -> None:
 
 def test_a_model_already_loaded_before_an_own_request_is_no_new_runner() -> None:
     """Queued behind another request, a probe waited: no load of its own to announce."""
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300)))
     own_request(tracker, "a", 1)
     observe(tracker, 2, model("a", at(302)))  # in use
@@ -333,7 +335,7 @@ def test_a_model_already_loaded_before_an_own_request_is_no_new_runner() -> None
 
 
 def test_another_clients_load_under_way_before_an_own_request_is_not_its_own() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0)
     observe(tracker, 1, model("a", None))  # another client's load
     own_request(tracker, "a", 1.2)
@@ -345,7 +347,7 @@ def test_another_clients_load_under_way_before_an_own_request_is_not_its_own() -
 
 
 def test_an_announced_reload_that_never_shows_expires() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0, model("a", at(300), size=100))
     own_request(tracker, "a", 1)
     tracker.request_finished("a")
@@ -357,7 +359,7 @@ def test_an_announced_reload_that_never_shows_expires() -> None:
 
 
 def test_a_load_seen_during_an_own_request_that_failed() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0)
     own_request(tracker, "a", 0.5)
     observe(tracker, 1, model("a", None))
@@ -369,13 +371,13 @@ def test_a_load_seen_during_an_own_request_that_failed() -> None:
 
 
 def test_a_model_leaving_during_an_own_request_keeps_the_event_order() -> None:
-    tracker = ResidencyTracker()
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
     observe(tracker, 0)
     own_request(tracker, "a", 0.5)
     observe(tracker, 1, model("a", None))
     assert observe(tracker, 1.5, model("b", None)) == [
         ModelLoaded("a", None),
-        ModelUnloaded("a", UnloadReason.EVICTED, ("b",)),
+        ModelUnloaded("a", UnloadReason.DISPLACED, ("b",)),
     ]
 
 

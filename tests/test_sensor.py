@@ -96,7 +96,7 @@ async def test_ram_spill(
 ) -> None:
     emulator.add_model(EmulatedModel(name="huge:70b", size=10 * GIB, family="llama"))
     await ollama_request(emulator, "/api/generate", {"model": "huge:70b", "keep_alive": "1h"})
-    init_integration.runtime_data.coordinator._installed_fetched = None
+    init_integration.runtime_data.coordinator.monitor._installed_at = None
     await poll()
     await poll()
     assert float(hass.states.get("sensor.ollama_test_resident_ram_spill").state) == 2.0

@@ -140,7 +140,7 @@ async def test_model_name_without_tag(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
 ) -> None:
     emulator.add_model(EmulatedModel(name="gemma3:latest", size=1024**3))
-    init_integration.runtime_data.coordinator._installed_fetched = None
+    init_integration.runtime_data.coordinator.monitor._installed_at = None
     await init_integration.runtime_data.coordinator.async_refresh()
     result = await probe(hass, model="gemma3")
     assert result["model"] == "gemma3:latest"
@@ -197,7 +197,7 @@ async def test_probe_timeout(
     emulator.inject_stream_fault(kind="hang", after_chunks=1)
     with pytest.raises(HomeAssistantError) as err:
         await probe(hass, timeout=1)
-    assert err.value.translation_key == "probe_timeout"
+    assert err.value.translation_key == "timeout"
     assert "no complete reply" in str(err.value)
     assert LLAMA not in init_integration.runtime_data.coordinator.data.timings
 

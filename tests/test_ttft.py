@@ -74,7 +74,7 @@ def test_breakdown_adds_up() -> None:
 
 def test_breakdown_of_a_reply_without_tokens() -> None:
     stages = breakdown(reply(ttft_ms=10, load_ms=3, prefill_ms=5, eval_count=0, eval_ms=0))
-    assert stages.first_decode_ms == 0
+    assert stages.first_decode_ms is None  # no token decoded: unknown, not 0
     assert stages.decode_rate is None
     assert stages.overhead_ms == 2
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from homeassistant.config_entries import ConfigEntry
 from homeassistant.const import CONF_API_KEY, CONF_URL, CONF_VERIFY_SSL, Platform
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import (
@@ -13,15 +14,14 @@ from homeassistant.helpers import (
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from homeassistant.helpers.typing import ConfigType
 
-from .core.backends.ollama import OllamaClient
-from .const import CONF_RESERVE_GIB, DEFAULT_RESERVE_GIB, DOMAIN, GIB
-from .coordinator import (
-    LlmWarmthConfigEntry,
-    LlmWarmthCoordinator,
-    LlmWarmthData,
-    async_remove_stored_data,
-)
-from .entity import (
+from .const import CONF_RESERVE_GIB, CONF_SERVER_KIND, DEFAULT_RESERVE_GIB, DOMAIN, GIB, LOGGER
+from .coordinator import LlmWarmthCoordinator, async_remove_stored_data
+from .core.backends.base import ServerKind
+from .core.backends.detection import create_client
+from .data import LlmWarmthConfigEntry, LlmWarmthData
+from .devices import (
+    async_register_server,
+    async_sync_devices,
     gpu_device_identifier,
     is_gpu_device,
     model_device_identifier,
@@ -42,7 +42,9 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
 
 async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> bool:
     """Connect to one server, take the first snapshot and set up the platforms."""
-    client = OllamaClient(
+    kind = ServerKind(entry.data[CONF_SERVER_KIND])
+    client = create_client(
+        kind,
         async_get_clientsession(hass, verify_ssl=entry.data.get(CONF_VERIFY_SSL, True)),
         entry.data[CONF_URL],
         api_key=entry.data.get(CONF_API_KEY) or None,
@@ -50,46 +52,50 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     _migrate_observed_load_entities(hass, entry)
     coordinator = LlmWarmthCoordinator(hass, entry, client)
     await coordinator.async_config_entry_first_refresh()
-    device_registry = dr.async_get(hass)
-    server_device = device_registry.async_get_or_create(
-        config_entry_id=entry.entry_id,
-        identifiers={server_device_identifier(entry.entry_id)},
-        name=entry.title,
-        manufacturer="Ollama",
-        model="Ollama server",
-        sw_version=coordinator.data.version,
-        entry_type=dr.DeviceEntryType.SERVICE,
-    )
+    server_device_id = async_register_server(hass, entry, kind, coordinator.data.version)
     entry.runtime_data = LlmWarmthData(
-        client=client, coordinator=coordinator, server_device_id=server_device.id
+        client=client, coordinator=coordinator, server_device_id=server_device_id
     )
     if (source := gpu_source_from_options(hass, entry.options)) is not None:
         reserve = entry.options.get(CONF_RESERVE_GIB, DEFAULT_RESERVE_GIB)
-        gpu = GpuCoordinator(hass, entry, source, coordinator, round(reserve * GIB))
+        gpu = GpuCoordinator(
+            hass,
+            entry,
+            source,
+            update_interval=coordinator.normal_interval,
+            llm_vram=coordinator.resident_vram,
+            reserve_bytes=round(reserve * GIB),
+        )
         # A GPU source that does not work leaves the rest working: no first_refresh here.
         await gpu.async_refresh()
         entry.runtime_data.gpu = gpu
 
     @callback
     def sync_devices() -> None:
-        """Keep the server's version current and drop the devices of deleted models."""
-        snapshot = coordinator.data
-        device = device_registry.async_get(server_device.id)
-        if isinstance(device, dr.DeviceEntry) and device.sw_version != snapshot.version:
-            device_registry.async_update_device(device.id, sw_version=snapshot.version)
-        wanted = {model_device_identifier(entry.entry_id, m) for m in snapshot.models}
-        wanted.add(server_device_identifier(entry.entry_id))
-        # GPU devices stay while a GPU source is configured, even while it is down.
-        keep_gpus = entry.runtime_data.gpu is not None
-        for device in dr.async_entries_for_config_entry(device_registry, entry.entry_id):
-            if keep_gpus and is_gpu_device(entry.entry_id, device.identifiers):
-                continue
-            if not device.identifiers & wanted:
-                device_registry.async_remove_device(device.id)
+        async_sync_devices(hass, entry)
 
     sync_devices()
     entry.async_on_unload(coordinator.async_add_listener(sync_devices))
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
+    return True
+
+
+async def async_migrate_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
+    """Bring an entry of an older version up to date.
+
+    Version 1 entries are all Ollama servers: version 2 names the kind. Unique ids,
+    entities and stored measurements stay as they are.
+    """
+    if entry.version > 2:  # a newer release wrote it: do not guess
+        return False
+    if entry.version == 1:
+        hass.config_entries.async_update_entry(
+            entry,
+            data={**entry.data, CONF_SERVER_KIND: ServerKind.OLLAMA.value},
+            version=2,
+            minor_version=1,
+        )
+        LOGGER.debug("Migrated %s to version 2 (server kind: ollama)", entry.title)
     return True
 
 

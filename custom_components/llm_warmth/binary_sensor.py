@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, override
 
 from homeassistant.components.binary_sensor import (
     BinarySensorEntity,
@@ -14,16 +14,20 @@ from homeassistant.const import EntityCategory
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
-from .coordinator import LlmWarmthConfigEntry
+from .core.backends.types import ResidencyState
+from .data import LlmWarmthConfigEntry
 from .entity import (
-    LlmGpuEntity,
-    LlmModelEntity,
-    LlmServerEntity,
+    GpuEntity,
+    ModelEntity,
+    ServerEntity,
     async_add_gpu_entities,
     async_add_model_entities,
 )
 
 PARALLEL_UPDATES = 0
+
+# The states in which a server holds a model's weights.
+_HOLDING = (ResidencyState.LOADING, ResidencyState.LOADED)
 
 CONNECTIVITY = BinarySensorEntityDescription(
     key="connectivity",
@@ -54,7 +58,7 @@ async def async_setup_entry(
     )
 
 
-class ServerConnectivity(LlmServerEntity, BinarySensorEntity):
+class ServerConnectivity(ServerEntity, BinarySensorEntity):
     """On while the server answers polls; never unavailable itself."""
 
     @property
@@ -68,21 +72,28 @@ class ServerConnectivity(LlmServerEntity, BinarySensorEntity):
         return self.coordinator.last_update_success
 
 
-class ModelResident(LlmModelEntity, BinarySensorEntity):
+class ModelResident(ModelEntity, BinarySensorEntity):
     """On while the model is in the server's memory (loading included)."""
 
     @property
+    @override
     def is_on(self) -> bool:
-        """Return True while the model is resident."""
-        return self.model in self.coordinator.data.resident
+        """Return True while the model is resident (loading or loaded)."""
+        model = self.coordinator.data.resident.get(self.model)
+        return model is not None and model.state in _HOLDING
 
     @property
+    @override
     def extra_state_attributes(self) -> Mapping[str, Any]:
-        """Return whether the model is still loading."""
-        return {"loading": self.model in self.coordinator.data.loading}
+        """Return whether the model is still loading, and the server's word for its state."""
+        model = self.coordinator.data.resident.get(self.model)
+        return {
+            "loading": self.model in self.coordinator.data.loading,
+            "state": model.state.value if model else None,
+        }
 
 
-class GpuHeadroomLow(LlmGpuEntity, BinarySensorEntity):
+class GpuHeadroomLow(GpuEntity, BinarySensorEntity):
     """On while the GPU has less free memory than the household reserve."""
 
     @property

@@ -1,4 +1,4 @@
-"""Config flow: add an Ollama server, reconfigure it, re-authenticate, set the poll interval."""
+"""Config flow: add an LLM server (its kind found out), reconfigure, re-authenticate, options."""
 
 from __future__ import annotations
 
@@ -25,18 +25,12 @@ from homeassistant.helpers.selector import (
 )
 import probatio as vol
 
-from .core.backends.errors import (
-    LlmServerAuthenticationError,
-    LlmServerError,
-    LlmServerNotSupportedError,
-)
-from .core.backends.ollama import OllamaClient
 from .const import (
     CONF_EXPORTER_KIND,
     CONF_EXPORTER_URL,
     CONF_GPU_SOURCE,
     CONF_RESERVE_GIB,
-    DEFAULT_OLLAMA_PORT,
+    CONF_SERVER_KIND,
     DEFAULT_RESERVE_GIB,
     DEFAULT_SCAN_INTERVAL,
     DOMAIN,
@@ -47,13 +41,28 @@ from .const import (
     MAX_SCAN_INTERVAL,
     MIN_SCAN_INTERVAL,
 )
-from .coordinator import LlmWarmthConfigEntry
+from .core.backends.base import ServerKind
+from .core.backends.detection import DEFAULT_PORTS, Detected, OpenAiCompatibleError, detect
+from .core.backends.errors import (
+    LlmServerAuthenticationError,
+    LlmServerError,
+    LlmServerNotSupportedError,
+)
 from .core.gpu.errors import GpuSourceError
 from .core.gpu.exporter import ExporterKind
-from .gpu_coordinator import gpu_source_from_options
 from .core.server_url import normalize_url, redact_url, unique_id_for
+from .data import LlmWarmthConfigEntry
+from .gpu_coordinator import gpu_source_from_options
 
 _PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
+# Entry titles: "<kind> <host:port>".
+KIND_TITLES = {
+    ServerKind.OLLAMA: "Ollama",
+    ServerKind.LLAMA_SERVER: "llama-server",
+    ServerKind.LLAMA_SWAP: "llama-swap",
+}
+# Without a port, each server's default is tried in turn.
+_DEFAULT_PORTS = sorted(set(DEFAULT_PORTS.values()), reverse=True)
 
 
 def _server_schema(defaults: Mapping[str, Any]) -> vol.Schema:
@@ -71,7 +80,7 @@ def _server_schema(defaults: Mapping[str, Any]) -> vol.Schema:
 class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
     """Add an LLM server."""
 
-    VERSION = 1
+    VERSION = 2
     MINOR_VERSION = 1
 
     @staticmethod
@@ -81,61 +90,67 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
         return LlmWarmthOptionsFlow()
 
     async def _async_validate(self, user_input: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        """Check the server; return the cleaned entry data and the version it reported.
+        """Find the server; return the cleaned entry data (with its kind) and its version.
 
-        Raise ``_FlowError`` with the translated error key when it does not work.
+        Without a port in the URL each server's default port is tried. Raise
+        ``_FlowError`` with the translated error key when no server LLM Warmth reads
+        answers.
         """
+        candidates: list[str] = []
         try:
-            url = normalize_url(user_input[CONF_URL], DEFAULT_OLLAMA_PORT)
+            for port in _DEFAULT_PORTS:
+                url = normalize_url(user_input[CONF_URL], port)
+                if url not in candidates:
+                    candidates.append(url)
         except ValueError as err:
             raise _FlowError("invalid_url") from err
-        data = {
-            CONF_URL: url,
-            CONF_API_KEY: user_input.get(CONF_API_KEY) or "",
-            CONF_VERIFY_SSL: user_input.get(CONF_VERIFY_SSL, True),
-        }
-        if data[CONF_API_KEY] and unique_id_for(url) != url:
+        api_key = user_input.get(CONF_API_KEY) or ""
+        verify_ssl = user_input.get(CONF_VERIFY_SSL, True)
+        if api_key and unique_id_for(candidates[0]) != candidates[0]:
             # aiohttp cannot send basic-auth credentials from the URL and a bearer token.
             raise _FlowError("auth_conflict")
-        client = OllamaClient(
-            async_get_clientsession(self.hass, verify_ssl=data[CONF_VERIFY_SSL]),
-            url,
-            api_key=data[CONF_API_KEY] or None,
-        )
-        try:
-            version = await client.version()
-            # The version endpoint is open on servers behind an auth proxy: ask for a list too.
-            await client.running_models()
-        except LlmServerAuthenticationError as err:
-            raise _FlowError("invalid_auth") from err
-        except LlmServerNotSupportedError as err:
-            raise _FlowError("not_ollama") from err
-        except LlmServerError as err:
-            LOGGER.debug("Cannot connect to %s: %s", redact_url(url), err)
-            raise _FlowError("cannot_connect") from err
-        except Exception as err:
-            LOGGER.exception("Unexpected error while checking %s", redact_url(url))
-            raise _FlowError("unknown") from err
-        return data, version
+        session = async_get_clientsession(self.hass, verify_ssl=verify_ssl)
+        failure: _FlowError | None = None
+        for url in candidates:
+            try:
+                found = await _detect(session, url, api_key)
+            except _FlowError as err:
+                # A server that answers explains more than a port where nothing listens.
+                if failure is None or failure.key == "cannot_connect":
+                    failure = err
+                continue
+            data = {
+                CONF_URL: url,
+                CONF_API_KEY: api_key,
+                CONF_VERIFY_SSL: verify_ssl,
+                CONF_SERVER_KIND: found.kind.value,
+            }
+            return data, found.version
+        assert failure is not None  # one candidate at least
+        raise failure
 
     async def async_step_user(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """Ask for the server's URL and credentials."""
         errors: dict[str, str] = {}
+        placeholders = {"found": ""}
         if user_input is not None:
             try:
                 data, version = await self._async_validate(user_input)
             except _FlowError as err:
                 errors["base"] = err.key
+                placeholders["found"] = err.found
             else:
                 await self.async_set_unique_id(unique_id_for(data[CONF_URL]))
                 self._abort_if_unique_id_configured()
                 host = unique_id_for(data[CONF_URL]).split("://", 1)[1]
-                LOGGER.debug("Adding Ollama %s at %s", version, redact_url(data[CONF_URL]))
-                return self.async_create_entry(title=f"Ollama {host}", data=data)
+                kind = ServerKind(data[CONF_SERVER_KIND])
+                LOGGER.debug("Adding %s %s at %s", kind, version, redact_url(data[CONF_URL]))
+                return self.async_create_entry(title=f"{KIND_TITLES[kind]} {host}", data=data)
         return self.async_show_form(
             step_id="user",
             data_schema=self.add_suggested_values_to_schema(_server_schema({}), user_input),
             errors=errors,
+            description_placeholders=placeholders,
         )
 
     async def async_step_reconfigure(
@@ -144,11 +159,13 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
         """Change the URL, API key or TLS check of a configured server."""
         entry = self._get_reconfigure_entry()
         errors: dict[str, str] = {}
+        placeholders = {"found": ""}
         if user_input is not None:
             try:
                 data, _ = await self._async_validate(user_input)
             except _FlowError as err:
                 errors["base"] = err.key
+                placeholders["found"] = err.found
             else:
                 unique_id = unique_id_for(data[CONF_URL])
                 if unique_id != entry.unique_id:
@@ -161,6 +178,7 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
             step_id="reconfigure",
             data_schema=self.add_suggested_values_to_schema(_server_schema(entry.data), user_input),
             errors=errors,
+            description_placeholders=placeholders,
         )
 
     async def async_step_reauth(self, entry_data: Mapping[str, Any]) -> ConfigFlowResult:
@@ -185,7 +203,7 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
         return self.async_show_form(
             step_id="reauth_confirm",
             data_schema=vol.Schema({vol.Optional(CONF_API_KEY, default=""): _PASSWORD}),
-            description_placeholders={"url": redact_url(entry.data[CONF_URL])},
+            description_placeholders={"url": redact_url(entry.data[CONF_URL]), "found": ""},
             errors=errors,
         )
 
@@ -267,9 +285,31 @@ _OPTIONS_SCHEMA = vol.Schema(
 )
 
 
-class _FlowError(Exception):
-    """A check failed; ``key`` is the translated error to show."""
+async def _detect(session: Any, url: str, api_key: str) -> Detected:
+    """Return the server at ``url``, or raise ``_FlowError`` saying what is there instead."""
+    try:
+        found = await detect(session, url, api_key=api_key or None)
+        # The version endpoint is open on servers behind an auth proxy: ask for a list too.
+        await found.client.running_models()
+    except LlmServerAuthenticationError as err:
+        raise _FlowError("invalid_auth") from err
+    except OpenAiCompatibleError as err:
+        raise _FlowError("openai_compatible", str(err)) from err
+    except LlmServerNotSupportedError as err:
+        raise _FlowError("not_supported", str(err)) from err
+    except LlmServerError as err:
+        LOGGER.debug("Cannot connect to %s: %s", redact_url(url), err)
+        raise _FlowError("cannot_connect") from err
+    except Exception as err:
+        LOGGER.exception("Unexpected error while checking %s", redact_url(url))
+        raise _FlowError("unknown") from err
+    return found
 
-    def __init__(self, key: str) -> None:
+
+class _FlowError(Exception):
+    """A check failed; ``key`` is the translated error to show, ``found`` what answered."""
+
+    def __init__(self, key: str, found: str = "") -> None:
         super().__init__(key)
         self.key = key
+        self.found = found

@@ -7,7 +7,9 @@ from typing import Final
 DOMAIN: Final = "llm_warmth"
 LOGGER = logging.getLogger(__package__)
 
-DEFAULT_OLLAMA_PORT: Final = 11434
+# Which kind of server an entry talks to (a ServerKind value); entries before version 2
+# were all Ollama.
+CONF_SERVER_KIND: Final = "server_kind"
 
 # Poll interval (options flow), in seconds.
 DEFAULT_SCAN_INTERVAL: Final = 10
@@ -17,10 +19,6 @@ MAX_SCAN_INTERVAL: Final = 300
 SETTLING_SCAN_INTERVAL: Final = timedelta(seconds=0.5)
 # ... for at most this long at a time; then the regular interval again until it settles.
 FAST_POLL_LIMIT: Final = timedelta(minutes=5)
-# The installed models change rarely: list them at most this often (and when a new one is resident).
-INSTALLED_REFRESH_INTERVAL: Final = timedelta(minutes=1)
-# The version too (and after a failed poll, and when a model left early unexplained).
-VERSION_REFRESH_INTERVAL: Final = timedelta(minutes=5)
 
 EVENT_MODEL_LOADED: Final = "llm_warmth_model_loaded"
 EVENT_MODEL_UNLOADED: Final = "llm_warmth_model_unloaded"

@@ -10,8 +10,8 @@ from homeassistant.const import CONF_API_KEY, CONF_URL
 from homeassistant.core import HomeAssistant
 
 from .const import CONF_EXPORTER_URL
-from .coordinator import LlmWarmthConfigEntry
 from .core.server_url import redact_url
+from .data import LlmWarmthConfigEntry
 
 TO_REDACT = {CONF_API_KEY}
 

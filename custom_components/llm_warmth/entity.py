@@ -1,91 +1,149 @@
-"""Base entities: one device per server, one device per model on it."""
+"""One base entity for the server, its models and its GPUs, and how they are added."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import Any, override
 
 from homeassistant.core import callback
-from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
+from homeassistant.helpers.device_registry import DeviceInfo
 from homeassistant.helpers.entity import Entity, EntityDescription
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
-from homeassistant.helpers.update_coordinator import CoordinatorEntity
+from homeassistant.helpers.update_coordinator import CoordinatorEntity, DataUpdateCoordinator
 
-from .const import DOMAIN
-from .coordinator import LlmWarmthConfigEntry, LlmWarmthCoordinator
-
-if TYPE_CHECKING:
-    from .gpu_coordinator import GpuCoordinator, GpuReading, GpuSnapshot
-
-
-def server_device_identifier(entry_id: str) -> tuple[str, str]:
-    """Return the device registry identifier of a server."""
-    return (DOMAIN, entry_id)
+from .coordinator import LlmWarmthCoordinator
+from .core.backends.base import Capabilities
+from .core.monitor import ServerSnapshot
+from .data import LlmWarmthConfigEntry
+from .devices import gpu_device_identifier, model_device_info, server_device_identifier
+from .gpu_coordinator import GpuCoordinator, GpuReading, GpuSnapshot
 
 
-def model_device_identifier(entry_id: str, model: str) -> tuple[str, str]:
-    """Return the device registry identifier of a model on a server."""
-    return (DOMAIN, f"{entry_id}_{model}")
+class LlmWarmthEntity[CoordinatorT: DataUpdateCoordinator[Any]](CoordinatorEntity[CoordinatorT]):
+    """An entity of one device of an entry: the server, a model (``subject``) or a GPU.
 
-
-def gpu_device_identifier(entry_id: str, uuid: str) -> tuple[str, str]:
-    """Return the device registry identifier of a GPU seen by a server's entry."""
-    return (DOMAIN, f"{entry_id}_gpu_{uuid}")
-
-
-def is_gpu_device(entry_id: str, identifiers: Iterable[tuple[str, str]]) -> bool:
-    """Return True for the identifiers of one of the entry's GPU devices."""
-    prefix = f"{entry_id}_gpu_"
-    return any(domain == DOMAIN and ident.startswith(prefix) for domain, ident in identifiers)
-
-
-class LlmServerEntity(CoordinatorEntity[LlmWarmthCoordinator]):
-    """An entity of the server's device."""
+    The unique id is ``<entry id>[_<subject>]_<key>``; the entity is available while its
+    coordinator's last update worked and ``present`` says its subject is still there.
+    """
 
     _attr_has_entity_name = True
+
+    def __init__(
+        self,
+        coordinator: CoordinatorT,
+        description: EntityDescription,
+        device_info: DeviceInfo,
+        entry_id: str,
+        subject: str | None = None,
+    ) -> None:
+        """Attach the entity to its device."""
+        super().__init__(coordinator)
+        self.entity_description = description
+        self.subject = subject
+        self._attr_unique_id = "_".join(p for p in (entry_id, subject, description.key) if p)
+        self._attr_device_info = device_info
+
+    def present(self) -> bool:
+        """Return True while the entity's subject exists (always, for the server)."""
+        return True
+
+    @property
+    @override
+    def available(self) -> bool:
+        """Return True while the coordinator works and the subject is there."""
+        return super().available and self.present()
+
+
+class ServerEntity(LlmWarmthEntity[LlmWarmthCoordinator]):
+    """An entity of the server's device."""
 
     def __init__(self, coordinator: LlmWarmthCoordinator, description: EntityDescription) -> None:
         """Attach the entity to the server's device."""
-        super().__init__(coordinator)
-        self.entity_description = description
         entry_id = coordinator.config_entry.entry_id
-        self._attr_unique_id = f"{entry_id}_{description.key}"
-        self._attr_device_info = DeviceInfo(identifiers={server_device_identifier(entry_id)})
+        super().__init__(
+            coordinator,
+            description,
+            DeviceInfo(identifiers={server_device_identifier(entry_id)}),
+            entry_id,
+        )
+
+    @property
+    def snapshot(self) -> ServerSnapshot:
+        """Return the latest snapshot of the server."""
+        return self.coordinator.data
 
 
-class LlmModelEntity(CoordinatorEntity[LlmWarmthCoordinator]):
+class ModelEntity(ServerEntity):
     """An entity of one model's device (``via_device`` the server)."""
-
-    _attr_has_entity_name = True
 
     def __init__(
         self, coordinator: LlmWarmthCoordinator, description: EntityDescription, model: str
     ) -> None:
         """Attach the entity to the model's device."""
-        super().__init__(coordinator)
-        self.entity_description = description
-        self.model = model
-        entry_id = coordinator.config_entry.entry_id
-        self._attr_unique_id = f"{entry_id}_{model}_{description.key}"
-        installed = coordinator.data.installed.get(model)
-        resident = coordinator.data.resident.get(model)
-        details = installed or resident
-        self._attr_device_info = DeviceInfo(
-            identifiers={model_device_identifier(entry_id, model)},
-            name=model,
-            manufacturer="Ollama",
-            model=" ".join(part for part in (details.family, details.parameter_size) if part)
-            if details
-            else None,
-            model_id=details.quantization_level if details else None,
-            entry_type=DeviceEntryType.SERVICE,
-            via_device_id=coordinator.config_entry.runtime_data.server_device_id,
+        data = coordinator.data
+        details = data.installed.get(model) or data.resident.get(model)
+        LlmWarmthEntity.__init__(
+            self,
+            coordinator,
+            description,
+            model_device_info(coordinator.config_entry, model, details),
+            coordinator.config_entry.entry_id,
+            model,
         )
+        self.model = model
+
+    @override
+    def present(self) -> bool:
+        """Return True while the server still has the model."""
+        return self.model in self.coordinator.data.models
+
+
+class GpuEntity(LlmWarmthEntity[GpuCoordinator]):
+    """An entity of one GPU's device (``via_device`` the server)."""
+
+    def __init__(
+        self, coordinator: GpuCoordinator, description: EntityDescription, uuid: str
+    ) -> None:
+        """Attach the entity to the GPU's device."""
+        entry = coordinator.config_entry
+        status = coordinator.data.gpus[uuid].status
+        super().__init__(
+            coordinator,
+            description,
+            DeviceInfo(
+                identifiers={gpu_device_identifier(entry.entry_id, uuid)},
+                name=f"GPU {status.index} {status.name or ''}".strip(),
+                manufacturer="NVIDIA",
+                model=status.name,
+                serial_number=uuid,
+                via_device_id=entry.runtime_data.server_device_id,
+            ),
+            entry.entry_id,
+            f"gpu_{uuid}",
+        )
+        self.uuid = uuid
 
     @property
-    def available(self) -> bool:
-        """Return True while the server answers and still has the model."""
-        return super().available and self.model in self.coordinator.data.models
+    def reading(self) -> GpuReading:
+        """Return this GPU's latest reading (only while available)."""
+        return self.coordinator.data.gpus[self.uuid]
+
+    @override
+    def present(self) -> bool:
+        """Return True while this GPU could be read."""
+        reading = self.coordinator.data.gpus.get(self.uuid)
+        return reading is not None and reading.status.error is None
+
+
+def supported[D: EntityDescription](
+    descriptions: Iterable[D], capabilities: Capabilities
+) -> list[D]:
+    """Return the descriptions whose data this kind of server gives."""
+    return [d for d in descriptions if getattr(d, "has_fn", _always)(capabilities)]
+
+
+def _always(capabilities: Capabilities) -> bool:
+    return True
 
 
 @callback
@@ -96,7 +154,7 @@ def async_add_model_entities(
 ) -> None:
     """Add a model's entities when the model first shows up, now and after each poll.
 
-    A model that disappears is forgotten here (its device is removed in ``__init__``), so
+    A model that disappears is forgotten here (its device is removed in ``devices``), so
     that it gets fresh entities if it is installed again.
     """
     coordinator = entry.runtime_data.coordinator
@@ -117,45 +175,6 @@ def async_add_model_entities(
     entry.async_on_unload(coordinator.async_add_listener(add_new_models))
 
 
-class LlmGpuEntity(CoordinatorEntity["GpuCoordinator"]):
-    """An entity of one GPU's device (``via_device`` the server)."""
-
-    _attr_has_entity_name = True
-
-    def __init__(
-        self, coordinator: GpuCoordinator, description: EntityDescription, uuid: str
-    ) -> None:
-        """Attach the entity to the GPU's device."""
-        super().__init__(coordinator)
-        self.entity_description = description
-        self.uuid = uuid
-        entry = coordinator.config_entry
-        self._attr_unique_id = f"{entry.entry_id}_gpu_{uuid}_{description.key}"
-        status = coordinator.data.gpus[uuid].status
-        self._attr_device_info = DeviceInfo(
-            identifiers={gpu_device_identifier(entry.entry_id, uuid)},
-            name=f"GPU {status.index} {status.name or ''}".strip(),
-            manufacturer="NVIDIA",
-            model=status.name,
-            serial_number=uuid,
-            via_device_id=entry.runtime_data.server_device_id,
-        )
-
-    @property
-    def reading(self) -> GpuReading:
-        """Return this GPU's latest reading (only while available)."""
-        return self.coordinator.data.gpus[self.uuid]
-
-    @property
-    def available(self) -> bool:
-        """Return True while the source answers and this GPU could be read."""
-        snapshot: GpuSnapshot | None = self.coordinator.data
-        if not super().available or snapshot is None:
-            return False
-        reading = snapshot.gpus.get(self.uuid)
-        return reading is not None and reading.status.error is None
-
-
 @callback
 def async_add_gpu_entities(
     entry: LlmWarmthConfigEntry,
@@ -163,10 +182,10 @@ def async_add_gpu_entities(
     entities_for_gpu: Callable[[GpuCoordinator, str], Iterable[Entity]],
 ) -> None:
     """Add a GPU's entities when the GPU source first reports it, now and after each poll."""
-    coordinator = entry.runtime_data.gpu
-    if coordinator is None:
+    gpu = entry.runtime_data.gpu
+    if gpu is None:
         return
-    gpu_coordinator = coordinator
+    gpu_coordinator = gpu
     known: set[str] = set()
 
     @callback

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Protocol
 
 from homeassistant.core import HomeAssistant
@@ -21,12 +22,12 @@ from .const import (
     GPU_SOURCE_NVML,
     LOGGER,
 )
-from .coordinator import LlmWarmthConfigEntry, LlmWarmthCoordinator
 from .core.gpu.errors import GpuSourceError
 from .core.gpu.exporter import ExporterKind, ExporterSource
 from .core.gpu.nvml import NvmlSource
 from .core.gpu.types import GpuStatus
 from .core.headroom import GpuMemoryView, memory_view
+from .data import LlmWarmthConfigEntry
 
 
 class GpuSource(Protocol):
@@ -87,21 +88,28 @@ class GpuCoordinator(DataUpdateCoordinator[GpuSnapshot]):
         hass: HomeAssistant,
         entry: LlmWarmthConfigEntry,
         source: GpuSource,
-        server: LlmWarmthCoordinator,
+        *,
+        update_interval: timedelta,
+        llm_vram: Callable[[], int | None],
         reserve_bytes: int,
     ) -> None:
-        """Poll ``source`` as often as the server is polled normally."""
+        """Poll ``source`` every ``update_interval``.
+
+        ``llm_vram`` returns the GPU memory the server's resident models hold, where the
+        server reports it (None otherwise): it splits the memory when the GPU's process
+        list does not name the server.
+        """
         super().__init__(
             hass,
             LOGGER,
             config_entry=entry,
             name=f"{DOMAIN} {entry.title} GPU",
-            update_interval=server.normal_interval,
+            update_interval=update_interval,
             always_update=False,
         )
         self.source = source
         self.reserve_bytes = reserve_bytes
-        self._server = server
+        self._llm_vram = llm_vram
         self._issue_id = gpu_issue_id(entry.entry_id)
         self.unavailable_reason: str | None = None
 
@@ -135,8 +143,7 @@ class GpuCoordinator(DataUpdateCoordinator[GpuSnapshot]):
             ) from err
         self.unavailable_reason = None
         ir.async_delete_issue(self.hass, DOMAIN, self._issue_id)
-        server = self._server.data if self._server.last_update_success else None
-        llm_vram = sum(m.size_vram for m in server.resident.values()) if server else None
+        llm_vram = self._llm_vram()
         return GpuSnapshot(
             gpus={
                 gpu.uuid: GpuReading(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, override
 
 from homeassistant.components.sensor import (
     SensorDeviceClass,
@@ -25,29 +25,23 @@ from homeassistant.const import (
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
-from .coordinator import LlmWarmthConfigEntry, ServerSnapshot
+from .core.backends.base import Capabilities
+from .core.monitor import ServerSnapshot
+from .core.ttft import Classification, ModelTiming, StageBreakdown
+from .data import LlmWarmthConfigEntry
 from .entity import (
-    LlmGpuEntity,
-    LlmModelEntity,
-    LlmServerEntity,
+    GpuEntity,
+    ModelEntity,
+    ServerEntity,
     async_add_gpu_entities,
     async_add_model_entities,
+    supported,
 )
 from .gpu_coordinator import GpuReading
-from .core.ttft import Classification, ModelTiming
 
 PARALLEL_UPDATES = 0
 
 type SensorValue = datetime | float | int | str | None
-
-# Memory sizes: measured in bytes, shown in GiB.
-_BYTES_IN_GIB: Final[dict[str, Any]] = {
-    "device_class": SensorDeviceClass.DATA_SIZE,
-    "state_class": SensorStateClass.MEASUREMENT,
-    "native_unit_of_measurement": UnitOfInformation.BYTES,
-    "suggested_unit_of_measurement": UnitOfInformation.GIBIBYTES,
-    "suggested_display_precision": 2,
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +50,7 @@ class ServerSensorDescription(SensorEntityDescription):
 
     value_fn: Callable[[ServerSnapshot], SensorValue]
     attrs_fn: Callable[[ServerSnapshot], Mapping[str, Any]] | None = None
+    has_fn: Callable[[Capabilities], bool] = lambda _: True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +59,7 @@ class ModelSensorDescription(SensorEntityDescription):
 
     value_fn: Callable[[ServerSnapshot, str], SensorValue]
     attrs_fn: Callable[[ServerSnapshot, str], Mapping[str, Any]] | None = None
+    has_fn: Callable[[Capabilities], bool] = lambda _: True
 
 
 _NO_TIMING = ModelTiming()
@@ -73,9 +69,12 @@ def _timing(snapshot: ServerSnapshot, model: str) -> ModelTiming:
     return snapshot.timings.get(model, _NO_TIMING)
 
 
-def _decode_rate(snapshot: ServerSnapshot, model: str) -> float | None:
+def _last(
+    snapshot: ServerSnapshot, model: str, value_fn: Callable[[StageBreakdown], float | None]
+) -> float | None:
+    """Return a figure of the model's last probe, None before the first."""
     last = _timing(snapshot, model).last
-    return last.decode_rate if last else None
+    return value_fn(last) if last else None
 
 
 def _classification(snapshot: ServerSnapshot, model: str) -> str | None:
@@ -111,6 +110,7 @@ def _load_figure_sensor(
     key: str,
     value_fn: Callable[[ModelTiming], float | None],
     source_fn: Callable[[ModelTiming], str | None],
+    has_fn: Callable[[Capabilities], bool] = lambda _: True,
 ) -> ModelSensorDescription:
     """Describe a load figure: seconds, with the source it comes from as an attribute."""
     return ModelSensorDescription(
@@ -122,7 +122,30 @@ def _load_figure_sensor(
         suggested_display_precision=1,
         value_fn=lambda s, m: value_fn(_timing(s, m)),
         attrs_fn=lambda s, m: {"source": source_fn(_timing(s, m))},
+        has_fn=has_fn,
     )
+
+
+def _memory_sensor[D: SensorEntityDescription](description: type[D], key: str, **fields: Any) -> D:
+    """Describe a memory size: measured in bytes, shown in GiB."""
+    return description(
+        key=key,
+        translation_key=key,
+        device_class=SensorDeviceClass.DATA_SIZE,
+        state_class=SensorStateClass.MEASUREMENT,
+        native_unit_of_measurement=UnitOfInformation.BYTES,
+        suggested_unit_of_measurement=UnitOfInformation.GIBIBYTES,
+        suggested_display_precision=2,
+        **fields,
+    )
+
+
+def _reports_memory(capabilities: Capabilities) -> bool:
+    return capabilities.reports_memory
+
+
+def _total(values: list[int | None]) -> int | None:
+    return None if None in values else sum(v for v in values if v is not None)
 
 
 def _unloads_at(snapshot: ServerSnapshot, model: str) -> datetime | None:
@@ -149,17 +172,17 @@ SERVER_SENSORS: tuple[ServerSensorDescription, ...] = (
         value_fn=lambda s: len(s.resident),
         attrs_fn=lambda s: {"names": sorted(s.resident)},
     ),
-    ServerSensorDescription(
-        key="resident_vram",
-        translation_key="resident_vram",
-        **_BYTES_IN_GIB,
-        value_fn=lambda s: sum(m.size_vram for m in s.resident.values()),
+    _memory_sensor(
+        ServerSensorDescription,
+        "resident_vram",
+        value_fn=lambda s: _total([m.size_vram for m in s.resident.values()]),
+        has_fn=_reports_memory,
     ),
-    ServerSensorDescription(
-        key="resident_ram_spill",
-        translation_key="resident_ram_spill",
-        **_BYTES_IN_GIB,
-        value_fn=lambda s: sum(m.ram_spill for m in s.resident.values()),
+    _memory_sensor(
+        ServerSensorDescription,
+        "resident_ram_spill",
+        value_fn=lambda s: _total([m.ram_spill for m in s.resident.values()]),
+        has_fn=_reports_memory,
     ),
     ServerSensorDescription(
         key="installed_models",
@@ -178,14 +201,16 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         device_class=SensorDeviceClass.TIMESTAMP,
         value_fn=_unloads_at,
         attrs_fn=_kept_forever,
+        has_fn=lambda c: c.reports_expiry,
     ),
-    ModelSensorDescription(
-        key="vram",
-        translation_key="vram",
-        **_BYTES_IN_GIB,
+    _memory_sensor(
+        ModelSensorDescription,
+        "vram",
         value_fn=lambda s, m: s.resident[m].size_vram if m in s.resident else 0,
+        has_fn=_reports_memory,
     ),
     ModelSensorDescription(
+        has_fn=_reports_memory,
         key="gpu_share",
         translation_key="gpu_share",
         native_unit_of_measurement=PERCENTAGE,
@@ -200,11 +225,13 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         entity_registry_enabled_default=False,
         native_unit_of_measurement="tokens",
         value_fn=lambda s, m: s.resident[m].context_length if m in s.resident else None,
+        has_fn=lambda c: c.reports_context_length,
     ),
     _load_figure_sensor(
         "last_measured_load_duration",
         lambda t: t.load_seconds,
-        lambda t: "server" if t.load_seconds is not None else None,
+        lambda t: t.load_source,
+        has_fn=lambda c: c.reports_load_duration or c.reports_loading,
     ),
     _load_figure_sensor(
         "last_cold_request_duration",
@@ -223,12 +250,21 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         "overhead_stage", lambda t: t.last.overhead_ms if t.last else None, enabled=False
     ),
     ModelSensorDescription(
+        key="prompt_cache_reuse",
+        translation_key="prompt_cache_reuse",
+        native_unit_of_measurement=PERCENTAGE,
+        state_class=SensorStateClass.MEASUREMENT,
+        suggested_display_precision=0,
+        value_fn=lambda s, m: _last(s, m, lambda b: b.prompt_cache_reuse),
+        has_fn=lambda c: c.reports_prompt_cache,
+    ),
+    ModelSensorDescription(
         key="decode_rate",
         translation_key="decode_rate",
         native_unit_of_measurement="tokens/s",
         state_class=SensorStateClass.MEASUREMENT,
         suggested_display_precision=1,
-        value_fn=_decode_rate,
+        value_fn=lambda s, m: _last(s, m, lambda b: b.decode_rate),
     ),
     ModelSensorDescription(
         key="last_probe",
@@ -257,19 +293,6 @@ class GpuSensorDescription(SensorEntityDescription):
     attrs_fn: Callable[[GpuReading], Mapping[str, Any]] | None = None
 
 
-def _memory_sensor(
-    key: str, value_fn: Callable[[GpuReading], int | None], **kwargs: Any
-) -> GpuSensorDescription:
-    """Describe a GPU memory sensor: bytes, shown in GiB."""
-    return GpuSensorDescription(
-        key=key,
-        translation_key=key,
-        **_BYTES_IN_GIB,
-        value_fn=value_fn,
-        **kwargs,
-    )
-
-
 def _other_processes(reading: GpuReading) -> Mapping[str, Any]:
     processes = reading.memory.other_processes
     return {
@@ -290,15 +313,25 @@ PERFORMANCE_STATES = [f"p{n}" for n in range(16)]
 
 GPU_SENSORS: tuple[GpuSensorDescription, ...] = (
     _memory_sensor(
+        GpuSensorDescription,
         "gpu_memory_total",
-        lambda r: r.status.memory_total,
+        value_fn=lambda r: r.status.memory_total,
         entity_category=EntityCategory.DIAGNOSTIC,
     ),
-    _memory_sensor("gpu_memory_used", lambda r: r.status.memory_used),
-    _memory_sensor("gpu_memory_free", lambda r: r.status.memory_free),
-    _memory_sensor("gpu_headroom", lambda r: r.memory.headroom),
-    _memory_sensor("gpu_memory_llm", lambda r: r.memory.llm_used),
-    _memory_sensor("gpu_memory_other", lambda r: r.memory.other_used, attrs_fn=_other_processes),
+    _memory_sensor(
+        GpuSensorDescription, "gpu_memory_used", value_fn=lambda r: r.status.memory_used
+    ),
+    _memory_sensor(
+        GpuSensorDescription, "gpu_memory_free", value_fn=lambda r: r.status.memory_free
+    ),
+    _memory_sensor(GpuSensorDescription, "gpu_headroom", value_fn=lambda r: r.memory.headroom),
+    _memory_sensor(GpuSensorDescription, "gpu_memory_llm", value_fn=lambda r: r.memory.llm_used),
+    _memory_sensor(
+        GpuSensorDescription,
+        "gpu_memory_other",
+        value_fn=lambda r: r.memory.other_used,
+        attrs_fn=_other_processes,
+    ),
     GpuSensorDescription(
         key="gpu_utilization",
         translation_key="gpu_utilization",
@@ -374,12 +407,17 @@ async def async_setup_entry(
 ) -> None:
     """Set up the server's sensors and, as models appear, theirs."""
     coordinator = entry.runtime_data.coordinator
-    async_add_entities(ServerSensor(coordinator, description) for description in SERVER_SENSORS)
+    capabilities = entry.runtime_data.client.capabilities
+    model_sensors = supported(MODEL_SENSORS, capabilities)
+    async_add_entities(
+        ServerSensor(coordinator, description)
+        for description in supported(SERVER_SENSORS, capabilities)
+    )
     async_add_model_entities(
         entry,
         async_add_entities,
         lambda model: (
-            ModelSensor(coordinator, description, model) for description in MODEL_SENSORS
+            ModelSensor(coordinator, description, model) for description in model_sensors
         ),
     )
     async_add_gpu_entities(
@@ -389,51 +427,57 @@ async def async_setup_entry(
     )
 
 
-class ServerSensor(LlmServerEntity, SensorEntity):
+class ServerSensor(ServerEntity, SensorEntity):
     """A sensor of the server's device."""
 
     entity_description: ServerSensorDescription
 
     @property
+    @override
     def native_value(self) -> SensorValue:
         """Return the sensor's value from the latest snapshot."""
         return self.entity_description.value_fn(self.coordinator.data)
 
     @property
+    @override
     def extra_state_attributes(self) -> Mapping[str, Any] | None:
         """Return the description's attributes, if it has any."""
         attrs_fn = self.entity_description.attrs_fn
         return attrs_fn(self.coordinator.data) if attrs_fn else None
 
 
-class ModelSensor(LlmModelEntity, SensorEntity):
+class ModelSensor(ModelEntity, SensorEntity):
     """A sensor of one model's device."""
 
     entity_description: ModelSensorDescription
 
     @property
+    @override
     def native_value(self) -> SensorValue:
         """Return the sensor's value from the latest snapshot."""
         return self.entity_description.value_fn(self.coordinator.data, self.model)
 
     @property
+    @override
     def extra_state_attributes(self) -> Mapping[str, Any] | None:
         """Return the description's attributes, if it has any."""
         attrs_fn = self.entity_description.attrs_fn
         return attrs_fn(self.coordinator.data, self.model) if attrs_fn else None
 
 
-class GpuSensor(LlmGpuEntity, SensorEntity):
+class GpuSensor(GpuEntity, SensorEntity):
     """A sensor of one GPU's device."""
 
     entity_description: GpuSensorDescription
 
     @property
+    @override
     def native_value(self) -> SensorValue:
         """Return the sensor's value from the latest GPU reading."""
         return self.entity_description.value_fn(self.reading)
 
     @property
+    @override
     def extra_state_attributes(self) -> Mapping[str, Any] | None:
         """Return the description's attributes, if it has any."""
         attrs_fn = self.entity_description.attrs_fn

@@ -6,23 +6,14 @@ from typing import Any, Final, cast
 
 from homeassistant.const import ATTR_CONFIG_ENTRY_ID
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
-from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import config_validation as cv, service
 import probatio as vol
 
-from .core.backends.errors import (
-    LlmModelNotFoundError,
-    LlmServerAuthenticationError,
-    LlmServerBusyError,
-    LlmServerConnectionError,
-    LlmServerError,
-    LlmServerOutOfMemoryError,
-    LlmServerTimeoutError,
-)
-from .core.backends.ollama import GENERATION_TIMEOUT
 from .const import DOMAIN
-from .coordinator import LlmWarmthConfigEntry
+from .core.backends.base import GENERATION_TIMEOUT
 from .core.server_url import redact_url
+from .data import LlmWarmthConfigEntry
+from .errors import translated_errors
 
 SERVICE_PROBE: Final = "probe"
 ATTR_MODEL: Final = "model"
@@ -91,40 +82,17 @@ async def _async_probe(call: ServiceCall) -> ServiceResponse:
     if ATTR_NUM_CTX in call.data:
         options["num_ctx"] = call.data[ATTR_NUM_CTX]
     placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
-    try:
-        sample, verdict = await coordinator.async_probe(
+    with translated_errors(call.hass, entry, placeholders):
+        probe = await coordinator.async_probe(
             model,
             prompt,
             api=call.data[ATTR_API],
             options=options,
             timeout=call.data[ATTR_TIMEOUT],
         )
-    except LlmServerAuthenticationError as err:
-        entry.async_start_reauth(call.hass)
-        raise _error("invalid_auth", placeholders, err) from err
-    except LlmServerTimeoutError as err:
-        raise _error("probe_timeout", placeholders, err) from err
-    except LlmServerConnectionError as err:
-        raise _error("cannot_connect", placeholders, err) from err
-    except LlmModelNotFoundError as err:
-        raise _error("model_not_found", placeholders, err) from err
-    except LlmServerBusyError as err:
-        raise _error("server_busy", placeholders, err) from err
-    except LlmServerOutOfMemoryError as err:
-        raise _error("out_of_memory", placeholders, err) from err
-    except LlmServerError as err:
-        raise _error("unexpected_response", placeholders, err) from err
     return {
         "model": model,
-        "classification": verdict.classification.value,
-        "dominant_stage": verdict.dominant_stage.value,
-        **sample.as_dict(),
+        "classification": probe.verdict.classification.value,
+        "dominant_stage": probe.verdict.dominant_stage.value,
+        **probe.sample.as_dict(),
     }
-
-
-def _error(key: str, placeholders: dict[str, str], err: Exception) -> HomeAssistantError:
-    return HomeAssistantError(
-        translation_domain=DOMAIN,
-        translation_key=key,
-        translation_placeholders={**placeholders, "error": str(err)},
-    )

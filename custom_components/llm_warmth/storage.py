@@ -14,7 +14,9 @@ from .core.ttft import ModelTiming
 STORAGE_VERSION: Final = 1
 # 1.2: the polling figure stored as "load_seconds" (the request that loaded a model, as
 # polls saw it) became "cold_request_seconds"; "load_seconds" is now the server's own.
-STORAGE_MINOR_VERSION: Final = 2
+# 1.3: "load_source" says who measured "load_seconds" (until then only Ollama: "server");
+# stages a server did not report are null.
+STORAGE_MINOR_VERSION: Final = 3
 # Seconds to gather writes to the store.
 STORE_DELAY: Final = 5
 
@@ -30,6 +32,11 @@ class _TimingStore(Store[dict[str, Any]]):
                 if isinstance(values, dict) and (seconds := values.pop("load_seconds", None)):
                     values["cold_request_seconds"] = seconds
                     values["cold_request_source"] = "polling"
+        if old_minor_version < 3:
+            models = old_data.get("models")
+            for values in models.values() if isinstance(models, dict) else ():
+                if isinstance(values, dict) and values.get("load_seconds") is not None:
+                    values.setdefault("load_source", "server")
         return old_data
 
 

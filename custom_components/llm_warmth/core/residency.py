@@ -17,7 +17,7 @@ facts of current releases are in ``shared/docs/llm-servers.md``):
   a model in use, not a load.
 
 A model that leaves is given the reason the evidence supports: ``expired`` when it left at
-or after its expiry; ``evicted`` when another model came in at the same time (named in
+or after its expiry; ``displaced`` when another model came in at the same time (named in
 ``replaced_by``); ``unloaded`` when it left early and nothing came in by the next poll (an
 explicit unload such as ``keep_alive: 0``, out of memory, a crash); ``server_restarted``
 when the server was unreachable or changed version in between.
@@ -33,7 +33,8 @@ from datetime import datetime
 from enum import StrEnum
 import math
 
-from .backends.types import ResidentModel
+from .backends.base import Capabilities
+from .backends.types import ResidencyState, ResidentModel
 
 # An expiry that moved forward by the time between two polls, within this much, floats.
 _FLOAT_TOLERANCE_SECONDS = 0.15
@@ -58,7 +59,7 @@ class UnloadReason(StrEnum):
     """Why a model left memory."""
 
     EXPIRED = "expired"
-    EVICTED = "evicted"
+    DISPLACED = "displaced"
     UNLOADED = "unloaded"
     SERVER_RESTARTED = "server_restarted"
 
@@ -67,14 +68,18 @@ class UnloadReason(StrEnum):
 class ModelLoaded:
     """A model came into memory.
 
-    ``cold_request_seconds``: from the first poll that saw the new runner until the request
-    that loaded it had finished; None when the load was not seen in progress.
-    ``reloaded``: the model was resident before and its runner was replaced in place.
+    ``seconds``: from the first poll that saw the new runner until the poll that saw it
+    ready; None when the load was not seen in progress. What that spans depends on the
+    server: ``load_end_seen`` when the server names a loading state that ends with the load
+    (llama-server, llama-swap), else it ends with the request that loaded the model
+    (Ollama: the cold request). ``reloaded``: the model was resident before and its runner
+    was replaced in place.
     """
 
     model: str
-    cold_request_seconds: float | None
+    seconds: float | None
     reloaded: bool = False
+    load_end_seen: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +95,7 @@ type ResidencyChange = ModelLoaded | ModelUnloaded
 
 
 # What identifies a runner in /api/ps: a reload in place changes one of these.
-type _RunnerKey = tuple[int, int, int | None, str]
+type _RunnerKey = tuple[int | None, int | None, int | None, str]
 
 
 def _runner_key(model: ResidentModel) -> _RunnerKey:
@@ -160,10 +165,17 @@ class _Gone:
 
 
 class ResidencyTracker:
-    """Turns successive ``/api/ps`` snapshots into load and unload changes."""
+    """Turns successive lists of resident models into load and unload changes."""
 
-    def __init__(self) -> None:
-        """Start with no knowledge: the first observation is the baseline."""
+    def __init__(self, capabilities: Capabilities) -> None:
+        """Start with no knowledge: the first observation is the baseline.
+
+        A server whose expiry moves while a request runs (Ollama 0.9) may be loading a
+        model it lists as loaded: such a first sighting is unsure until the next poll. A
+        server that names its loading state is believed at once.
+        """
+        self._floating = capabilities.expiry_moves_while_busy
+        self._load_end_seen = capabilities.reports_loading and not self._floating
         self._models: dict[str, _Tracked] = {}
         self._baseline_taken = False
         # Models that left early with nothing in sight: decided once a replacement shows
@@ -216,9 +228,11 @@ class ResidencyTracker:
         # Models coming in: new this poll, a new runner in place, or still loading.
         arriving: set[str] = set()
         for model in resident:
+            if model.state not in (ResidencyState.LOADING, ResidencyState.LOADED):
+                continue  # asleep or on its way out: not holding its weights
             previous = self._models.get(model.name)
             if previous is None:
-                tracked = self._first_sight(model, now, monotonic, baseline=baseline)
+                tracked = self._first_sight(model, now, monotonic, baseline, changes)
                 arriving.add(model.name)
             else:
                 tracked = self._follow(previous, model, now, monotonic, changes)
@@ -232,21 +246,26 @@ class ResidencyTracker:
             if gone.phase is not Phase.LOADED and not gone.announced(monotonic):
                 # It was resident, if only briefly: say so before it leaves (not held
                 # back for an own request, so that the two events keep their order).
-                changes.append(ModelLoaded(name, None, gone.reloaded))
+                changes.append(self._loaded(name, None, gone.reloaded))
             replacements = tuple(sorted(arriving - {name}))
             if server_restarted:
                 changes.append(ModelUnloaded(name, UnloadReason.SERVER_RESTARTED))
             elif _expired(gone, now):
                 changes.append(ModelUnloaded(name, UnloadReason.EXPIRED))
             elif replacements:
-                changes.append(ModelUnloaded(name, UnloadReason.EVICTED, replacements))
+                changes.append(ModelUnloaded(name, UnloadReason.DISPLACED, replacements))
             else:
                 self._pending[name] = _Gone(gone, monotonic)
         self._models = seen
         return changes
 
     def _first_sight(
-        self, model: ResidentModel, now: datetime, monotonic: float, *, baseline: bool
+        self,
+        model: ResidentModel,
+        now: datetime,
+        monotonic: float,
+        baseline: bool,
+        changes: list[ResidencyChange],
     ) -> _Tracked:
         # Back one poll after it left: replaced in place, not unloaded.
         reloaded = self._pending.pop(model.name, None) is not None
@@ -255,8 +274,12 @@ class ResidencyTracker:
             phase = Phase.LOADING
         elif baseline or expected >= monotonic:
             phase, expected = Phase.LOADED, -math.inf
-        else:
+        elif self._floating:
             phase = Phase.UNSURE
+        else:
+            # Loaded between two polls, and the server says so: no need to wait.
+            phase, reloaded = Phase.LOADED, False
+            self._emit(self._loaded(model.name, None, reloaded=False), changes)
         return _Tracked(
             phase=phase,
             first_seen=monotonic,
@@ -284,7 +307,7 @@ class ResidencyTracker:
             expires_at=model.expires_at,
             runner=_runner_key(model),
         )
-        busy = model.loading or _floats(previous, model.expires_at, now)
+        busy = model.loading or (self._floating and _floats(previous, model.expires_at, now))
         announced = previous.announced(monotonic)
         if previous.phase is Phase.LOADED:
             if model.loading or tracked.runner != previous.runner:
@@ -298,7 +321,7 @@ class ResidencyTracker:
                     tracked.phase, tracked.announced_until = Phase.LOADED, -math.inf
                     tracked.reloaded = False
                     if not announced:
-                        self._emit(ModelLoaded(model.name, None, reloaded=True), changes)
+                        self._emit(self._loaded(model.name, None, True), changes)
             return tracked
         if busy:
             tracked.phase = Phase.LOADING
@@ -307,9 +330,13 @@ class ResidencyTracker:
         if not announced:
             seconds = None
             if previous.phase is Phase.LOADING:
-                ended = _load_end(previous, model.expires_at, monotonic)
+                ended = (
+                    _load_end(previous, model.expires_at, monotonic)
+                    if self._floating
+                    else monotonic
+                )
                 seconds = round(ended - previous.first_seen, 3)
-            self._emit(ModelLoaded(model.name, seconds, previous.reloaded), changes)
+            self._emit(self._loaded(model.name, seconds, previous.reloaded), changes)
         return tracked
 
     def _decide_pending(
@@ -325,13 +352,16 @@ class ResidencyTracker:
             if server_restarted:
                 reason = UnloadReason.SERVER_RESTARTED
             elif replacements:
-                reason = UnloadReason.EVICTED
+                reason = UnloadReason.DISPLACED
             elif monotonic - gone.left_at >= REPLACEMENT_WINDOW_SECONDS:
                 reason = UnloadReason.UNLOADED
             else:
                 continue
             del self._pending[name]
             changes.append(ModelUnloaded(name, reason, replacements))
+
+    def _loaded(self, model: str, seconds: float | None, reloaded: bool) -> ModelLoaded:
+        return ModelLoaded(model, seconds, reloaded, load_end_seen=self._load_end_seen)
 
     def _emit(self, change: ModelLoaded, changes: list[ResidencyChange]) -> None:
         own = self._own.get(change.model)
@@ -401,8 +431,10 @@ def _load_end(previous: _Tracked, expires_at: datetime | None, monotonic: float)
 class LoadFigures:
     """The figures of one load, each with where it comes from.
 
-    ``load_seconds`` is a load alone as the server reported it (``load_source`` "server":
-    Ollama's ``load_duration`` of the request that loaded the model, queue wait included).
+    ``load_seconds`` is a load alone, queue wait included: ``load_source`` "server" for
+    Ollama's ``load_duration`` of the request that loaded the model, "client" for the
+    time until llama-server announced the model loaded (read by the client that sent the
+    request), "polling" when polls saw the server's loading state end (a lower bound).
     ``cold_request_seconds`` is the request that loaded the model, from start to finish:
     "client" when the integration sent it and timed it, "polling" when polls saw the new
     runner busy (a lower bound: the time before the first sighting is not seen).
@@ -417,12 +449,11 @@ class LoadFigures:
     @classmethod
     def from_polling(cls, change: ModelLoaded) -> LoadFigures:
         """Return what polling alone measured of a load."""
-        seen = change.cold_request_seconds
-        return cls(
-            cold_request_seconds=seen,
-            cold_request_source="polling" if seen is not None else None,
-            reloaded=change.reloaded,
-        )
+        seen = change.seconds
+        source = "polling" if seen is not None else None
+        if change.load_end_seen:
+            return cls(load_seconds=seen, load_source=source, reloaded=change.reloaded)
+        return cls(cold_request_seconds=seen, cold_request_source=source, reloaded=change.reloaded)
 
     def as_event_data(self) -> dict[str, object]:
         """Return the figures as event data."""

@@ -51,21 +51,29 @@ class Stage(StrEnum):
     PREFILL = "prefill"
     FIRST_DECODE = "first_decode"
     OVERHEAD = "overhead"
+    # Slow, but the server did not report the stages that could say where.
+    UNKNOWN = "unknown"
     NONE = "none"
 
 
 @dataclass(frozen=True, slots=True)
 class StageBreakdown:
-    """Where one request's time to first token went, in milliseconds."""
+    """Where one request's time to first token went, in milliseconds.
+
+    A stage the server did not report is None, never 0: ``overhead_ms`` (the rest of the
+    TTFT) is only known when every stage before the first token is.
+    ``prompt_cache_reuse``: the percentage of prompt tokens served from the prompt cache.
+    """
 
     ttft_ms: float
-    queue_and_load_ms: float
-    prefill_ms: float
-    first_decode_ms: float
-    overhead_ms: float
+    queue_and_load_ms: float | None
+    prefill_ms: float | None
+    first_decode_ms: float | None
+    overhead_ms: float | None
     decode_rate: float | None
-    prompt_tokens: int
-    eval_tokens: int
+    prompt_tokens: int | None
+    eval_tokens: int | None
+    prompt_cache_reuse: float | None = None
 
     def as_dict(self) -> dict[str, float | int | None]:
         """Return the breakdown with its field names (for action responses and storage)."""
@@ -78,6 +86,7 @@ class StageBreakdown:
             "decode_rate": self.decode_rate,
             "prompt_tokens": self.prompt_tokens,
             "eval_tokens": self.eval_tokens,
+            "prompt_cache_reuse": self.prompt_cache_reuse,
         }
 
     @classmethod
@@ -86,40 +95,46 @@ class StageBreakdown:
         try:
             return cls(
                 ttft_ms=_float(data["ttft_ms"]),
-                queue_and_load_ms=_float(data["queue_and_load_ms"]),
-                prefill_ms=_float(data["prefill_ms"]),
-                first_decode_ms=_float(data["first_decode_ms"]),
-                overhead_ms=_float(data["overhead_ms"]),
+                queue_and_load_ms=_optional_float(data["queue_and_load_ms"]),
+                prefill_ms=_optional_float(data["prefill_ms"]),
+                first_decode_ms=_optional_float(data["first_decode_ms"]),
+                overhead_ms=_optional_float(data["overhead_ms"]),
                 decode_rate=_optional_float(data["decode_rate"]),
-                prompt_tokens=_count(data["prompt_tokens"]),
-                eval_tokens=_count(data["eval_tokens"]),
+                prompt_tokens=_optional_count(data["prompt_tokens"]),
+                eval_tokens=_optional_count(data["eval_tokens"]),
+                prompt_cache_reuse=_optional_float(data.get("prompt_cache_reuse")),
             )
         except (KeyError, TypeError) as err:
             raise ValueError(f"not a stage breakdown: {err}") from err
 
 
+def _ms(ns: int | None) -> float | None:
+    return None if ns is None else round(ns / _NS_PER_MS, 3)
+
+
 def breakdown(reply: TimedReply) -> StageBreakdown:
     """Split one reply's client-observed TTFT into the server's stages plus the rest."""
-    ttft = (reply.first_token_ns - reply.sent_ns) / _NS_PER_MS
-    load = reply.load_duration_ns / _NS_PER_MS
-    prefill = reply.prompt_eval_duration_ns / _NS_PER_MS
+    ttft = round((reply.first_token_ns - reply.sent_ns) / _NS_PER_MS, 3)
+    load = _ms(reply.load_duration_ns)
+    prefill = _ms(reply.prompt_eval_duration_ns)
+    tokens, decoding = reply.eval_count, reply.eval_duration_ns
     first_decode = (
-        reply.eval_duration_ns / reply.eval_count / _NS_PER_MS if reply.eval_count else 0.0
+        round(decoding / tokens / _NS_PER_MS, 3) if tokens and decoding is not None else None
     )
-    rate = (
-        reply.eval_count / reply.eval_duration_ns * 1e9
-        if reply.eval_count and reply.eval_duration_ns
-        else None
-    )
+    rate = round(tokens / decoding * 1e9, 2) if tokens and decoding else None
+    overhead = round(ttft - load - prefill, 3) if load is not None and prefill is not None else None
+    prompt, cached = reply.prompt_eval_count, reply.prompt_cached_count
+    reuse = round(100.0 * cached / prompt, 1) if prompt and cached is not None else None
     return StageBreakdown(
-        ttft_ms=round(ttft, 3),
-        queue_and_load_ms=round(load, 3),
-        prefill_ms=round(prefill, 3),
-        first_decode_ms=round(first_decode, 3),
-        overhead_ms=round(ttft - load - prefill, 3),
-        decode_rate=round(rate, 2) if rate is not None else None,
-        prompt_tokens=reply.prompt_eval_count,
-        eval_tokens=reply.eval_count,
+        ttft_ms=ttft,
+        queue_and_load_ms=load,
+        prefill_ms=prefill,
+        first_decode_ms=first_decode,
+        overhead_ms=overhead,
+        decode_rate=rate,
+        prompt_tokens=prompt,
+        eval_tokens=tokens,
+        prompt_cache_reuse=reuse,
     )
 
 
@@ -139,17 +154,20 @@ class WarmBaseline:
         Prefill is compared per prompt token, so that a long prompt is not mistaken for a
         slow prefill: the median is scaled to the prompt length by ``expanded_stages``.
         """
-        if not self.samples:
-            return None
-        return median(_stage_value(sample, stage) for sample in self.samples)
+        values = [v for s in self.samples if (v := _stage_value(s, stage)) is not None]
+        return median(values) if values else None
 
     def prefill_ms_per_token(self) -> float | None:
         """Return the median prefill time per prompt token of the warm samples."""
-        rates = [s.prefill_ms / s.prompt_tokens for s in self.samples if s.prompt_tokens]
+        rates = [
+            s.prefill_ms / s.prompt_tokens
+            for s in self.samples
+            if s.prompt_tokens and s.prefill_ms is not None
+        ]
         return median(rates) if rates else None
 
 
-def _stage_value(sample: StageBreakdown, stage: Stage) -> float:
+def _stage_value(sample: StageBreakdown, stage: Stage) -> float | None:
     match stage:
         case Stage.LOAD:
             return sample.queue_and_load_ms
@@ -171,7 +189,11 @@ _TTFT_STAGES = (Stage.LOAD, Stage.PREFILL, Stage.OVERHEAD)
 
 def _normal_ms(sample: StageBreakdown, baseline: WarmBaseline, stage: Stage) -> float | None:
     """Return what ``stage`` of ``sample`` would take warm; prefill scales with the prompt."""
-    if stage is Stage.PREFILL and (per_token := baseline.prefill_ms_per_token()):
+    if (
+        stage is Stage.PREFILL
+        and sample.prompt_tokens
+        and (per_token := baseline.prefill_ms_per_token())
+    ):
         return per_token * sample.prompt_tokens
     return baseline.stage_ms(stage)
 
@@ -181,7 +203,8 @@ def expanded_stages(sample: StageBreakdown, baseline: WarmBaseline) -> list[Stag
     stages: list[Stage] = []
     for stage in (Stage.LOAD, Stage.PREFILL, Stage.FIRST_DECODE, Stage.OVERHEAD):
         normal = _normal_ms(sample, baseline, stage)
-        if normal is not None and _expanded(_stage_value(sample, stage), normal):
+        value = _stage_value(sample, stage)
+        if normal is not None and value is not None and _expanded(value, normal):
             stages.append(stage)
     return stages
 
@@ -190,7 +213,11 @@ def _slow(sample: StageBreakdown, baseline: WarmBaseline) -> bool:
     """Return True when the time to first token is far beyond what is normal for the model."""
     if not baseline.samples:
         return sample.ttft_ms > SLOW_TTFT_WITHOUT_BASELINE_MS
-    normal = sum(_normal_ms(sample, baseline, stage) or 0.0 for stage in _TTFT_STAGES)
+    normals = [_normal_ms(sample, baseline, stage) for stage in _TTFT_STAGES]
+    if all(normal is not None for normal in normals):
+        normal = sum(n for n in normals if n is not None)
+    else:  # the server does not split the TTFT: compare it whole
+        normal = median(sample.ttft_ms for sample in baseline.samples)
     return _expanded(sample.ttft_ms, normal)
 
 
@@ -198,9 +225,17 @@ def _costliest_stage(sample: StageBreakdown, baseline: WarmBaseline) -> Stage:
     """Return the stage that took the most time beyond normal (beyond zero without baseline)."""
 
     def excess(stage: Stage) -> float:
-        return _stage_value(sample, stage) - (_normal_ms(sample, baseline, stage) or 0.0)
+        value = _stage_value(sample, stage)
+        if value is None:
+            return -math.inf
+        return value - (_normal_ms(sample, baseline, stage) or 0.0)
 
-    return max(_TTFT_STAGES, key=excess)
+    costliest = max(_TTFT_STAGES, key=excess)
+    if all(_stage_value(sample, stage) is not None for stage in _TTFT_STAGES):
+        return costliest
+    # Some stages are unknown: name a known one only when it explains most of the delay.
+    normal = median(s.ttft_ms for s in baseline.samples) if baseline.samples else 0.0
+    return costliest if excess(costliest) > (sample.ttft_ms - normal) / 2 else Stage.UNKNOWN
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +262,8 @@ def judge(sample: StageBreakdown, *, was_resident: bool, baseline: WarmBaseline)
     if baseline.samples:
         load_expanded = Stage.LOAD in expanded
     else:
-        load_expanded = sample.queue_and_load_ms > COLD_LOAD_WITHOUT_BASELINE_MS
+        load = sample.queue_and_load_ms
+        load_expanded = load is not None and load > COLD_LOAD_WITHOUT_BASELINE_MS
     cold = not was_resident or load_expanded
     if expanded:
         dominant = expanded[0]
@@ -250,8 +286,9 @@ class ModelTiming:
     last_cold_ttft_ms: float | None = None
     last_warm_ttft_ms: float | None = None
     baseline: WarmBaseline = field(default_factory=WarmBaseline)
-    # The last load the server reported for a request of ours (queue wait included).
+    # The last load on its own (queue wait included), and who measured it.
     load_seconds: float | None = None
+    load_source: str | None = None
     # The last request that loaded the model, start to finish, and who timed it.
     cold_request_seconds: float | None = None
     cold_request_source: str | None = None
@@ -260,7 +297,9 @@ class ModelTiming:
         """Return the timing with the figures of one more load (unknown ones kept)."""
         timing = self
         if figures.load_seconds is not None:
-            timing = replace(timing, load_seconds=figures.load_seconds)
+            timing = replace(
+                timing, load_seconds=figures.load_seconds, load_source=figures.load_source
+            )
         if figures.cold_request_seconds is not None:
             timing = replace(
                 timing,
@@ -293,6 +332,7 @@ class ModelTiming:
             "last_warm_ttft_ms": self.last_warm_ttft_ms,
             "baseline": [sample.as_dict() for sample in self.baseline.samples],
             "load_seconds": self.load_seconds,
+            "load_source": self.load_source,
             "cold_request_seconds": self.cold_request_seconds,
             "cold_request_source": self.cold_request_source,
         }
@@ -319,8 +359,11 @@ class ModelTiming:
                     tuple(StageBreakdown.from_dict(s) for s in samples)[-BASELINE_SIZE:]
                 ),
                 load_seconds=_optional_float(data.get("load_seconds")),
+                load_source=_optional_source(data.get("load_source"), LOAD_SOURCES),
                 cold_request_seconds=_optional_float(data.get("cold_request_seconds")),
-                cold_request_source=_optional_source(data.get("cold_request_source")),
+                cold_request_source=_optional_source(
+                    data.get("cold_request_source"), COLD_REQUEST_SOURCES
+                ),
             )
         except (AttributeError, TypeError) as err:
             raise ValueError(f"not stored model timing: {err}") from err
@@ -347,7 +390,9 @@ def _float(value: object) -> float:
     return number
 
 
-def _count(value: object) -> int:
+def _optional_count(value: object) -> int | None:
+    if value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
         raise ValueError(f"not a token count: {value!r}")
     return value
@@ -361,11 +406,12 @@ def _aware_time(value: object) -> datetime:
 
 
 COLD_REQUEST_SOURCES = ("client", "polling")
+LOAD_SOURCES = ("server", "client", "polling")
 
 
-def _optional_source(value: object) -> str | None:
+def _optional_source(value: object, sources: tuple[str, ...]) -> str | None:
     if value is None:
         return None
-    if isinstance(value, str) and value in COLD_REQUEST_SOURCES:
+    if isinstance(value, str) and value in sources:
         return value
     raise ValueError(f"not a source: {value!r}")

@@ -4,14 +4,19 @@ Works with Ollama 0.9.x and current releases. See ``shared/docs/llm-servers.md``
 API facts this client relies on.
 """
 
-import asyncio
 from collections.abc import Mapping
 import time
 from typing import Any, Final, Literal
 
 import aiohttp
-from yarl import URL
 
+from .base import (
+    DEFAULT_TIMEOUT,
+    GENERATION_TIMEOUT,
+    Capabilities,
+    KeepAlive,
+    ServerKind,
+)
 from .errors import (
     LlmModelNotFoundError,
     LlmServerAuthenticationError,
@@ -21,30 +26,38 @@ from .errors import (
     LlmServerNotSupportedError,
     LlmServerOutOfMemoryError,
     LlmServerResponseError,
-    LlmServerTimeoutError,
-    LlmServerUnreachableError,
 )
+from .http import HttpTransport
 from .replies import (
     MAX_BYTES,
     MAX_DURATION_NS,
     MAX_TOKENS,
     bounded_int,
-    decode_json,
     decode_object,
     iter_lines,
     optional_bounded_int,
     optional_str,
     parse_timestamp,
-    read_body,
     required_str,
 )
-from .types import InstalledModel, ModelInfo, ResidentModel, TimedReply
+from .types import InstalledModel, ModelInfo, ResidencyState, ResidentModel, TimedReply
 
 DEFAULT_PORT: Final = 11434
-DEFAULT_TIMEOUT: Final = 10.0
-# A generation that loads a model must not be cut short: a client timeout aborts the load
-# (Ollama answers 499 and drops the half-loaded model). Ollama's own load timeout is 5 min.
-GENERATION_TIMEOUT: Final = 300.0
+# What Ollama reports and accepts (shared/docs/llm-servers.md section 1).
+OLLAMA_CAPABILITIES: Final = Capabilities(
+    reports_load_duration=True,
+    reports_queue=False,  # load_duration includes the queue wait; nothing tells it apart
+    can_load=True,
+    can_unload=True,
+    keep_alive=KeepAlive.IDLE_TIMER,
+    pushes_events=False,
+    reports_prompt_cache=False,  # prompt_eval_count includes the cached tokens
+    reports_context_length=True,  # since 0.10 (0.9 leaves it out)
+    reports_memory=True,
+    reports_expiry=True,
+    reports_loading=True,  # current releases: the zero expiry; 0.9 never shows it
+    expiry_moves_while_busy=True,  # 0.9: "now + keep_alive" while any request runs
+)
 # The final chunk's metrics: the reply's key, TimedReply's field, the largest sane value.
 _FINAL_METRICS: Final = (
     ("load_duration", "load_duration_ns", MAX_DURATION_NS),
@@ -69,6 +82,9 @@ _OUT_OF_MEMORY_MARKERS: Final = (
 class OllamaClient:
     """Talks to one Ollama server over an injected ``aiohttp.ClientSession``."""
 
+    kind = ServerKind.OLLAMA
+    capabilities = OLLAMA_CAPABILITIES
+
     def __init__(
         self,
         session: aiohttp.ClientSession,
@@ -78,19 +94,20 @@ class OllamaClient:
         request_timeout: float | None = None,
     ) -> None:
         """Create a client for ``base_url`` (e.g. ``http://127.0.0.1:11434``)."""
-        self._session = session
-        self._base_url = URL(base_url)
-        # Error messages end up in logs and the UI: never with the URL's credentials.
-        self._shown_url = str(self._base_url.with_user(None))
-        if api_key and self._base_url.user is not None:
-            raise ValueError("give either credentials in the URL or an API key, not both")
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._timeout = request_timeout or DEFAULT_TIMEOUT
+        self._http = HttpTransport(
+            session,
+            base_url,
+            api_key=api_key,
+            timeout=request_timeout or DEFAULT_TIMEOUT,
+            error_for_status=error_for_status,
+        )
+        self._shown_url = self._http.shown_url
+        self._request = self._http.request
 
     @property
     def base_url(self) -> str:
         """Return the server's base URL."""
-        return str(self._base_url)
+        return str(self._http.base_url)
 
     async def version(self, *, timeout: float | None = None) -> str:
         """Return the server's version; raise ``LlmServerNotSupportedError`` if not Ollama."""
@@ -125,6 +142,16 @@ class OllamaClient:
         payload = await self._request("POST", "/api/show", json={"model": model}, timeout=timeout)
         return _parse_show(model, payload)
 
+    async def load(self, model: str, *, timeout: float = GENERATION_TIMEOUT) -> None:
+        """Load ``model`` with an empty prompt (its keep_alive is left as it is)."""
+        await self._request("POST", "/api/generate", json={"model": model}, timeout=timeout)
+
+    async def unload(self, model: str, *, timeout: float | None = None) -> None:
+        """Unload ``model`` now (an empty prompt with ``keep_alive: 0``)."""
+        await self._request(
+            "POST", "/api/generate", json={"model": model, "keep_alive": 0}, timeout=timeout
+        )
+
     async def timed_generation(
         self,
         api: Literal["chat", "generate"],
@@ -149,59 +176,12 @@ class OllamaClient:
         if options:
             payload["options"] = dict(options)
         path = f"/api/{api}"
-        url = self._base_url.with_path(self._base_url.path.rstrip("/") + path)
-        try:
-            async with asyncio.timeout(timeout):
-                sent = time.monotonic_ns()
-                async with self._session.post(url, json=payload, headers=self._headers) as response:
-                    headers = time.monotonic_ns()
-                    if response.status >= 400:
-                        body = await read_body(response, path)
-                        raise error_for_status(response.status, _error_message(body), path)
-                    return await _read_stream(response, path, sent, headers)
-        except TimeoutError as err:
-            raise LlmServerTimeoutError(
-                f"{path}: no complete reply from {self._shown_url} within {timeout:g} s"
-            ) from err
-        except aiohttp.ClientConnectorError as err:
-            raise LlmServerUnreachableError(
-                f"Cannot connect to {self._shown_url}{path}: {err or type(err).__name__}"
-            ) from err
-        except aiohttp.ClientError as err:
-            raise LlmServerConnectionError(
-                f"Connection to {self._shown_url}{path} failed: {err or type(err).__name__}"
-            ) from err
-
-    async def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Mapping[str, Any] | None = None,
-        timeout: float | None = None,
-    ) -> dict[str, Any]:
-        """Send one request and return its JSON object, mapping every failure to our errors."""
-        url = self._base_url.with_path(self._base_url.path.rstrip("/") + path)
-        try:
-            async with asyncio.timeout(timeout or self._timeout):
-                async with self._session.request(
-                    method, url, json=json, headers=self._headers
-                ) as response:
-                    body = await read_body(response, path)
-                    status = response.status
-        except TimeoutError as err:
-            raise LlmServerTimeoutError(f"Timeout talking to {self._shown_url}{path}") from err
-        except aiohttp.ClientConnectorError as err:
-            raise LlmServerUnreachableError(
-                f"Cannot reach {self._shown_url}{path}: {err or type(err).__name__}"
-            ) from err
-        except aiohttp.ClientError as err:
-            raise LlmServerConnectionError(
-                f"Cannot reach {self._shown_url}{path}: {err or type(err).__name__}"
-            ) from err
-        if status >= 400:
-            raise error_for_status(status, _error_message(body), path)
-        return decode_object(body, path)
+        async with self._http.stream("POST", path, json=payload, timeout=timeout) as (
+            response,
+            sent,
+            headers,
+        ):
+            return await _read_stream(response, path, sent, headers)
 
 
 async def _read_stream(
@@ -262,18 +242,6 @@ def error_for_status(status: int, message: str, path: str) -> LlmServerError:
     return LlmServerResponseError(f"{path}: HTTP {status} {message}".rstrip())
 
 
-def _error_message(body: bytes) -> str:
-    """Return Ollama's ``{"error": ...}`` text, or a short excerpt of a non-JSON body."""
-    text = body.decode("utf-8", "replace")
-    try:
-        payload = decode_json(text)
-    except ValueError:
-        return text.strip()[:200]
-    if isinstance(payload, dict) and isinstance(payload.get("error"), str):
-        return str(payload["error"])[:500]
-    return text.strip()[:200]
-
-
 def _model_list(payload: Mapping[str, Any], path: str) -> list[Mapping[str, Any]]:
     """Return the ``models`` array of a reply, checking its shape."""
     models = payload.get("models")
@@ -302,11 +270,14 @@ def _parse_resident(item: Mapping[str, Any]) -> ResidentModel:
         details = _details(item)
         size = bounded_int(item.get("size"), "size", MAX_BYTES)
         size_vram = bounded_int(item.get("size_vram", 0), "size_vram", size)
+        expires_at = parse_timestamp(item.get("expires_at"))
         return ResidentModel(
             name=required_str(item, "name"),
+            # Current releases list a model being loaded with the zero expiry.
+            state=ResidencyState.LOADING if expires_at is None else ResidencyState.LOADED,
             size=size,
             size_vram=size_vram,
-            expires_at=parse_timestamp(item.get("expires_at")),
+            expires_at=expires_at,
             digest=optional_str(item, "digest") or "",
             # 0.9 leaves it out; a zero means "not reported" too.
             context_length=optional_bounded_int(item, "context_length", MAX_TOKENS) or None,

@@ -1,20 +1,41 @@
-"""Typed, immutable results shared by every backend client."""
+"""Typed, immutable results shared by every backend client.
+
+They say what the server said, in its own terms: a residency ``state`` that each parser
+sets from the server's own field, and ``None`` for whatever a server does not report
+(unknown is not 0).
+"""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 # Ollama prints "Forever" for an expiry more than 20 years out (format/time.go); a model
 # kept with a negative keep_alive expires at now + MaxInt64 ns, about 292 years ahead.
 KEPT_FOREVER_AFTER = timedelta(days=365 * 20)
 
 
+class ResidencyState(StrEnum):
+    """What a server says of a model it holds (a model it does not hold is not listed).
+
+    ``loading``: Ollama's zero expiry, llama-server's ``loading``, llama-swap's
+    ``starting``. ``loaded``: ready to answer. ``sleeping``: llama-server's idle sleep (the
+    process stays, its weights and cache are gone). ``unloading``: llama-swap's
+    ``stopping``.
+    """
+
+    LOADING = "loading"
+    LOADED = "loaded"
+    SLEEPING = "sleeping"
+    UNLOADING = "unloading"
+
+
 @dataclass(frozen=True, slots=True)
 class InstalledModel:
-    """A model the server has on disk."""
+    """A model the server can load."""
 
     name: str
-    size: int
-    digest: str
+    size: int | None = None
+    digest: str = ""
     family: str | None = None
     parameter_size: str | None = None
     quantization_level: str | None = None
@@ -23,16 +44,18 @@ class InstalledModel:
 
 @dataclass(frozen=True, slots=True)
 class ResidentModel:
-    """A model loaded in the server's memory, as one poll saw it.
+    """A model the server holds, as one poll saw it.
 
-    ``expires_at`` is ``None`` while the model is loading (Ollama reports the zero time until
-    the request that loads it finishes).
+    ``expires_at``: when the server will unload it (Ollama's idle timer); None where the
+    server has no such time or did not give one. ``size``/``size_vram``: None where the
+    server does not report memory. ``context_length``: the context it was loaded with.
     """
 
     name: str
-    size: int
-    size_vram: int
-    expires_at: datetime | None
+    state: ResidencyState
+    size: int | None = None
+    size_vram: int | None = None
+    expires_at: datetime | None = None
     digest: str = ""
     context_length: int | None = None
     family: str | None = None
@@ -42,17 +65,19 @@ class ResidentModel:
     @property
     def loading(self) -> bool:
         """Return True while the server reports the model as still loading."""
-        return self.expires_at is None
+        return self.state is ResidencyState.LOADING
 
     @property
-    def ram_spill(self) -> int:
+    def ram_spill(self) -> int | None:
         """Bytes of the model that did not fit on the GPU and live in system RAM."""
+        if self.size is None or self.size_vram is None:
+            return None
         return max(self.size - self.size_vram, 0)
 
     @property
     def gpu_share(self) -> float | None:
-        """Percentage of the model held in GPU memory, or None for an empty size."""
-        if self.size <= 0:
+        """Percentage of the model held in GPU memory, or None when unknown."""
+        if self.size is None or self.size_vram is None or self.size <= 0:
             return None
         return round(100.0 * self.size_vram / self.size, 1)
 
@@ -79,18 +104,26 @@ class TimedReply:
     """One streamed generation, timed by the client on one monotonic clock (ns).
 
     ``first_token_ns`` is when the first chunk carrying content or thinking arrived (the
-    final chunk when a one-token answer comes in one piece). The server's own durations are
-    copied from the final chunk; a server that does not report one leaves it at 0.
+    final chunk when a one-token answer comes in one piece). The other figures are the
+    server's, copied from its reply; one it does not report is None.
+
+    ``load_duration_ns``: from the request's arrival until the model was ready (queue wait
+    included): Ollama's ``load_duration``; for llama-server the client's own reading of the
+    ``loaded`` event. ``queue_ns``: the part of it spent behind other requests, where the
+    server tells it. ``prompt_eval_count`` counts every prompt token; ``prompt_cached_count``
+    those served from the prompt cache (llama.cpp's ``cache_n``).
     """
 
     sent_ns: int
     headers_ns: int
     first_token_ns: int
     final_ns: int
-    load_duration_ns: int = 0
-    prompt_eval_count: int = 0
-    prompt_eval_duration_ns: int = 0
-    eval_count: int = 0
-    eval_duration_ns: int = 0
-    total_duration_ns: int = 0
+    load_duration_ns: int | None = None
+    queue_ns: int | None = None
+    prompt_eval_count: int | None = None
+    prompt_cached_count: int | None = None
+    prompt_eval_duration_ns: int | None = None
+    eval_count: int | None = None
+    eval_duration_ns: int | None = None
+    total_duration_ns: int | None = None
     done_reason: str | None = None

@@ -19,7 +19,6 @@ from prometheus_client.samples import Sample
 from yarl import URL
 
 from ..backends.replies import read_limited
-
 from .errors import GpuSourceConnectionError, GpuSourceResponseError
 from .types import GpuStatus
 

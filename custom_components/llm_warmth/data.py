@@ -1,0 +1,26 @@
+"""Runtime data of a config entry, and the typed entry that carries it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from homeassistant.config_entries import ConfigEntry
+
+if TYPE_CHECKING:
+    from .coordinator import LlmWarmthCoordinator
+    from .core.backends.base import LlmBackend
+    from .gpu_coordinator import GpuCoordinator
+
+
+@dataclass
+class LlmWarmthData:
+    """What one entry runs: its server's client and coordinators."""
+
+    client: LlmBackend
+    coordinator: LlmWarmthCoordinator
+    server_device_id: str
+    gpu: GpuCoordinator | None = None
+
+
+type LlmWarmthConfigEntry = ConfigEntry[LlmWarmthData]

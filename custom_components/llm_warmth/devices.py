@@ -1,0 +1,103 @@
+"""Devices of an entry: the server, its models and its GPUs; identifiers and pruning."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers import device_registry as dr
+
+from .const import DOMAIN
+from .core.backends.base import ServerKind
+from .core.backends.types import InstalledModel, ResidentModel
+from .data import LlmWarmthConfigEntry
+
+MANUFACTURERS: Final = {
+    ServerKind.OLLAMA: "Ollama",
+    ServerKind.LLAMA_SERVER: "llama.cpp",
+    ServerKind.LLAMA_SWAP: "llama-swap",
+}
+SERVER_MODELS: Final = {
+    ServerKind.OLLAMA: "Ollama server",
+    ServerKind.LLAMA_SERVER: "llama-server (router mode)",
+    ServerKind.LLAMA_SWAP: "llama-swap proxy",
+}
+
+
+def server_device_identifier(entry_id: str) -> tuple[str, str]:
+    """Return the device registry identifier of a server."""
+    return (DOMAIN, entry_id)
+
+
+def model_device_identifier(entry_id: str, model: str) -> tuple[str, str]:
+    """Return the device registry identifier of a model on a server."""
+    return (DOMAIN, f"{entry_id}_{model}")
+
+
+def gpu_device_identifier(entry_id: str, uuid: str) -> tuple[str, str]:
+    """Return the device registry identifier of a GPU seen by a server's entry."""
+    return (DOMAIN, f"{entry_id}_gpu_{uuid}")
+
+
+def is_gpu_device(entry_id: str, identifiers: Iterable[tuple[str, str]]) -> bool:
+    """Return True for the identifiers of one of the entry's GPU devices."""
+    prefix = f"{entry_id}_gpu_"
+    return any(domain == DOMAIN and ident.startswith(prefix) for domain, ident in identifiers)
+
+
+def model_device_info(
+    entry: LlmWarmthConfigEntry, model: str, details: InstalledModel | ResidentModel | None
+) -> dr.DeviceInfo:
+    """Return the device of one model (``via_device`` the server)."""
+    client = entry.runtime_data.client
+    return dr.DeviceInfo(
+        identifiers={model_device_identifier(entry.entry_id, model)},
+        name=model,
+        manufacturer=MANUFACTURERS[client.kind],
+        model=" ".join(part for part in (details.family, details.parameter_size) if part)
+        if details
+        else None,
+        model_id=details.quantization_level if details else None,
+        entry_type=dr.DeviceEntryType.SERVICE,
+        via_device_id=entry.runtime_data.server_device_id,
+    )
+
+
+@callback
+def async_register_server(
+    hass: HomeAssistant, entry: LlmWarmthConfigEntry, kind: ServerKind, version: str
+) -> str:
+    """Create (or update) the server's device; return its id."""
+    device = dr.async_get(hass).async_get_or_create(
+        config_entry_id=entry.entry_id,
+        identifiers={server_device_identifier(entry.entry_id)},
+        name=entry.title,
+        manufacturer=MANUFACTURERS[kind],
+        model=SERVER_MODELS[kind],
+        sw_version=version,
+        entry_type=dr.DeviceEntryType.SERVICE,
+    )
+    return device.id
+
+
+@callback
+def async_sync_devices(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> None:
+    """Keep the server's version current and drop the devices of deleted models.
+
+    GPU devices stay while a GPU source is configured, even while it is down.
+    """
+    registry = dr.async_get(hass)
+    data = entry.runtime_data
+    snapshot = data.coordinator.data
+    device = registry.async_get(data.server_device_id)
+    if isinstance(device, dr.DeviceEntry) and device.sw_version != snapshot.version:
+        registry.async_update_device(device.id, sw_version=snapshot.version)
+    wanted = {model_device_identifier(entry.entry_id, m) for m in snapshot.models}
+    wanted.add(server_device_identifier(entry.entry_id))
+    keep_gpus = data.gpu is not None
+    for device in dr.async_entries_for_config_entry(registry, entry.entry_id):
+        if keep_gpus and is_gpu_device(entry.entry_id, device.identifiers):
+            continue
+        if not device.identifiers & wanted:
+            registry.async_remove_device(device.id)

@@ -1,0 +1,71 @@
+"""Server errors in Home Assistant's words: one table, used by polls, actions and flows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Final
+
+from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers.update_coordinator import UpdateFailed
+
+from .const import DOMAIN
+from .core.backends.errors import (
+    LlmModelNotFoundError,
+    LlmServerAuthenticationError,
+    LlmServerBusyError,
+    LlmServerConnectionError,
+    LlmServerError,
+    LlmServerNotSupportedError,
+    LlmServerOutOfMemoryError,
+    LlmServerTimeoutError,
+)
+from .data import LlmWarmthConfigEntry
+
+# Most specific first: a timeout is a connection error too. The keys are the
+# translations' ``exceptions`` (and, where a flow shows them, ``config.error``).
+_TRANSLATION_KEYS: Final[tuple[tuple[type[LlmServerError], str], ...]] = (
+    (LlmServerAuthenticationError, "invalid_auth"),
+    (LlmServerTimeoutError, "timeout"),
+    (LlmServerConnectionError, "cannot_connect"),
+    (LlmServerNotSupportedError, "not_supported"),
+    (LlmModelNotFoundError, "model_not_found"),
+    (LlmServerBusyError, "server_busy"),
+    (LlmServerOutOfMemoryError, "out_of_memory"),
+)
+UNEXPECTED: Final = "unexpected_response"
+
+
+def translation_key(err: LlmServerError) -> str:
+    """Return the translation key that tells the user what went wrong."""
+    return next((key for kind, key in _TRANSLATION_KEYS if isinstance(err, kind)), UNEXPECTED)
+
+
+def update_failed(err: LlmServerError, url: str) -> UpdateFailed:
+    """Return the coordinator's translated update failure for a client error."""
+    return UpdateFailed(
+        translation_domain=DOMAIN,
+        translation_key=translation_key(err),
+        translation_placeholders={"url": url, "error": str(err), "model": ""},
+    )
+
+
+@contextmanager
+def translated_errors(
+    hass: HomeAssistant, entry: LlmWarmthConfigEntry, placeholders: Mapping[str, str]
+) -> Iterator[None]:
+    """Turn a client error inside an action into a translated ``HomeAssistantError``.
+
+    A refused API key starts re-authentication of the entry too.
+    """
+    try:
+        yield
+    except LlmServerError as err:
+        if isinstance(err, LlmServerAuthenticationError):
+            entry.async_start_reauth(hass)
+        raise HomeAssistantError(
+            translation_domain=DOMAIN,
+            translation_key=translation_key(err),
+            translation_placeholders={**placeholders, "error": str(err)},
+        ) from err
