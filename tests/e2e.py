@@ -5,7 +5,13 @@ from collections.abc import Callable
 import os
 
 import aiohttp
+from homeassistant.config_entries import SOURCE_USER, ConfigEntry, ConfigEntryState
+from homeassistant.const import CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
+from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
 import pytest
+
+from custom_components.llm_warmth.const import DOMAIN
 
 
 def server_url(variable: str) -> str:
@@ -79,3 +85,23 @@ async def wait_until(condition: Callable[[], object], timeout: float, what: str)
         if asyncio.get_running_loop().time() > deadline:
             pytest.fail(f"{what} did not happen within {timeout:g} s")
         await asyncio.sleep(0.05)
+
+
+async def add_server(hass: HomeAssistant, url: str, interval: float = 2.0) -> ConfigEntry:
+    """Add the server through the config flow, as a user would, polled every ``interval``."""
+    result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_URL: url, CONF_VERIFY_SSL: True}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    entry: ConfigEntry = result["result"]
+    await hass.async_block_till_done()
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {CONF_SCAN_INTERVAL: interval}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()  # the new options reload the entry
+    assert entry.state is ConfigEntryState.LOADED
+    assert entry.runtime_data.coordinator.update_interval.total_seconds() == interval
+    return entry

@@ -9,10 +9,8 @@ from collections.abc import AsyncIterator
 import itertools
 import time
 
-from homeassistant.config_entries import SOURCE_USER, ConfigEntry, ConfigEntryState
-from homeassistant.const import CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL, STATE_OFF, STATE_ON
+from homeassistant.const import STATE_OFF, STATE_ON
 from homeassistant.core import HomeAssistant
-from homeassistant.data_entry_flow import FlowResultType
 from homeassistant.helpers import entity_registry as er
 from homeassistant.util import dt as dt_util
 import pytest
@@ -28,6 +26,7 @@ from custom_components.llm_warmth.const import (
 )
 
 from .e2e import (
+    add_server,
     drop_from_page_cache,
     evict,
     model_file,
@@ -57,26 +56,6 @@ async def proxy(ollama_url: str) -> AsyncIterator[RecordingProxy]:
     await recording.start()
     yield recording
     await recording.stop()
-
-
-async def add_server(hass: HomeAssistant, url: str) -> ConfigEntry:
-    """Add the server through the config flow, as a user would, polled every 2 s."""
-    result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
-    result = await hass.config_entries.flow.async_configure(
-        result["flow_id"], {CONF_URL: url, CONF_VERIFY_SSL: True}
-    )
-    assert result["type"] is FlowResultType.CREATE_ENTRY
-    entry: ConfigEntry = result["result"]
-    await hass.async_block_till_done()
-    result = await hass.config_entries.options.async_init(entry.entry_id)
-    result = await hass.config_entries.options.async_configure(
-        result["flow_id"], {CONF_SCAN_INTERVAL: INTERVAL}
-    )
-    assert result["type"] is FlowResultType.CREATE_ENTRY
-    await hass.async_block_till_done()  # the new options reload the entry
-    assert entry.state is ConfigEntryState.LOADED
-    assert entry.runtime_data.coordinator.update_interval.total_seconds() == INTERVAL
-    return entry
 
 
 async def test_a_cold_request_by_another_client(
