@@ -77,6 +77,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     sync_devices()
     entry.async_on_unload(coordinator.async_add_listener(sync_devices))
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
+    coordinator.async_start_events()
     return True
 
 

@@ -20,6 +20,10 @@ SETTLING_SCAN_INTERVAL: Final = timedelta(seconds=0.5)
 # ... for at most this long at a time; then the regular interval again until it settles.
 FAST_POLL_LIMIT: Final = timedelta(minutes=5)
 
+# A server's event stream that fails is reconnected after this long, doubling up to the max.
+EVENTS_RETRY_MIN: Final = 1.0
+EVENTS_RETRY_MAX: Final = 60.0
+
 EVENT_MODEL_LOADED: Final = "llm_warmth_model_loaded"
 EVENT_MODEL_UNLOADED: Final = "llm_warmth_model_unloaded"
 EVENT_SERVER_RESTARTED: Final = "llm_warmth_server_restarted"

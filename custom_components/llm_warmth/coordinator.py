@@ -6,6 +6,7 @@ module does the I/O, maps errors to Home Assistant's and schedules the polls.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 import time
@@ -25,16 +26,19 @@ from .const import (
     EVENT_MODEL_LOADED,
     EVENT_MODEL_UNLOADED,
     EVENT_SERVER_RESTARTED,
+    EVENTS_RETRY_MAX,
+    EVENTS_RETRY_MIN,
     FAST_POLL_LIMIT,
     LOGGER,
     SETTLING_SCAN_INTERVAL,
 )
-from .core.backends.base import GENERATION_TIMEOUT, LlmBackend
+from .core.backends.base import GENERATION_TIMEOUT, LlmBackend, PushesResidency
 from .core.backends.errors import (
     LlmServerAuthenticationError,
     LlmServerError,
     LlmServerUnreachableError,
 )
+from .core.backends.types import ResidentModel
 from .core.monitor import (
     ColdStartObserved,
     LoadObserved,
@@ -87,6 +91,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self._unsub_fast_poll: CALLBACK_TYPE | None = None
         self._settling_since: float | None = None
         self._shut_down = False
+        # The server's event stream, where it has one, replaces fast polling while it is up.
+        self.events_connected = False
 
     async def _async_setup(self) -> None:
         """Read what earlier runs measured."""
@@ -113,6 +119,51 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             self._unsub_fast_poll = None
 
     @callback
+    def async_start_events(self) -> None:
+        """Follow the server's residency events, where it pushes them, until unload."""
+        if isinstance(self.client, PushesResidency) and self.client.capabilities.pushes_events:
+            self.config_entry.async_create_background_task(
+                self.hass, self._async_follow_events(self.client), f"{self.name} events"
+            )
+
+    async def _async_follow_events(self, client: PushesResidency) -> None:
+        """Take each residency change the server announces; reconnect with backoff.
+
+        Polls go on at the regular interval all the same (they read the version and the
+        installed models, and they tell when the server is gone).
+        """
+        delay = EVENTS_RETRY_MIN
+        while not self._shut_down:
+            try:
+                async for resident in client.residency_events():
+                    if not self.events_connected:
+                        LOGGER.debug("%s: following the server's events", self.name)
+                    self.events_connected, delay = True, EVENTS_RETRY_MIN
+                    self._observe_pushed(resident)
+            except LlmServerError as err:
+                LOGGER.debug("%s: event stream: %s; retrying in %s s", self.name, err, delay)
+            self.events_connected = False
+            self._arm_fast_poll()  # polling takes over while the stream is down
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, EVENTS_RETRY_MAX)
+
+    @callback
+    def _observe_pushed(self, resident: tuple[ResidentModel, ...]) -> None:
+        if self.data is None or not self.last_update_success:
+            return  # the polls say the server is down: they bring it back
+        snapshot, changes = self.monitor.observe(
+            version=None,
+            resident=resident,
+            installed=None,
+            now=self.utcnow(),
+            monotonic=time.monotonic(),
+            pushed=True,
+        )
+        self._handle(changes)
+        self._cancel_fast_poll()
+        self.async_set_updated_data(snapshot)
+
+    @callback
     def _arm_fast_poll(self) -> None:
         """Poll again SETTLING_SCAN_INTERVAL after this poll, while something settles.
 
@@ -128,6 +179,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             self._settling_since = now
         if (
             self._shut_down
+            or self.events_connected
             or self.config_entry.pref_disable_polling
             or now - self._settling_since > FAST_POLL_LIMIT.total_seconds()
         ):

@@ -152,10 +152,12 @@ class ServerMonitor:
         installed: tuple[InstalledModel, ...] | None,
         now: datetime,
         monotonic: float,
+        pushed: bool = False,
     ) -> tuple[ServerSnapshot, list[MonitorChange]]:
         """Take one successful poll; return the snapshot and what changed.
 
         ``version`` and ``installed`` are None when this poll did not read them.
+        ``pushed``: the resident models come from the server's event stream, not a poll.
         ``now`` is the wall clock (compared with the server's expiries), ``monotonic``
         the same instant for measured durations.
         """
@@ -167,10 +169,11 @@ class ServerMonitor:
         restart = self._note_version(version, monotonic)
         if restart is not None:
             changes.append(restart)
+        source = "events" if pushed else "polling"
         for change in self._tracker.observe(
             resident, now=now, monotonic=monotonic, server_restarted=restart is not None
         ):
-            changes.append(self._residency_change(change))
+            changes.append(self._residency_change(change, source))
         if self._version is None:
             raise ValueError("the first poll must read the version")
         self._last = ServerSnapshot(
@@ -193,9 +196,10 @@ class ServerMonitor:
             return None
         return ServerRestarted(version, previous, version_changed=changed)
 
-    def _residency_change(self, change: ResidencyChange) -> MonitorChange:
+    def _residency_change(self, change: ResidencyChange, source: str = "polling") -> MonitorChange:
         if isinstance(change, ModelLoaded):
-            return self._load(LoadObserved(change.model, LoadFigures.from_polling(change)))
+            figures = LoadFigures.from_polling(change, source)
+            return self._load(LoadObserved(change.model, figures))
         return change
 
     def _load(self, load: LoadObserved) -> LoadObserved:

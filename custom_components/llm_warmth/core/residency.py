@@ -434,7 +434,8 @@ class LoadFigures:
     ``load_seconds`` is a load alone, queue wait included: ``load_source`` "server" for
     Ollama's ``load_duration`` of the request that loaded the model, "client" for the
     time until llama-server announced the model loaded (read by the client that sent the
-    request), "polling" when polls saw the server's loading state end (a lower bound).
+    request), "polling" when polls saw the server's loading state end (a lower bound),
+    "events" when the server's event stream announced its start and its end.
     ``cold_request_seconds`` is the request that loaded the model, from start to finish:
     "client" when the integration sent it and timed it, "polling" when polls saw the new
     runner busy (a lower bound: the time before the first sighting is not seen).
@@ -447,13 +448,13 @@ class LoadFigures:
     reloaded: bool = False
 
     @classmethod
-    def from_polling(cls, change: ModelLoaded) -> LoadFigures:
-        """Return what polling alone measured of a load."""
+    def from_polling(cls, change: ModelLoaded, source: str = "polling") -> LoadFigures:
+        """Return what polling (or the server's event stream: "events") measured of a load."""
         seen = change.seconds
-        source = "polling" if seen is not None else None
+        told = source if seen is not None else None
         if change.load_end_seen:
-            return cls(load_seconds=seen, load_source=source, reloaded=change.reloaded)
-        return cls(cold_request_seconds=seen, cold_request_source=source, reloaded=change.reloaded)
+            return cls(load_seconds=seen, load_source=told, reloaded=change.reloaded)
+        return cls(cold_request_seconds=seen, cold_request_source=told, reloaded=change.reloaded)
 
     def as_event_data(self) -> dict[str, object]:
         """Return the figures as event data."""

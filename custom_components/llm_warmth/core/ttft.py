@@ -405,8 +405,8 @@ def _aware_time(value: object) -> datetime:
     return when
 
 
-COLD_REQUEST_SOURCES = ("client", "polling")
-LOAD_SOURCES = ("server", "client", "polling")
+COLD_REQUEST_SOURCES = ("client", "polling", "events")
+LOAD_SOURCES = ("server", "client", "polling", "events")
 
 
 def _optional_source(value: object, sources: tuple[str, ...]) -> str | None:

@@ -5,10 +5,10 @@ names a client class. ``create_client`` builds the client of a kind; ``detect`` 
 which kind answers at a URL.
 """
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from .types import InstalledModel, ResidentModel, TimedReply
 
@@ -108,4 +108,13 @@ class LlmBackend(Protocol):
 
     async def unload(self, model: str, *, timeout: float | None = None) -> None:
         """Let ``model`` go now."""
+        ...
+
+
+@runtime_checkable
+class PushesResidency(Protocol):
+    """A server that announces residency changes (``Capabilities.pushes_events``)."""
+
+    def residency_events(self) -> AsyncIterator[tuple[ResidentModel, ...]]:
+        """Yield the resident models now and after each change; raise when the stream ends."""
         ...

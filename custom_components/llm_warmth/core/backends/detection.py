@@ -9,6 +9,7 @@ from .base import LlmBackend, ServerKind
 from .errors import LlmServerError, LlmServerNotSupportedError
 from .http import HttpTransport
 from .llama_server import LlamaServerClient
+from .llama_swap import LlamaSwapClient
 from .ollama import OllamaClient
 from .replies import optional_str
 
@@ -17,9 +18,10 @@ DEFAULT_PORTS: Final = {
     ServerKind.LLAMA_SERVER: 8080,
     ServerKind.LLAMA_SWAP: 8080,
 }
-_CLIENTS: Final[dict[ServerKind, type[OllamaClient | LlamaServerClient]]] = {
+_CLIENTS: Final[dict[ServerKind, type[OllamaClient | LlamaServerClient | LlamaSwapClient]]] = {
     ServerKind.OLLAMA: OllamaClient,
     ServerKind.LLAMA_SERVER: LlamaServerClient,
+    ServerKind.LLAMA_SWAP: LlamaSwapClient,
 }
 
 
@@ -59,8 +61,6 @@ async def detect(
     """
     findings: list[str] = []
     for kind in (ServerKind.LLAMA_SWAP, ServerKind.LLAMA_SERVER, ServerKind.OLLAMA):
-        if kind not in _CLIENTS:
-            continue
         client = create_client(kind, session, base_url, api_key=api_key)
         try:
             version = await client.version()

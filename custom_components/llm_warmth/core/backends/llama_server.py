@@ -25,7 +25,6 @@ The server reports no load duration: while a probe runs, the client follows
 
 import asyncio
 from collections.abc import Mapping
-import contextlib
 import itertools
 import time
 from typing import Any, Final, Literal
@@ -49,6 +48,7 @@ from .errors import (
     LlmServerOutOfMemoryError,
     LlmServerResponseError,
 )
+from .events import StateWatch
 from .http import HttpTransport, unexpected
 from .replies import (
     MAX_TEXT,
@@ -81,7 +81,7 @@ _STATES: Final = {
     "sleeping": ResidencyState.SLEEPING,
 }
 # Request options a probe may give (Ollama's names on the left) and their OpenAI names.
-_OPTIONS: Final = {
+OPENAI_OPTIONS: Final = {
     "num_predict": "max_tokens",
     "temperature": "temperature",
     "seed": "seed",
@@ -229,27 +229,24 @@ class LlamaServerClient:
             payload["prompt"] = prompt
             path = "/v1/completions"
         for key, value in (options or {}).items():
-            if key in _OPTIONS:
-                payload[_OPTIONS[key]] = value
+            if key in OPENAI_OPTIONS:
+                payload[OPENAI_OPTIONS[key]] = value
+        watch = StateWatch(model, "loaded", _status_events)
         async with asyncio.timeout(timeout):
-            watch = _LoadWatch(model)
-            watcher = asyncio.create_task(watch.follow(self._http))
             try:
-                await watch.wait_connected()
+                await watch.start(self._http, "/models/sse")
                 async with self._http.stream("POST", path, json=payload, timeout=timeout) as (
                     response,
                     sent,
                     headers,
                 ):
-                    reply = await _read_stream(response, path, sent, headers)
+                    reply = await read_openai_stream(response, path, sent, headers)
             finally:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
+                await watch.stop()
         load_ns: int | None = None
-        if watch.loaded_ns is not None:
-            load_ns = max(watch.loaded_ns - reply.sent_ns, 0)
-        elif watch.connected and not watch.broken:
+        if watch.ready_ns is not None:
+            load_ns = max(watch.ready_ns - reply.sent_ns, 0)
+        elif watch.trustworthy:
             load_ns = 0
         return TimedReply(
             sent_ns=reply.sent_ns,
@@ -266,58 +263,16 @@ class LlamaServerClient:
         )
 
 
-class _LoadWatch:
-    """Follows ``/models/sse`` for one model: when (monotonic ns) it was reported loaded."""
-
-    # How long a probe waits for the event stream to connect before going without it.
-    CONNECT_SECONDS: Final = 2.0
-
-    def __init__(self, model: str) -> None:
-        self.model = model
-        self.loaded_ns: int | None = None
-        self.connected = False
-        self.broken = False
-        self._ready = asyncio.Event()
-
-    async def wait_connected(self) -> None:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.CONNECT_SECONDS):
-                await self._ready.wait()
-
-    async def follow(self, http: HttpTransport) -> None:
-        try:
-            async with http.stream(
-                "GET", "/models/sse", json=None, timeout=GENERATION_TIMEOUT, what="event"
-            ) as (response, _sent, _headers):
-                self.connected = True
-                self._ready.set()
-                async for raw in iter_lines(response, "/models/sse"):
-                    self._read(raw)
-        except LlmServerError:
-            pass
-        # The stream ended or never came: what it did not say is unknown.
-        self.broken = True
-        self._ready.set()
-
-    def _read(self, raw: bytes) -> None:
-        line = raw.strip()
-        if not line.startswith(b"data:"):
-            return
-        try:
-            event = decode_object(line.removeprefix(b"data:").strip(), "/models/sse")
-        except LlmServerResponseError:
-            return  # one garbled event: the next ones still count
-        data = event.get("data")
-        if (
-            event.get("model") == self.model
-            and isinstance(data, dict)
-            and data.get("status") == "loaded"
-            and self.loaded_ns is None
-        ):
-            self.loaded_ns = time.monotonic_ns()
+def _status_events(payload: object) -> list[tuple[str, str]]:
+    """Return the (model, status) of one ``/models/sse`` event."""
+    if not isinstance(payload, dict):
+        return []
+    data, model = payload.get("data"), payload.get("model")
+    status = data.get("status") if isinstance(data, dict) else None
+    return [(model, status)] if isinstance(model, str) and isinstance(status, str) else []
 
 
-async def _read_stream(
+async def read_openai_stream(
     response: aiohttp.ClientResponse, path: str, sent: int, headers: int
 ) -> TimedReply:
     """Read an OpenAI-style SSE stream to ``[DONE]``, timing the chunks."""

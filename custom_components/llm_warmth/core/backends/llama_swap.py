@@ -1,0 +1,338 @@
+"""Async client for llama-swap, the model-swapping proxy (no Home Assistant imports).
+
+Endpoints (mostlygeek/llama-swap v218+; facts and sources in ``tests/llama_swap_emulator.py``):
+
+* ``GET /running`` -> ``{"running": [{"model", "state", "ttl", ...}]}``: every process not
+  ``stopped``/``shutdown`` (``starting``, ``ready``, ``stopping``); it is what tells
+  llama-swap from the servers behind it. ``GET /api/version`` -> ``{"version", "commit",
+  "build_date"}``.
+* ``GET /v1/models`` -> ``{"data": [{"id", "owned_by": "llama-swap", "meta": {"llamaswap":
+  {"type": "model|alias|peer|..."}}}]}``: the models it can start.
+* ``GET /upstream/<model>/health`` starts the model (and stops what its swap group must
+  stop) and answers once it is ready; ``POST /api/models/unload/<model>`` stops it
+  (``OK`` as text; 404 for an unknown model).
+* ``GET /api/events``: ``event:message`` frames whose ``data`` is ``{"type", "data": "<JSON
+  as a string>"}``; on connect the current ``modelStatus`` (every model with its state)
+  and the ``inflight`` requests, then each change.
+* Generations go to ``/v1/chat/completions`` / ``/v1/completions``, passed through to the
+  upstream server verbatim (llama-server's ``timings`` included).
+"""
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Final, Literal
+from urllib.parse import quote
+
+import aiohttp
+
+from .base import DEFAULT_TIMEOUT, GENERATION_TIMEOUT, Capabilities, KeepAlive, ServerKind
+from .errors import (
+    LlmModelNotFoundError,
+    LlmServerAuthenticationError,
+    LlmServerBusyError,
+    LlmServerError,
+    LlmServerNotSupportedError,
+    LlmServerOutOfMemoryError,
+    LlmServerResponseError,
+)
+from .events import StateWatch, sse_payloads
+from .http import HttpTransport, unexpected
+from .llama_server import OPENAI_OPTIONS, read_openai_stream
+from .replies import MAX_TEXT, decode_json, optional_str, required_str
+from .types import InstalledModel, ResidencyState, ResidentModel, TimedReply
+
+LLAMA_SWAP_CAPABILITIES: Final = Capabilities(
+    reports_load_duration=False,  # the client times the "ready" state change itself
+    reports_queue=True,  # the inflight requests on /api/events
+    can_load=True,
+    can_unload=True,
+    keep_alive=KeepAlive.TTL,
+    pushes_events=True,
+    reports_prompt_cache=True,  # passed through from llama-server upstreams
+    reports_context_length=False,
+    reports_memory=False,
+    reports_expiry=False,
+    reports_loading=True,
+)
+_STATES: Final = {
+    "starting": ResidencyState.LOADING,
+    "ready": ResidencyState.LOADED,
+    "stopping": ResidencyState.UNLOADING,
+}
+# /v1/models lists aliases, peers and profiles beside the models themselves.
+_OWN_MODEL_TYPES: Final = (None, "model")
+# An event stream that says nothing for this long is gone (llama-swap sends no pings, but
+# re-sends modelStatus on every change; a quiet server is reconnected to, which is cheap).
+EVENT_SILENCE_SECONDS: Final = 600.0
+_OUT_OF_MEMORY_MARKERS: Final = ("out of memory", "failed to allocate", "cudamalloc failed")
+
+
+class LlamaSwapClient:
+    """Talks to one llama-swap over an injected ``aiohttp.ClientSession``."""
+
+    kind = ServerKind.LLAMA_SWAP
+    capabilities = LLAMA_SWAP_CAPABILITIES
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        request_timeout: float | None = None,
+    ) -> None:
+        """Create a client for ``base_url`` (e.g. ``http://127.0.0.1:8080``)."""
+        self._http = HttpTransport(
+            session,
+            base_url,
+            api_key=api_key,
+            timeout=request_timeout or DEFAULT_TIMEOUT,
+            error_for_status=error_for_status,
+        )
+
+    @property
+    def base_url(self) -> str:
+        """Return the server's base URL."""
+        return str(self._http.base_url)
+
+    async def version(self, *, timeout: float | None = None) -> str:
+        """Return the version; ``LlmServerNotSupportedError`` unless llama-swap answers."""
+        shown = self._http.shown_url
+        try:
+            await self._running(timeout)
+        except (LlmServerResponseError, LlmModelNotFoundError) as err:
+            raise LlmServerNotSupportedError(
+                f"{shown} did not answer like llama-swap: {err}"
+            ) from err
+        try:
+            payload = await self._http.request("GET", "/api/version", timeout=timeout)
+        except LlmServerResponseError, LlmModelNotFoundError:
+            return "unknown"  # before v173
+        return optional_str(payload, "version") or "unknown"
+
+    async def _running(self, timeout: float | None) -> list[Mapping[str, Any]]:
+        payload = await self._http.request("GET", "/running", timeout=timeout)
+        running = payload.get("running")
+        if running is None:
+            running = []
+        if not isinstance(running, list) or not all(isinstance(m, dict) for m in running):
+            raise LlmServerResponseError("/running: 'running' is not a list of objects")
+        return running
+
+    async def running_models(self, *, timeout: float | None = None) -> tuple[ResidentModel, ...]:
+        """Return the processes llama-swap runs (starting, ready or stopping)."""
+        try:
+            return _residents(await self._running(timeout), "model", "state", "/running")
+        except ValueError as err:
+            raise unexpected("/running", err) from err
+
+    async def installed_models(self, *, timeout: float | None = None) -> tuple[InstalledModel, ...]:
+        """Return the models llama-swap can start (no aliases, peers or profiles)."""
+        payload = await self._http.request("GET", "/v1/models", timeout=timeout)
+        data = payload.get("data")
+        if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
+            raise LlmServerResponseError("/v1/models: 'data' is not a list of objects")
+        try:
+            names = [required_str(m, "id") for m in data if _model_type(m) in _OWN_MODEL_TYPES]
+        except ValueError as err:
+            raise unexpected("/v1/models", err) from err
+        if len(set(names)) != len(names):
+            raise LlmServerResponseError("/v1/models: a model is listed twice")
+        return tuple(InstalledModel(name=name) for name in names)
+
+    async def load(self, model: str, *, timeout: float = GENERATION_TIMEOUT) -> None:
+        """Start ``model`` (through its upstream's health check) and wait until it is ready."""
+        await self._http.request_body(
+            "GET", f"/upstream/{quote(model, safe='')}/health", timeout=timeout
+        )
+
+    async def unload(self, model: str, *, timeout: float | None = None) -> None:
+        """Stop ``model``; llama-swap answers once it has stopped."""
+        await self._http.request_body(
+            "POST", f"/api/models/unload/{quote(model, safe='')}", timeout=timeout
+        )
+
+    async def residency_events(self) -> AsyncIterator[tuple[ResidentModel, ...]]:
+        """Yield the resident models each time llama-swap reports a state change.
+
+        The first item comes at once (the stream starts with the current state). Raise
+        ``LlmServerError`` when the stream cannot be had, ends, or stays silent for
+        ``EVENT_SILENCE_SECONDS``.
+        """
+        async for payload in sse_payloads(self._http, "/api/events", EVENT_SILENCE_SECONDS):
+            statuses = _message(payload, "modelStatus")
+            if statuses is None:
+                continue
+            if not isinstance(statuses, list):
+                raise LlmServerResponseError("/api/events: modelStatus is not a list")
+            local = [s for s in statuses if isinstance(s, dict) and not s.get("peerID")]
+            try:
+                resident = _residents(local, "id", "state", "/api/events")
+            except ValueError as err:
+                raise unexpected("/api/events", err) from err
+            yield resident
+
+    async def timed_generation(
+        self,
+        api: Literal["chat", "generate"],
+        model: str,
+        prompt: str,
+        *,
+        options: Mapping[str, Any] | None = None,
+        timeout: float = GENERATION_TIMEOUT,
+    ) -> TimedReply:
+        """Stream one generation, timed on ``time.monotonic_ns``; time its load and queue.
+
+        ``/api/events`` is followed while the request runs: the model turning ``ready``
+        ends the load; the requests to the model already in flight when ours was sent
+        are the queue, which ends when the last of them does.
+        """
+        payload: dict[str, Any] = {"model": model, "stream": True}
+        if api == "chat":
+            payload["messages"] = [{"role": "user", "content": prompt}]
+            path = "/v1/chat/completions"
+        else:
+            payload["prompt"] = prompt
+            path = "/v1/completions"
+        for key, value in (options or {}).items():
+            if key in OPENAI_OPTIONS:
+                payload[OPENAI_OPTIONS[key]] = value
+        watch = StateWatch(model, "ready", _ready_events)
+        async with asyncio.timeout(timeout):
+            try:
+                await watch.start(self._http, "/api/events", _has_inflight_snapshot)
+                ahead = _inflight_ids(watch.frames, model)
+                async with self._http.stream("POST", path, json=payload, timeout=timeout) as (
+                    response,
+                    sent,
+                    headers,
+                ):
+                    reply = await read_openai_stream(response, path, sent, headers)
+            finally:
+                await watch.stop()
+        load_ns = queue_ns = None
+        if watch.trustworthy:
+            load_ns = max(watch.ready_ns - reply.sent_ns, 0) if watch.ready_ns else 0
+            queue_ns = _queue_ns(watch, ahead, reply.sent_ns, reply.first_token_ns)
+            load_ns = max(load_ns, queue_ns)
+        return TimedReply(
+            sent_ns=reply.sent_ns,
+            headers_ns=reply.headers_ns,
+            first_token_ns=reply.first_token_ns,
+            final_ns=reply.final_ns,
+            load_duration_ns=load_ns,
+            queue_ns=queue_ns,
+            prompt_eval_count=reply.prompt_eval_count,
+            prompt_cached_count=reply.prompt_cached_count,
+            prompt_eval_duration_ns=reply.prompt_eval_duration_ns,
+            eval_count=reply.eval_count,
+            eval_duration_ns=reply.eval_duration_ns,
+            done_reason=reply.done_reason,
+        )
+
+
+def _model_type(item: Mapping[str, Any]) -> object:
+    meta = item.get("meta")
+    own = meta.get("llamaswap") if isinstance(meta, dict) else None
+    return own.get("type") if isinstance(own, dict) else None
+
+
+def _residents(
+    items: Sequence[Mapping[str, Any]], name_key: str, state_key: str, path: str
+) -> tuple[ResidentModel, ...]:
+    resident = [
+        ResidentModel(name=required_str(item, name_key), state=state)
+        for item in items
+        if (state := _STATES.get(str(item.get(state_key)))) is not None
+    ]
+    if len({m.name for m in resident}) != len(resident):
+        raise LlmServerResponseError(f"{path}: a model is listed twice")
+    return tuple(resident)
+
+
+def _message(payload: object, kind: str) -> object | None:
+    """Return the inner data of an ``/api/events`` envelope of type ``kind``, else None."""
+    if not isinstance(payload, dict) or payload.get("type") != kind:
+        return None
+    data = payload.get("data")
+    if not isinstance(data, str):
+        return None
+    try:
+        inner: object = decode_json(data)
+    except ValueError:
+        return None
+    return inner
+
+
+def _ready_events(payload: object) -> list[tuple[str, str]]:
+    statuses = _message(payload, "modelStatus")
+    if not isinstance(statuses, list):
+        return []
+    return [
+        (s["id"], s["state"])
+        for s in statuses
+        if isinstance(s, dict) and isinstance(s.get("id"), str) and isinstance(s.get("state"), str)
+    ]
+
+
+def _has_inflight_snapshot(frames: list[object]) -> bool:
+    return any(isinstance(_message(frame, "inflight"), dict) for frame in frames)
+
+
+def _inflight_ids(frames: list[object], model: str) -> set[str]:
+    """Return the ids of the requests to ``model`` in flight, from the frames so far."""
+    ids: set[str] = set()
+    for frame in frames:
+        op = _message(frame, "inflight")
+        if not isinstance(op, dict):
+            continue
+        match op.get("operation"):
+            case "snapshot":
+                requests = op.get("requests")
+                ids = {
+                    str(r.get("id"))
+                    for r in (requests if isinstance(requests, list) else [])
+                    if isinstance(r, dict) and r.get("model") == model
+                }
+            case "upsert":
+                request = op.get("request")
+                if isinstance(request, dict) and request.get("model") == model:
+                    ids.add(str(request.get("id")))
+            case "remove":
+                ids.discard(str(op.get("id")))
+    return ids
+
+
+def _queue_ns(watch: StateWatch, ahead: set[str], sent: int, first_token: int) -> int:
+    """Return how long the requests ahead of ours were still running after ours was sent.
+
+    Bounded by the first token: what ran beside ours after that did not delay it.
+    """
+    if not ahead:
+        return 0
+    remaining = set(ahead)
+    for at, frame in zip(watch.frame_times, watch.frames, strict=True):
+        op = _message(frame, "inflight")
+        if isinstance(op, dict) and op.get("operation") == "remove":
+            remaining.discard(str(op.get("id")))
+            if not remaining:
+                return min(max(at - sent, 0), first_token - sent)
+    return first_token - sent
+
+
+def error_for_status(status: int, message: str, path: str) -> LlmServerError:
+    """Map an HTTP error status (and llama-swap's error text) to the client's errors."""
+    lowered = message.lower()
+    if status in (401, 403):
+        return LlmServerAuthenticationError(f"{path}: HTTP {status} {message}")
+    if (
+        status == 404
+        and ("model not found" in lowered or "no router" in lowered or "not found" in lowered)
+        and path.startswith(("/upstream/", "/api/models/unload/", "/v1/"))
+    ):
+        return LlmModelNotFoundError(message)
+    if status in (429, 503):
+        return LlmServerBusyError(message or "server busy")
+    if any(marker in lowered for marker in _OUT_OF_MEMORY_MARKERS):
+        return LlmServerOutOfMemoryError(message)
+    return LlmServerResponseError(f"{path}: HTTP {status} {message[:MAX_TEXT]}".rstrip())
