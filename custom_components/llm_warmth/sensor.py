@@ -91,7 +91,11 @@ def _classification_attrs(snapshot: ServerSnapshot, model: str) -> Mapping[str, 
 
 
 def _stage_sensor(
-    key: str, value_fn: Callable[[ModelTiming], float | None], *, enabled: bool = True
+    key: str,
+    value_fn: Callable[[ModelTiming], float | None],
+    *,
+    enabled: bool = True,
+    has_fn: Callable[[Capabilities], bool] = lambda _: True,
 ) -> ModelSensorDescription:
     """Describe a TTFT or stage sensor: a duration in milliseconds."""
     return ModelSensorDescription(
@@ -103,6 +107,7 @@ def _stage_sensor(
         state_class=SensorStateClass.MEASUREMENT,
         suggested_display_precision=0,
         value_fn=lambda s, m: value_fn(_timing(s, m)),
+        has_fn=has_fn,
     )
 
 
@@ -242,6 +247,11 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
     _stage_sensor("last_cold_ttft", lambda t: t.last_cold_ttft_ms),
     _stage_sensor("last_warm_ttft", lambda t: t.last_warm_ttft_ms),
     _stage_sensor("load_stage", lambda t: t.last.queue_and_load_ms if t.last else None),
+    _stage_sensor(
+        "queue_stage",
+        lambda t: t.last.queue_ms if t.last else None,
+        has_fn=lambda c: c.reports_queue,
+    ),
     _stage_sensor("prefill_stage", lambda t: t.last.prefill_ms if t.last else None),
     _stage_sensor(
         "first_decode_stage", lambda t: t.last.first_decode_ms if t.last else None, enabled=False

@@ -74,6 +74,8 @@ class StageBreakdown:
     prompt_tokens: int | None
     eval_tokens: int | None
     prompt_cache_reuse: float | None = None
+    # The part of queue_and_load spent behind other requests, where the server tells it.
+    queue_ms: float | None = None
 
     def as_dict(self) -> dict[str, float | int | None]:
         """Return the breakdown with its field names (for action responses and storage)."""
@@ -87,6 +89,7 @@ class StageBreakdown:
             "prompt_tokens": self.prompt_tokens,
             "eval_tokens": self.eval_tokens,
             "prompt_cache_reuse": self.prompt_cache_reuse,
+            "queue_ms": self.queue_ms,
         }
 
     @classmethod
@@ -103,6 +106,7 @@ class StageBreakdown:
                 prompt_tokens=_optional_count(data["prompt_tokens"]),
                 eval_tokens=_optional_count(data["eval_tokens"]),
                 prompt_cache_reuse=_optional_float(data.get("prompt_cache_reuse")),
+                queue_ms=_optional_float(data.get("queue_ms")),
             )
         except (KeyError, TypeError) as err:
             raise ValueError(f"not a stage breakdown: {err}") from err
@@ -135,6 +139,7 @@ def breakdown(reply: TimedReply) -> StageBreakdown:
         prompt_tokens=prompt,
         eval_tokens=tokens,
         prompt_cache_reuse=reuse,
+        queue_ms=_ms(reply.queue_ns),
     )
 
 

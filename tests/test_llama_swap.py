@@ -1,0 +1,325 @@
+"""llama-swap, emulated to its published API: the client, and the integration on its timers.
+
+No llama-swap binary can be installed on these machines: ``llama_swap_emulator.py`` follows
+llama-swap's own source. Everything goes over real HTTP on loopback.
+"""
+
+import asyncio
+from collections.abc import AsyncIterator
+import time
+
+import aiohttp
+from homeassistant.config_entries import SOURCE_USER, ConfigEntryState
+from homeassistant.const import CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL, STATE_ON
+from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
+import pytest
+from pytest_homeassistant_custom_component.common import async_capture_events
+
+from custom_components.llm_warmth.const import (
+    DOMAIN,
+    EVENT_COLD_START,
+    EVENT_MODEL_LOADED,
+    EVENT_MODEL_UNLOADED,
+)
+from custom_components.llm_warmth.core.backends import llama_swap
+from custom_components.llm_warmth.core.backends.detection import detect
+from custom_components.llm_warmth.core.backends.errors import (
+    LlmModelNotFoundError,
+    LlmServerAuthenticationError,
+    LlmServerBusyError,
+    LlmServerConnectionError,
+    LlmServerError,
+    LlmServerNotSupportedError,
+    LlmServerResponseError,
+    LlmServerUnreachableError,
+)
+from custom_components.llm_warmth.core.backends.llama_swap import LlamaSwapClient
+from custom_components.llm_warmth.core.backends.types import ResidencyState
+
+from .e2e import wait_until
+from .llama_swap_emulator import LlamaSwapEmulator, SwapModel
+
+BIG, TINY = "big", "tiny"
+
+
+def models() -> list[SwapModel]:
+    return [
+        SwapModel(TINY, load_seconds=0.3, aliases=("small",)),
+        SwapModel(BIG, load_seconds=1.5, unload_seconds=0.1, prompt_ms_per_token=5.0),
+    ]
+
+
+@pytest.fixture
+async def swap(socket_enabled: None) -> AsyncIterator[LlamaSwapEmulator]:
+    emulator = LlamaSwapEmulator(models(), ttl_check_interval=0.05)
+    await emulator.start()
+    yield emulator
+    await emulator.stop()
+
+
+@pytest.fixture
+async def client(swap: LlamaSwapEmulator) -> AsyncIterator[LlamaSwapClient]:
+    async with aiohttp.ClientSession() as session:
+        yield LlamaSwapClient(session, swap.url, request_timeout=2)
+
+
+async def test_version_models_and_residency(
+    client: LlamaSwapClient, swap: LlamaSwapEmulator
+) -> None:
+    assert await client.version() == swap.version
+    # Aliases are names of a model, not models.
+    assert [m.name for m in await client.installed_models()] == [BIG, TINY]
+    assert await client.running_models() == ()
+    await client.load(TINY)
+    (tiny,) = await client.running_models()
+    assert (tiny.name, tiny.state) == (TINY, ResidencyState.LOADED)
+    assert (tiny.size, tiny.expires_at, tiny.context_length) == (None, None, None)
+    load = asyncio.create_task(client.load(BIG))
+    await wait_until(lambda: swap.state(BIG) == "starting", 2, "big starting")
+    assert {m.name: m.state for m in await client.running_models()} == {BIG: ResidencyState.LOADING}
+    await load
+    await client.unload(BIG)
+    assert swap.state(BIG) == "stopped"
+    assert await client.running_models() == ()
+
+
+async def test_detection_tells_llama_swap_from_the_servers_behind_it(
+    swap: LlamaSwapEmulator,
+) -> None:
+    async with aiohttp.ClientSession() as session:
+        found = await detect(session, swap.url)
+    assert (found.kind, found.version) == ("llama_swap", swap.version)
+
+
+async def test_cold_then_warm_generation_times_its_load(
+    client: LlamaSwapClient, swap: LlamaSwapEmulator
+) -> None:
+    cold = await client.timed_generation("chat", BIG, "Reply with one word: ready?")
+    assert cold.load_duration_ns / 1e9 == pytest.approx(1.5, abs=0.3)
+    assert cold.queue_ns == 0
+    assert cold.first_token_ns - cold.sent_ns >= cold.load_duration_ns
+    assert cold.prompt_cached_count == 0
+    warm = await client.timed_generation("chat", BIG, "Reply with one word: ready?")
+    assert warm.load_duration_ns == 0
+    # The same prompt again: all but its last token came from the upstream's prompt cache.
+    assert warm.prompt_cached_count == warm.prompt_eval_count - 1
+    generated = await client.timed_generation("generate", BIG, "Complete this", options={})
+    assert generated.eval_count
+
+
+async def test_a_request_in_flight_ahead_is_the_queue(
+    client: LlamaSwapClient, swap: LlamaSwapEmulator
+) -> None:
+    await client.load(BIG)
+    ahead = asyncio.create_task(
+        client.timed_generation("chat", BIG, " ".join(["word"] * 200), options={"num_predict": 8})
+    )
+    await wait_until(lambda: swap.inflight(BIG) == 1, 2, "the request ahead in flight")
+    ours = await client.timed_generation("chat", BIG, "hi")
+    first = await ahead
+    assert ours.queue_ns is not None
+    assert ours.queue_ns > 0
+    assert ours.queue_ns <= ours.first_token_ns - ours.sent_ns
+    assert ours.load_duration_ns == ours.queue_ns  # loaded already: the wait is the queue
+    assert first.queue_ns == 0
+
+
+async def test_without_its_event_stream_the_load_is_unknown(
+    client: LlamaSwapClient, swap: LlamaSwapEmulator
+) -> None:
+    swap.fail_next("/api/events", 404, "nope", "text/plain")
+    reply = await client.timed_generation("chat", TINY, "hi")
+    assert (reply.load_duration_ns, reply.queue_ns) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "error"),
+    [
+        (
+            401,
+            '{"error":"unauthorized: invalid or missing API key","src":"llama-swap"}',
+            LlmServerAuthenticationError,
+        ),
+        (
+            404,
+            '{"error":"no router for requested model","src":"llama-swap"}',
+            LlmModelNotFoundError,
+        ),
+        (429, '{"error":"too many requests","src":"llama-swap"}', LlmServerBusyError),
+        (
+            500,
+            '{"error":"unspecific error: upstream command exited prematurely"}',
+            LlmServerResponseError,
+        ),
+        (502, "<html>Bad Gateway</html>", LlmServerResponseError),
+    ],
+)
+async def test_generation_errors(
+    client: LlamaSwapClient,
+    swap: LlamaSwapEmulator,
+    status: int,
+    body: str,
+    error: type[LlmServerError],
+) -> None:
+    swap.fail_next("/v1/chat/completions", status, body)
+    with pytest.raises(error):
+        await client.timed_generation("chat", TINY, "hi")
+
+
+async def test_faults_leave_only_our_errors(
+    client: LlamaSwapClient, swap: LlamaSwapEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(LlmModelNotFoundError):
+        await client.timed_generation("chat", "nope", "hi")
+    with pytest.raises(LlmModelNotFoundError):
+        await client.unload("nope")
+    with pytest.raises(LlmModelNotFoundError):
+        await client.load("nope")
+    swap.malformed_next("/running")
+    with pytest.raises(LlmServerResponseError):
+        await client.running_models()
+    swap.fail_next(
+        "/running",
+        200,
+        '{"running": [{"model": "a", "state": "ready"}, {"model": "a", "state": "ready"}]}',
+    )
+    with pytest.raises(LlmServerResponseError, match="twice"):
+        await client.running_models()
+    swap.fail_next("/v1/models", 200, '{"data": {"id": "x"}}')
+    with pytest.raises(LlmServerResponseError):
+        await client.installed_models()
+    swap.fail_next("/running", 404, "404 page not found", "text/plain")
+    with pytest.raises(LlmServerNotSupportedError):
+        await client.version()
+    # A restart mid-request: the reply breaks off.
+    generation = asyncio.create_task(client.timed_generation("chat", BIG, " ".join(["word"] * 300)))
+    await wait_until(lambda: swap.inflight(BIG) == 1, 5, "the request in flight")
+    await swap.restart()
+    with pytest.raises(LlmServerError):
+        await generation
+    monkeypatch.setattr(client._http, "timeout", 0.2)
+    async with swap.outage():
+        with pytest.raises(LlmServerUnreachableError):
+            await client.running_models()
+
+
+async def test_residency_events_and_a_cut_or_stalled_stream(
+    client: LlamaSwapClient, swap: LlamaSwapEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[dict[str, ResidencyState]] = []
+
+    async def follow() -> None:
+        async for resident in client.residency_events():
+            seen.append({m.name: m.state for m in resident})
+
+    follower = asyncio.create_task(follow())
+    await wait_until(lambda: seen, 2, "the state on connect")
+    assert seen[0] == {}
+    await client.load(TINY)
+    await wait_until(lambda: seen[-1] == {TINY: ResidencyState.LOADED}, 2, "tiny ready")
+    assert {TINY: ResidencyState.LOADING} in seen
+    swap.cut_events()
+    with pytest.raises((LlmServerConnectionError, LlmServerResponseError)):
+        await asyncio.wait_for(follower, 2)
+
+    monkeypatch.setattr(llama_swap, "EVENT_SILENCE_SECONDS", 0.3)
+    swap.stall_events(True)
+    stalled = asyncio.create_task(follow())
+    with pytest.raises(LlmServerResponseError, match="no event"):
+        await asyncio.wait_for(stalled, 3)
+
+
+async def add_swap(hass: HomeAssistant, url: str) -> object:
+    result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_URL: url, CONF_VERIFY_SSL: True}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    entry = result["result"]
+    assert entry.data["server_kind"] == "llama_swap"
+    assert entry.title.startswith("llama-swap ")
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    await hass.config_entries.options.async_configure(result["flow_id"], {CONF_SCAN_INTERVAL: 2})
+    await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.LOADED
+    return entry
+
+
+async def test_loads_and_swaps_by_another_client_come_from_the_event_stream(
+    hass: HomeAssistant, swap: LlamaSwapEmulator
+) -> None:
+    """On its own timers: residency from the events, no fast polling, loads timed by them."""
+    entry = await add_swap(hass, swap.url)
+    coordinator = entry.runtime_data.coordinator
+    await wait_until(lambda: coordinator.events_connected, 3, "the event stream")
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
+    polls_before = swap.requests["GET /running"]
+    started = time.monotonic()
+    await swap.load_by_other_client(TINY)
+    await swap.load_by_other_client(BIG)  # the swap group stops tiny first
+    elapsed = time.monotonic() - started
+    await wait_until(lambda: len(loaded) == 2 and unloaded, 2, "the events")
+    assert [e.data["model"] for e in loaded] == [TINY, BIG]
+    big = loaded[1].data
+    assert big["load_source"] == "events"
+    assert big["load_seconds"] == pytest.approx(1.5, abs=0.2)
+    assert unloaded[0].data | {"server": None, "config_entry_id": None} == {
+        "server": None,
+        "config_entry_id": None,
+        "model": TINY,
+        "reason": "displaced",
+        "replaced_by": [BIG],
+    }
+    assert hass.states.get("binary_sensor.big_resident").state == STATE_ON
+    # Only the regular 2 s polls ran meanwhile: the stream replaced fast polling.
+    polls = swap.requests["GET /running"] - polls_before
+    print(f"\n{polls} polls of /running during {elapsed:.1f} s of loads")
+    assert polls <= elapsed / 2 + 1
+    assert not coordinator.fast_polling
+
+
+async def test_a_cut_stream_is_reconnected_and_polling_covers_the_gap(
+    hass: HomeAssistant, swap: LlamaSwapEmulator
+) -> None:
+    entry = await add_swap(hass, swap.url)
+    coordinator = entry.runtime_data.coordinator
+    await wait_until(lambda: coordinator.events_connected, 3, "the event stream")
+    connections = swap.events_connections
+    swap.cut_events()
+    await wait_until(lambda: not coordinator.events_connected, 2, "the cut noticed")
+    await wait_until(lambda: coordinator.events_connected, 5, "the reconnection")
+    assert swap.events_connections == connections + 1
+
+
+async def test_a_probe_reports_its_load_queue_and_prompt_cache(
+    hass: HomeAssistant, swap: LlamaSwapEmulator
+) -> None:
+    entry = await add_swap(hass, swap.url)
+    cold_starts = async_capture_events(hass, EVENT_COLD_START)
+
+    async def probe() -> dict[str, object]:
+        reply = await hass.services.async_call(
+            DOMAIN,
+            "probe",
+            {"config_entry_id": entry.entry_id, "model": BIG, "prompt": "Ready?"},
+            blocking=True,
+            return_response=True,
+        )
+        return dict(reply or {})
+
+    cold = await probe()
+    assert cold["classification"] == "cold"
+    assert cold["dominant_stage"] == "load"
+    assert cold["queue_and_load_ms"] / 1000 == pytest.approx(1.5, abs=0.3)
+    assert cold["queue_ms"] == 0
+    assert [e.data["source"] for e in cold_starts] == ["probe"]
+    warm = await probe()
+    assert warm["classification"] == "warm"
+    assert warm["prompt_cache_reuse"] > 0
+    queue = hass.states.get("sensor.big_queue_stage")
+    assert float(queue.state) == 0
+    assert (
+        float(hass.states.get("sensor.big_prompt_cache_reuse").state) == warm["prompt_cache_reuse"]
+    )
