@@ -194,9 +194,9 @@ async def test_detect_probe_cold_then_warm_and_a_displacement(
     assert seen is None or seen <= server_load + 0.6
     assert hass.states.get("binary_sensor.big_resident").state == STATE_OFF
     assert hass.states.get("binary_sensor.tiny_resident").state == STATE_ON
-    # The integration's own requests: polls of /models, never a call that loads a model.
+    # The integration's own requests: polls and the event stream, never a call that loads.
     paths = {r.path for r in proxy.requests if r.at >= requested}
-    assert paths <= {"/models", "/props"}
+    assert paths <= {"/models", "/props", "/models/sse"}
     await unload_all(llama_url)
     await hass.config_entries.async_unload(entry.entry_id)
 

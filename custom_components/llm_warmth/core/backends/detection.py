@@ -6,7 +6,11 @@ from typing import Final
 import aiohttp
 
 from .base import LlmBackend, ServerKind
-from .errors import LlmServerError, LlmServerNotSupportedError
+from .errors import (
+    LlmServerError,
+    LlmServerNotSupportedError,
+    LlmServerSetupNotSupportedError,
+)
 from .http import HttpTransport
 from .llama_server import LlamaServerClient
 from .llama_swap import LlamaSwapClient
@@ -64,6 +68,8 @@ async def detect(
         client = create_client(kind, session, base_url, api_key=api_key)
         try:
             version = await client.version()
+        except LlmServerSetupNotSupportedError:
+            raise  # it is that kind: what it says is the most useful answer
         except LlmServerNotSupportedError as err:
             findings.append(str(err))
             continue

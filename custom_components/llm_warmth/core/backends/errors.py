@@ -30,6 +30,10 @@ class LlmServerNotSupportedError(LlmServerError):
     """Something answered, but it is not the kind of server the client speaks to."""
 
 
+class LlmServerSetupNotSupportedError(LlmServerNotSupportedError):
+    """A server of a known kind answers, set up in a way that cannot be read (one fixed model)."""
+
+
 class LlmServerResponseError(LlmServerError):
     """The server answered with something the client cannot use (bad JSON, HTTP 5xx, ...)."""
 

@@ -6,7 +6,7 @@ clock, and llama-swap's to follow residency between polls.
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 import contextlib
 import time
 from typing import Final
@@ -34,7 +34,7 @@ def _payload(raw: bytes) -> object | None:
     return payload
 
 
-async def sse_payloads(http: HttpTransport, path: str, timeout: float) -> AsyncIterator[object]:
+async def sse_payloads(http: HttpTransport, path: str, timeout: float) -> AsyncGenerator[object]:
     """Yield the decoded JSON of each ``data:`` line of an event stream.
 
     The stream's end, silence for ``timeout`` seconds, and every network failure raise

@@ -24,7 +24,8 @@ The server reports no load duration: while a probe runs, the client follows
 """
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+import contextlib
 import itertools
 import time
 from typing import Any, Final, Literal
@@ -47,8 +48,10 @@ from .errors import (
     LlmServerNotSupportedError,
     LlmServerOutOfMemoryError,
     LlmServerResponseError,
+    LlmServerSetupNotSupportedError,
+    LlmServerTimeoutError,
 )
-from .events import StateWatch
+from .events import StateWatch, sse_payloads
 from .http import HttpTransport, unexpected
 from .replies import (
     MAX_TEXT,
@@ -68,7 +71,7 @@ LLAMA_SERVER_CAPABILITIES: Final = Capabilities(
     can_load=True,
     can_unload=True,
     keep_alive=KeepAlive.LRU,
-    pushes_events=False,  # /models/sse exists; polls follow residency, probes the stream
+    pushes_events=True,  # /models/sse
     reports_prompt_cache=True,
     reports_context_length=True,
     reports_memory=False,
@@ -93,6 +96,8 @@ OPENAI_OPTIONS: Final = {
 }
 # How often load() looks whether the model is up, and how long an SSE watch may wait.
 _LOAD_POLL_SECONDS: Final = 0.25
+# The router sends nothing while nothing changes: a quiet stream is renewed this often.
+EVENT_SILENCE_SECONDS: Final = 600.0
 _MAX_MS: Final = 86_400_000.0
 _OUT_OF_MEMORY_MARKERS: Final = ("out of memory", "failed to allocate", "cudamalloc failed")
 
@@ -138,7 +143,7 @@ class LlamaServerClient:
         if build is None:
             raise LlmServerNotSupportedError(f"{shown} did not answer like llama-server")
         if props.get("role") != "router":
-            raise LlmServerNotSupportedError(
+            raise LlmServerSetupNotSupportedError(
                 f"{shown} is llama-server with one fixed model; start it in router mode "
                 "(without -m) so that models can be loaded and unloaded"
             )
@@ -156,21 +161,56 @@ class LlamaServerClient:
 
     async def running_models(self, *, timeout: float | None = None) -> tuple[ResidentModel, ...]:
         """Return the models the router holds (loading, loaded or asleep)."""
-        resident = []
+        return tuple((await self._statuses(timeout)).values())
+
+    async def _statuses(self, timeout: float | None) -> dict[str, ResidentModel]:
+        resident: dict[str, ResidentModel] = {}
         for item in await self._models(timeout):
             try:
                 state = _STATES.get(_status(item) or "")
                 if state is not None:
-                    resident.append(
-                        ResidentModel(
-                            name=required_str(item, "id"),
-                            state=state,
-                            context_length=_context_length(item),
-                        )
+                    name = required_str(item, "id")
+                    resident[name] = ResidentModel(
+                        name=name, state=state, context_length=_context_length(item)
                     )
             except ValueError as err:
                 raise unexpected("/models", err) from err
-        return tuple(resident)
+        return resident
+
+    async def residency_events(self) -> AsyncIterator[tuple[ResidentModel, ...]]:
+        """Yield the resident models now, then after each ``/models/sse`` status change.
+
+        The stream sends nothing on connect: the list is read once the stream is open (so
+        that no change falls in between), then kept up to date from the events. Raise
+        ``LlmServerError`` when the stream cannot be had or ends.
+        """
+        stream = sse_payloads(self._http, "/models/sse", EVENT_SILENCE_SECONDS)
+        first = asyncio.ensure_future(anext(stream))
+        try:
+            # The stream answers at once (its headers), then stays quiet until a change.
+            await asyncio.wait({first}, timeout=StateWatch.CONNECT_SECONDS)
+            resident = await self._statuses(None)
+            yield tuple(resident.values())
+            payload = await first
+            while True:
+                for model, status in _status_events(payload):
+                    if (state := _STATES.get(status)) is not None:
+                        known = resident.get(model)
+                        context = known.context_length if known else None
+                        resident[model] = ResidentModel(model, state, context_length=context)
+                    elif status in ("unloaded", "failed"):
+                        resident.pop(model, None)
+                    else:
+                        continue
+                    yield tuple(resident.values())
+                payload = await anext(stream)
+        except StopAsyncIteration as err:
+            raise LlmServerConnectionError("/models/sse: the event stream ended") from err
+        finally:
+            first.cancel()
+            with contextlib.suppress(BaseException):
+                await first  # done, or cancelled just now: either way no longer running
+            await stream.aclose()
 
     async def installed_models(self, *, timeout: float | None = None) -> tuple[InstalledModel, ...]:
         """Return every model the router can start."""
@@ -184,17 +224,24 @@ class LlamaServerClient:
 
     async def load(self, model: str, *, timeout: float = GENERATION_TIMEOUT) -> None:
         """Start ``model`` and wait until the router reports it loaded."""
-        async with asyncio.timeout(timeout):
-            await self._http.request("POST", "/models/load", json={"model": model})
-            while True:
-                states = {item.get("id"): _status(item) for item in await self._models(None)}
-                if states.get(model) == "loaded":
-                    return
-                if model not in states:
-                    raise LlmModelNotFoundError(f"llama-server has no model {model}")
-                if states[model] == "failed":
-                    raise LlmServerResponseError(f"llama-server could not load {model}")
-                await asyncio.sleep(_LOAD_POLL_SECONDS)
+        try:
+            async with asyncio.timeout(timeout):
+                try:
+                    await self._http.request("POST", "/models/load", json={"model": model})
+                except LlmServerResponseError as err:
+                    if "already running" not in str(err):
+                        raise
+                while True:
+                    items = {str(item.get("id")): item for item in await self._models(None)}
+                    if model not in items:
+                        raise LlmModelNotFoundError(f"llama-server has no model {model}")
+                    if _status(items[model]) == "loaded":
+                        return
+                    if _failed(items[model]):
+                        raise LlmServerResponseError(f"llama-server could not load {model}")
+                    await asyncio.sleep(_LOAD_POLL_SECONDS)
+        except TimeoutError as err:
+            raise LlmServerTimeoutError(f"{model} was not loaded within {timeout:g} s") from err
 
     async def unload(self, model: str, *, timeout: float | None = None) -> None:
         """Stop ``model``; one that is not running is fine."""
@@ -232,22 +279,17 @@ class LlamaServerClient:
             if key in OPENAI_OPTIONS:
                 payload[OPENAI_OPTIONS[key]] = value
         watch = StateWatch(model, "loaded", _status_events)
-        async with asyncio.timeout(timeout):
-            try:
-                await watch.start(self._http, "/models/sse")
-                async with self._http.stream("POST", path, json=payload, timeout=timeout) as (
-                    response,
-                    sent,
-                    headers,
-                ):
-                    reply = await read_openai_stream(response, path, sent, headers)
-            finally:
-                await watch.stop()
-        load_ns: int | None = None
-        if watch.ready_ns is not None:
-            load_ns = max(watch.ready_ns - reply.sent_ns, 0)
-        elif watch.trustworthy:
-            load_ns = 0
+        try:
+            await watch.start(self._http, "/models/sse")
+            async with self._http.stream("POST", path, json=payload, timeout=timeout) as (
+                response,
+                sent,
+                headers,
+            ):
+                reply = await read_openai_stream(response, path, sent, headers)
+        finally:
+            await watch.stop()
+        load_ns = timed_load_ns(watch, reply)
         return TimedReply(
             sent_ns=reply.sent_ns,
             headers_ns=reply.headers_ns,
@@ -261,6 +303,21 @@ class LlamaServerClient:
             eval_duration_ns=reply.eval_duration_ns,
             done_reason=reply.done_reason,
         )
+
+
+def timed_load_ns(watch: StateWatch, reply: TimedReply) -> int | None:
+    """Return the load stage of a timed request from what its event stream told.
+
+    The event arrives a little after the model is up; the load cannot have ended after the
+    prefill began, so it is bounded by the time to first token less the prefill.
+    """
+    if watch.ready_ns is None:
+        return 0 if watch.trustworthy else None
+    load = max(watch.ready_ns - reply.sent_ns, 0)
+    if reply.prompt_eval_duration_ns is not None:
+        before_prefill = reply.first_token_ns - reply.sent_ns - reply.prompt_eval_duration_ns
+        load = min(load, max(before_prefill, 0))
+    return load
 
 
 def _status_events(payload: object) -> list[tuple[str, str]]:
@@ -368,6 +425,14 @@ def _status(item: Mapping[str, Any]) -> str | None:
     status = item.get("status")
     value = status.get("value") if isinstance(status, dict) else status
     return value if isinstance(value, str) else None
+
+
+def _failed(item: Mapping[str, Any]) -> bool:
+    """Return True when the router says the model's last start failed."""
+    status = item.get("status")
+    return isinstance(status, dict) and (
+        status.get("value") == "failed" or status.get("failed") is True
+    )
 
 
 def _context_length(item: Mapping[str, Any]) -> int | None:

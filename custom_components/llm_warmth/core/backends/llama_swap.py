@@ -18,7 +18,6 @@ Endpoints (mostlygeek/llama-swap v218+; facts and sources in ``tests/llama_swap_
   upstream server verbatim (llama-server's ``timings`` included).
 """
 
-import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final, Literal
 from urllib.parse import quote
@@ -37,7 +36,7 @@ from .errors import (
 )
 from .events import StateWatch, sse_payloads
 from .http import HttpTransport, unexpected
-from .llama_server import OPENAI_OPTIONS, read_openai_stream
+from .llama_server import OPENAI_OPTIONS, read_openai_stream, timed_load_ns
 from .replies import MAX_TEXT, decode_json, optional_str, required_str
 from .types import InstalledModel, ResidencyState, ResidentModel, TimedReply
 
@@ -198,23 +197,21 @@ class LlamaSwapClient:
             if key in OPENAI_OPTIONS:
                 payload[OPENAI_OPTIONS[key]] = value
         watch = StateWatch(model, "ready", _ready_events)
-        async with asyncio.timeout(timeout):
-            try:
-                await watch.start(self._http, "/api/events", _has_inflight_snapshot)
-                ahead = _inflight_ids(watch.frames, model)
-                async with self._http.stream("POST", path, json=payload, timeout=timeout) as (
-                    response,
-                    sent,
-                    headers,
-                ):
-                    reply = await read_openai_stream(response, path, sent, headers)
-            finally:
-                await watch.stop()
+        try:
+            await watch.start(self._http, "/api/events", _has_inflight_snapshot)
+            ahead = _inflight_ids(watch.frames, model)
+            async with self._http.stream("POST", path, json=payload, timeout=timeout) as (
+                response,
+                sent,
+                headers,
+            ):
+                reply = await read_openai_stream(response, path, sent, headers)
+        finally:
+            await watch.stop()
         load_ns = queue_ns = None
         if watch.trustworthy:
-            load_ns = max(watch.ready_ns - reply.sent_ns, 0) if watch.ready_ns else 0
             queue_ns = _queue_ns(watch, ahead, reply.sent_ns, reply.first_token_ns)
-            load_ns = max(load_ns, queue_ns)
+            load_ns = max(timed_load_ns(watch, reply) or 0, queue_ns)
         return TimedReply(
             sent_ns=reply.sent_ns,
             headers_ns=reply.headers_ns,
