@@ -271,3 +271,113 @@ def exporter_lines(names: list[str]) -> st.SearchStrategy[str]:
     )
     junk = st.sampled_from(["# HELP x y", "# TYPE x gauge", "garbage line", "{}", "x{a=} 1"])
     return st.lists(st.one_of(line, line, line, junk), max_size=8).map("\n".join)
+
+
+# llama.cpp's llama-server (router mode): /props, /models, the OpenAI stream with timings.
+llama_statuses = st.sampled_from(["unloaded", "loading", "loaded", "sleeping", "failed", "x"])
+llama_model_entry = shaped(
+    {
+        "id": (st.sampled_from(["tiny", "big", "qwen3-8b"]), ("", "x" * 300, 7)),
+        "status": shaped(
+            {
+                "value": llama_statuses,
+                "args": st.lists(
+                    st.sampled_from(["--ctx-size", "-c", "512", "99999999999", "x", "--port"]),
+                    max_size=4,
+                ),
+                "failed": st.booleans(),
+            }
+        ),
+        "context_length": (st.integers(min_value=0, max_value=131072), NUMBER_EDGES),
+    }
+)
+llama_models_reply = shaped({"data": st.lists(llama_model_entry, max_size=3)})
+llama_props_reply = shaped(
+    {
+        "role": st.sampled_from(["router", "router", "model"]),
+        "build_info": (st.just("b11669-Debian"), ("", "x" * 300)),
+    }
+)
+llama_timings = shaped(
+    {
+        "cache_n": counts,
+        "prompt_n": counts,
+        "prompt_ms": (st.floats(min_value=0, max_value=60_000), (-1.0, HUGE, float("nan"))),
+        "predicted_n": counts,
+        "predicted_ms": (st.floats(min_value=0, max_value=60_000), (-1.0, float("inf"))),
+    }
+)
+openai_chunk = shaped(
+    {
+        "choices": st.lists(
+            shaped(
+                {
+                    "delta": shaped({"content": texts, "reasoning_content": texts}),
+                    "text": texts,
+                    "finish_reason": st.sampled_from([None, "stop", "length"]),
+                }
+            ),
+            max_size=1,
+        )
+    }
+)
+openai_final_chunk = shaped({"choices": st.just([]), "timings": llama_timings})
+
+
+@st.composite
+def openai_streams(draw: st.DrawFn) -> tuple[int, bytes]:
+    """An SSE stream: content chunks, maybe an error or junk, maybe timings and [DONE]."""
+    events = [dumps(chunk) for chunk in draw(st.lists(openai_chunk, max_size=3))]
+    ending = draw(st.sampled_from(["final", "final", "final", "error", "junk", "none"]))
+    if ending == "final":
+        events += [dumps(draw(openai_final_chunk)), b"[DONE]"]
+    elif ending == "error":
+        events.append(dumps({"error": draw(json_values)}))
+    elif ending == "junk":
+        events.append(draw(st.binary(max_size=32)).replace(b"\n", b""))
+    body = b"".join(b"data: " + event + b"\n\n" for event in events)
+    return draw(st.sampled_from([200, 200, 200, 400, 500, 503])), body
+
+
+# llama-swap: /running, /v1/models, and /api/events frames (JSON inside a JSON string).
+swap_states = st.sampled_from(["stopped", "starting", "ready", "stopping", "shutdown", "?"])
+running_entry = shaped(
+    {
+        "model": (st.sampled_from(["tiny", "big"]), ("", "x" * 300, 7)),
+        "state": swap_states,
+        "ttl": numbers,
+    }
+)
+running_reply = shaped({"running": st.lists(running_entry, max_size=3)})
+swap_models_reply = shaped(
+    {
+        "data": st.lists(
+            shaped(
+                {
+                    "id": (st.sampled_from(["tiny", "big", "small"]), ("", 7)),
+                    "owned_by": st.just("llama-swap"),
+                    "meta": shaped(
+                        {"llamaswap": shaped({"type": st.sampled_from(["model", "alias"])})}
+                    ),
+                }
+            ),
+            max_size=3,
+        )
+    }
+)
+model_status = shaped(
+    {"id": (st.sampled_from(["tiny", "big"]), ("", 7)), "state": swap_states, "peerID": texts}
+)
+
+
+@st.composite
+def swap_event_streams(draw: st.DrawFn) -> bytes:
+    """llama-swap's event stream: envelopes whose data is (mostly) JSON text."""
+    frames = []
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        kind = draw(st.sampled_from(["modelStatus", "modelStatus", "inflight", "logData", 7]))
+        inner = draw(st.one_of(st.lists(model_status, max_size=3), json_values))
+        data: object = draw(st.sampled_from(["json", "json", "raw"]))
+        envelope = {"type": kind, "data": json.dumps(inner) if data == "json" else inner}
+        frames.append(b"event:message\ndata:" + dumps(envelope) + b"\n\n")
+    return b"".join(frames)
