@@ -1,5 +1,6 @@
 """Config, reconfigure, reauth and options flows (100% of config_flow.py)."""
 
+from collections.abc import AsyncIterator, Callable
 from unittest.mock import patch
 
 from homeassistant.config_entries import SOURCE_USER
@@ -11,6 +12,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.llm_warmth.const import DOMAIN
 
+from .llama_server_emulator import EmulatedLlamaModel, LlamaServerEmulator
 from .ollama_emulator import OllamaEmulator
 
 
@@ -227,3 +229,53 @@ class _Nothing:
 
     def __exit__(self, *args: object) -> None:
         return None
+
+
+@pytest.fixture
+async def llama(socket_enabled: None) -> AsyncIterator[LlamaServerEmulator]:
+    emulator = LlamaServerEmulator([EmulatedLlamaModel("tiny")])
+    await emulator.start()
+    yield emulator
+    await emulator.stop()
+
+
+async def test_an_openai_compatible_server_is_named_as_such(
+    hass: HomeAssistant, llama: LlamaServerEmulator
+) -> None:
+    """Something that only speaks the OpenAI API: said so, not "cannot connect"."""
+    llama.inject("/props", status=404, body="not found", times=None)
+    result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_URL: llama.url, CONF_VERIFY_SSL: True}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == {"base": "openai_compatible"}
+    assert "OpenAI-compatible" in result["description_placeholders"]["found"]
+    llama.clear_faults()
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_URL: llama.url, CONF_VERIFY_SSL: True}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"]["server_kind"] == "llama_server"
+    assert result["title"] == f"llama-server {llama.url.removeprefix('http://')}"
+
+
+async def test_without_a_port_each_default_is_tried_and_the_clearest_failure_shown(
+    hass: HomeAssistant, emulator: OllamaEmulator, unused_tcp_port_factory: Callable[[], int]
+) -> None:
+    """The first port answers with something else, the second not at all: say the first."""
+    emulator.inject("/api/version", status=200, body="<html/>", content_type="text/html")
+    closed = unused_tcp_port_factory()
+    port = int(emulator.url.rsplit(":", 1)[1])
+    result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
+    with patch("custom_components.llm_warmth.config_flow._DEFAULT_PORTS", [port, closed]):
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_URL: "127.0.0.1", CONF_VERIFY_SSL: True}
+        )
+        assert result["errors"] == {"base": "not_supported"}
+        # The odd reply was a one-off: Ollama on the first port is taken.
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_URL: "127.0.0.1", CONF_VERIFY_SSL: True}
+        )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"][CONF_URL] == emulator.url
