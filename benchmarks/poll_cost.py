@@ -1,19 +1,26 @@
-"""What polling costs: requests and Home Assistant CPU during a load, and per idle poll.
+"""What following a server costs, per kind: requests and Home Assistant CPU.
 
-Runs a test Home Assistant with the integration against the Ollama emulator of the tests,
-which runs in a process of its own (so that the CPU measured is Home Assistant's alone).
-While another client loads a model for 4 s, the integration runs on its own timers; the
-table shows how many /api/ps polls it sent and the CPU the Home Assistant process used.
-Then it times idle polls (each by hand, back to back) and counts their requests.
-Goal (issue 7): at most one poll per 0.5 s during a load; one request per idle poll.
+Runs a test Home Assistant with the integration against each server kind's emulator from
+the tests (Ollama, llama-server in router mode, llama-swap), each emulator in a process of
+its own, so that the CPU measured is Home Assistant's alone. Per kind:
 
-    .venv/bin/python -m benchmarks.poll_cost [--loads 3] [--idle-polls 300]
+* idle polls, with no model loaded and with one loaded: Home Assistant CPU and requests
+  per poll (each poll run by hand, back to back);
+* one 4 s load by another client while the integration runs on its own timers (2 s
+  interval): the requests it sent meanwhile (polls: fast ones where nothing pushes
+  events), the pushed snapshots it took (where the server has an event stream), and the
+  Home Assistant CPU used.
+
+Goals: one request per idle poll; at most one poll per 0.5 s during a load; no extra
+polls where the server pushes events.
+
+    .venv/bin/python -m benchmarks.poll_cost [--loads 3] [--idle-polls 200]
 """
 
 import argparse
 import asyncio
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 import contextlib
 import multiprocessing
 from multiprocessing.connection import Connection
@@ -31,19 +38,32 @@ from pytest_homeassistant_custom_component.common import (
     async_test_home_assistant,
 )
 
-from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.const import CONF_SERVER_KIND, DOMAIN
+from tests.llama_server_emulator import EmulatedLlamaModel, LlamaServerEmulator
+from tests.llama_swap_emulator import LlamaSwapEmulator, SwapModel
 from tests.ollama_emulator import EmulatedModel, OllamaEmulator
 
-MODEL = "bench:latest"
+MODEL = "bench"
 LOAD_SECONDS = 4.0
+KINDS = ("ollama", "llama_server", "llama_swap")
+# What the client calls that each send one request to the server.
+REQUESTS = ("running_models", "installed_models", "version")
 
 
-def serve_emulator(conn: Connection) -> None:
-    """Run the emulator in this process until the parent closes the pipe."""
+def serve_emulator(kind: str, conn: Connection) -> None:
+    """Run one kind's emulator in this process until the parent closes the pipe."""
 
     async def run() -> None:
-        emulator = OllamaEmulator()
-        emulator.add_model(EmulatedModel(name=MODEL, size=1024**3, load_delay=LOAD_SECONDS))
+        emulator: Any
+        if kind == "ollama":
+            emulator = OllamaEmulator()
+            emulator.add_model(
+                EmulatedModel(name=f"{MODEL}:latest", size=1024**3, load_delay=LOAD_SECONDS)
+            )
+        elif kind == "llama_server":
+            emulator = LlamaServerEmulator([EmulatedLlamaModel(MODEL, load_seconds=LOAD_SECONDS)])
+        else:
+            emulator = LlamaSwapEmulator([SwapModel(MODEL, load_seconds=LOAD_SECONDS)])
         conn.send(await emulator.start())
         await asyncio.get_running_loop().run_in_executor(None, conn.recv)  # until closed
         await emulator.stop()
@@ -52,8 +72,40 @@ def serve_emulator(conn: Connection) -> None:
         asyncio.run(run())
 
 
-def counting(method: Callable[..., Any], counts: Counter[str], key: str) -> Callable[..., Any]:
-    """Wrap a client method so that each call is counted."""
+async def load(kind: str, session: aiohttp.ClientSession, url: str) -> None:
+    """Load the model as another client would, and return once it is loaded."""
+    if kind == "ollama":
+        payload = {"model": f"{MODEL}:latest", "stream": False, "keep_alive": "10m"}
+        async with session.post(f"{url}/api/generate", json=payload) as reply:
+            await reply.read()
+    elif kind == "llama_server":
+        async with session.post(f"{url}/models/load", json={"model": MODEL}) as reply:
+            await reply.read()
+        # The load goes on in the background: wait it out without polling (polls from
+        # this process would count as Home Assistant's CPU).
+        await asyncio.sleep(LOAD_SECONDS + 0.2)
+    else:
+        async with session.get(f"{url}/upstream/{MODEL}/health") as reply:
+            await reply.read()
+
+
+async def unload(kind: str, session: aiohttp.ClientSession, url: str) -> None:
+    """Unload the model as another client would."""
+    if kind == "ollama":
+        payload = {"model": f"{MODEL}:latest", "stream": False, "keep_alive": 0}
+        async with session.post(f"{url}/api/generate", json=payload) as reply:
+            await reply.read()
+    elif kind == "llama_server":
+        async with session.post(f"{url}/models/unload", json={"model": MODEL}) as reply:
+            await reply.read()
+    else:
+        async with session.post(f"{url}/api/models/unload/{MODEL}") as reply:
+            await reply.read()
+    await asyncio.sleep(1.0)
+
+
+def counting(method: Callable[..., Awaitable[Any]], counts: Counter[str], key: str) -> Any:
+    """Wrap a method so that each call is counted."""
 
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         counts[key] += 1
@@ -62,88 +114,103 @@ def counting(method: Callable[..., Any], counts: Counter[str], key: str) -> Call
     return wrapper
 
 
-async def other_client(session: aiohttp.ClientSession, url: str, payload: dict[str, Any]) -> None:
-    async with session.post(f"{url}/api/generate", json={"stream": False, **payload}) as reply:
-        await reply.read()
+def counting_sync(method: Callable[..., Any], counts: Counter[str], key: str) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        counts[key] += 1
+        return method(*args, **kwargs)
+
+    return wrapper
 
 
-async def main(loads: int, idle_polls: int) -> None:
-    """Measure and print the table."""
-    parent, child = multiprocessing.Pipe()
-    server = multiprocessing.get_context("spawn").Process(target=serve_emulator, args=(child,))
-    server.start()
-    url = parent.recv()
+async def measure(kind: str, url: str, loads: int, idle_polls: int) -> dict[str, str]:
+    """Run Home Assistant with the integration against one emulator; return the figures."""
     counts: Counter[str] = Counter()
-    rows: list[tuple[str, str]] = []
-    try:
-        # As the test harness does: plain DNS instead of Home Assistant's mDNS resolver.
-        with patch(
-            "homeassistant.helpers.aiohttp_client._async_make_resolver",
-            return_value=AsyncResolver(),
-        ):
-            await measure(url, loads, idle_polls, counts, rows)
-    finally:
-        parent.close()
-        server.join(timeout=10)
-    width = max(len(name) for name, _ in rows)
-    print(f"{'measure':{width}}  value")
-    for name, value in rows:
-        print(f"{name:{width}}  {value}")
-
-
-async def measure(
-    url: str, loads: int, idle_polls: int, counts: Counter[str], rows: list[tuple[str, str]]
-) -> None:
-    """Run Home Assistant with the integration and fill ``rows``."""
-    async with (
-        async_test_home_assistant() as hass,
-        aiohttp.ClientSession() as session,
-    ):
+    async with async_test_home_assistant() as hass, aiohttp.ClientSession() as session:
         hass.data.pop(loader.DATA_CUSTOM_COMPONENTS, None)  # load custom_components/
         entry = MockConfigEntry(
             domain=DOMAIN,
-            data={CONF_URL: url, CONF_VERIFY_SSL: True},
+            version=2,
+            data={CONF_URL: url, CONF_VERIFY_SSL: True, CONF_SERVER_KIND: kind},
             options={CONF_SCAN_INTERVAL: 2},
         )
         entry.add_to_hass(hass)
         assert await hass.config_entries.async_setup(entry.entry_id)
         coordinator = entry.runtime_data.coordinator
         client = coordinator.client
-        client.running_models = counting(client.running_models, counts, "ps")
-        client.version = counting(client.version, counts, "version")
+        for name in REQUESTS:
+            setattr(client, name, counting(getattr(client, name), counts, "requests"))
+        coordinator._observe_pushed = counting_sync(
+            coordinator._observe_pushed,
+            counts,
+            "pushed",
+        )
+        await asyncio.sleep(1.0)
 
-        polls, cpu_ms = [], []
-        for _ in range(loads):
+        async def idle(label: str) -> dict[str, str]:
+            counts.clear()
+            cpu = time.process_time()
+            for _ in range(idle_polls):
+                await coordinator.async_refresh()
+            per_poll = (time.process_time() - cpu) * 1000 / idle_polls
+            return {
+                f"CPU per poll, {label} (ms)": f"{per_poll:.3f}",
+                f"requests per poll, {label}": f"{counts['requests'] / idle_polls:.2f}",
+            }
+
+        row = await idle("idle")
+        polls, pushed, cpu_ms = [], [], []
+        for number in range(loads):
             await asyncio.sleep(2.5)  # a regular poll or two before the load
             counts.clear()
             cpu = time.process_time()
-            await other_client(session, url, {"model": MODEL, "keep_alive": "10m"})
+            await load(kind, session, url)
+            await asyncio.sleep(0.6)  # the poll or event that sees the end
             cpu_ms.append((time.process_time() - cpu) * 1000)
-            polls.append(counts["ps"])
-            await other_client(session, url, {"model": MODEL, "keep_alive": 0})
-        rows += [
-            (f"polls during a {LOAD_SECONDS:g} s load (median of {loads})", f"{median(polls)}"),
-            ("  at most (0.5 s apart, + the first regular one)", f"{LOAD_SECONDS / 0.5 + 1:g}"),
-            ("HA CPU during the load, ms (median)", f"{median(cpu_ms):.1f}"),
-        ]
-
-        await asyncio.sleep(1.0)
-        counts.clear()
-        cpu = time.process_time()
-        for _ in range(idle_polls):
-            await coordinator.async_refresh()
-        per_poll = (time.process_time() - cpu) * 1000 / idle_polls
-        requests = (counts["ps"] + counts["version"]) / idle_polls
-        rows += [
-            (f"HA CPU per idle poll, ms (mean of {idle_polls})", f"{per_poll:.3f}"),
-            ("requests per idle poll (/api/ps + /api/version)", f"{requests:.2f}"),
-        ]
+            polls.append(counts["requests"])
+            pushed.append(counts["pushed"])
+            if number == loads - 1:
+                row |= await idle("loaded")
+            await unload(kind, session, url)
+        row |= {
+            f"requests during a {LOAD_SECONDS:g} s load": f"{median(polls):g}",
+            "pushed snapshots taken": f"{median(pushed):g}",
+            "CPU during the load (ms)": f"{median(cpu_ms):.1f}",
+        }
         await hass.config_entries.async_unload(entry.entry_id)
+    return row
+
+
+async def run_kind(kind: str, loads: int, idle_polls: int) -> dict[str, str]:
+    parent, child = multiprocessing.Pipe()
+    server = multiprocessing.get_context("spawn").Process(target=serve_emulator, args=(kind, child))
+    server.start()
+    url = parent.recv()
+    try:
+        # As the test harness does: plain DNS instead of Home Assistant's mDNS resolver.
+        with patch(
+            "homeassistant.helpers.aiohttp_client._async_make_resolver",
+            return_value=AsyncResolver(),
+        ):
+            return await measure(kind, url, loads, idle_polls)
+    finally:
+        parent.close()
+        server.join(timeout=10)
+
+
+async def main(loads: int, idle_polls: int) -> None:
+    """Measure each kind and print one table (one column per kind)."""
+    columns = {kind: await run_kind(kind, loads, idle_polls) for kind in KINDS}
+    names = list(columns[KINDS[0]])
+    width = max(len(name) for name in names)
+    print(f"{'measure':{width}}  " + "  ".join(f"{kind:>12}" for kind in KINDS))
+    for name in names:
+        print(f"{name:{width}}  " + "  ".join(f"{columns[k][name]:>12}" for k in KINDS))
+    print(f"(median of {loads} loads; {idle_polls} polls each; at most one poll per 0.5 s)")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--loads", type=int, default=3)
-    parser.add_argument("--idle-polls", type=int, default=300)
+    parser.add_argument("--idle-polls", type=int, default=200)
     arguments = parser.parse_args()
     asyncio.run(main(arguments.loads, arguments.idle_polls))
