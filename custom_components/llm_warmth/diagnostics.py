@@ -35,6 +35,8 @@ async def async_get_config_entry_diagnostics(
         if coordinator.update_interval
         else None,
         "fast_polling": coordinator.fast_polling,
+        "events_connected": coordinator.events_connected,
+        "capabilities": asdict(entry.runtime_data.client.capabilities),
         "snapshot": {
             "version": snapshot.version,
             "polled_at": snapshot.polled_at.isoformat(),
