@@ -11,14 +11,12 @@ from pathlib import Path
 import time
 
 import aiohttp
-from homeassistant.config_entries import SOURCE_USER, ConfigEntryState
-from homeassistant.const import CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL, STATE_OFF, STATE_ON
+from homeassistant.const import STATE_OFF, STATE_ON
 from homeassistant.core import HomeAssistant
-from homeassistant.data_entry_flow import FlowResultType
 import pytest
 from pytest_homeassistant_custom_component.common import async_capture_events
 
-from custom_components.llm_warmth.const import DOMAIN, EVENT_MODEL_LOADED, EVENT_MODEL_UNLOADED
+from custom_components.llm_warmth.const import EVENT_MODEL_LOADED, EVENT_MODEL_UNLOADED
 from custom_components.llm_warmth.core.backends.detection import detect
 from custom_components.llm_warmth.core.backends.errors import (
     LlmModelNotFoundError,
@@ -36,7 +34,7 @@ from custom_components.llm_warmth.core.backends.events import StateWatch
 from custom_components.llm_warmth.core.backends.llama_server import LlamaServerClient
 from custom_components.llm_warmth.core.backends.types import ResidencyState
 
-from .e2e import wait_until
+from .e2e import add_server, wait_until
 from .llama_server_emulator import EmulatedLlamaModel, LlamaServerEmulator
 
 FIXTURES = Path(__file__).parent / "fixtures" / "llama_server"
@@ -241,24 +239,10 @@ async def test_detection_names_what_it_found(server: LlamaServerEmulator) -> Non
             await detect(session, server.url)
 
 
-async def add(hass: HomeAssistant, url: str) -> object:
-    result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
-    result = await hass.config_entries.flow.async_configure(
-        result["flow_id"], {CONF_URL: url, CONF_VERIFY_SSL: True}
-    )
-    assert result["type"] is FlowResultType.CREATE_ENTRY
-    entry = result["result"]
-    result = await hass.config_entries.options.async_init(entry.entry_id)
-    await hass.config_entries.options.async_configure(result["flow_id"], {CONF_SCAN_INTERVAL: 2})
-    await hass.async_block_till_done()
-    assert entry.state is ConfigEntryState.LOADED
-    return entry
-
-
 async def test_passive_loads_and_an_lru_eviction_on_the_integrations_timers(
     hass: HomeAssistant, server: LlamaServerEmulator
 ) -> None:
-    entry = await add(hass, server.url)
+    entry = await add_server(hass, server.url)
     assert entry.data["server_kind"] == "llama_server"
     coordinator = entry.runtime_data.coordinator
     await wait_until(lambda: coordinator.events_connected, 3, "the event stream")
@@ -301,7 +285,7 @@ async def test_without_its_event_stream_fast_polls_time_the_load(
 ) -> None:
     """A build without /models/sse (or a stream that keeps failing): polling takes over."""
     server.inject("/models/sse", status=404, body='{"error":"nope"}', times=None)
-    entry = await add(hass, server.url)
+    entry = await add_server(hass, server.url)
     coordinator = entry.runtime_data.coordinator
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
     load = asyncio.create_task(server.load_by_other_client(BIG))
@@ -316,7 +300,7 @@ async def test_without_its_event_stream_fast_polls_time_the_load(
 async def test_a_cut_event_stream_is_followed_again(
     hass: HomeAssistant, server: LlamaServerEmulator
 ) -> None:
-    entry = await add(hass, server.url)
+    entry = await add_server(hass, server.url)
     coordinator = entry.runtime_data.coordinator
     await wait_until(lambda: coordinator.events_connected, 3, "the event stream")
     server.cut_sse()

@@ -9,10 +9,9 @@ from collections.abc import AsyncIterator
 import time
 
 import aiohttp
-from homeassistant.config_entries import SOURCE_USER, ConfigEntryState
-from homeassistant.const import CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL, STATE_ON
+from homeassistant.config_entries import ConfigEntry
+from homeassistant.const import STATE_ON
 from homeassistant.core import HomeAssistant
-from homeassistant.data_entry_flow import FlowResultType
 import pytest
 from pytest_homeassistant_custom_component.common import async_capture_events
 
@@ -37,7 +36,7 @@ from custom_components.llm_warmth.core.backends.errors import (
 from custom_components.llm_warmth.core.backends.llama_swap import LlamaSwapClient
 from custom_components.llm_warmth.core.backends.types import ResidencyState
 
-from .e2e import wait_until
+from .e2e import add_server, wait_until
 from .llama_swap_emulator import LlamaSwapEmulator, SwapModel
 
 BIG, TINY = "big", "tiny"
@@ -230,19 +229,10 @@ async def test_residency_events_and_a_cut_or_stalled_stream(
         await asyncio.wait_for(stalled, 3)
 
 
-async def add_swap(hass: HomeAssistant, url: str) -> object:
-    result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
-    result = await hass.config_entries.flow.async_configure(
-        result["flow_id"], {CONF_URL: url, CONF_VERIFY_SSL: True}
-    )
-    assert result["type"] is FlowResultType.CREATE_ENTRY
-    entry = result["result"]
+async def add_swap(hass: HomeAssistant, url: str) -> ConfigEntry:
+    entry = await add_server(hass, url)
     assert entry.data["server_kind"] == "llama_swap"
     assert entry.title.startswith("llama-swap ")
-    result = await hass.config_entries.options.async_init(entry.entry_id)
-    await hass.config_entries.options.async_configure(result["flow_id"], {CONF_SCAN_INTERVAL: 2})
-    await hass.async_block_till_done()
-    assert entry.state is ConfigEntryState.LOADED
     return entry
 
 

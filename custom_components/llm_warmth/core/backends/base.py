@@ -15,7 +15,6 @@ from .types import InstalledModel, ResidentModel, TimedReply
 # A generation that loads a model must not be cut short: a client timeout aborts the load
 # (Ollama answers 499 and drops the half-loaded model). Ollama's own load timeout is 5 min.
 GENERATION_TIMEOUT = 300.0
-DEFAULT_TIMEOUT = 10.0
 
 
 class ServerKind(StrEnum):

@@ -23,6 +23,9 @@ from .errors import (
 )
 from .replies import decode_json, decode_object, read_body
 
+# Seconds a request other than a generation may take.
+DEFAULT_TIMEOUT = 10.0
+
 type ErrorForStatus = Callable[[int, str, str], LlmServerError]
 
 
@@ -47,7 +50,7 @@ class HttpTransport:
             raise ValueError("give either credentials in the URL or an API key, not both")
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.timeout = timeout
-        self._error_for_status = error_for_status
+        self.error_for_status = error_for_status
 
     def url(self, path: str) -> URL:
         """Return the URL of ``path`` below the base URL (which may have a path itself)."""
@@ -80,7 +83,7 @@ class HttpTransport:
                 f"Cannot reach {self.shown_url}{path}: {err or type(err).__name__}"
             ) from err
         if status >= 400:
-            raise self._error_for_status(status, error_message(body), path)
+            raise self.error_for_status(status, error_message(body), path)
         return body
 
     async def request(
@@ -119,7 +122,7 @@ class HttpTransport:
                     headers = time.monotonic_ns()
                     if response.status >= 400:
                         body = await read_body(response, path)
-                        raise self._error_for_status(response.status, error_message(body), path)
+                        raise self.error_for_status(response.status, error_message(body), path)
                     yield response, sent, headers
         except TimeoutError as err:
             raise LlmServerTimeoutError(
@@ -133,6 +136,37 @@ class HttpTransport:
             raise LlmServerConnectionError(
                 f"Connection to {self.shown_url}{path} failed: {err or type(err).__name__}"
             ) from err
+
+
+class HttpClient:
+    """The part every client shares: its transport, and how it words errors."""
+
+    @staticmethod
+    def error_for_status(status: int, message: str, path: str) -> LlmServerError:
+        """Map an HTTP error status and the server's error text to the client's errors."""
+        raise NotImplementedError
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        request_timeout: float | None = None,
+    ) -> None:
+        """Create a client for ``base_url``; an API key is sent as a bearer token."""
+        self._http = HttpTransport(
+            session,
+            base_url,
+            api_key=api_key,
+            timeout=request_timeout or DEFAULT_TIMEOUT,
+            error_for_status=self.error_for_status,
+        )
+
+    @property
+    def base_url(self) -> str:
+        """Return the server's base URL."""
+        return str(self._http.base_url)
 
 
 def error_message(body: bytes) -> str:

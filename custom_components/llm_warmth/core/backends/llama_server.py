@@ -26,14 +26,11 @@ The server reports no load duration: while a probe runs, the client follows
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 import contextlib
+from dataclasses import replace
 import itertools
-import time
 from typing import Any, Final, Literal
 
-import aiohttp
-
 from .base import (
-    DEFAULT_TIMEOUT,
     GENERATION_TIMEOUT,
     Capabilities,
     KeepAlive,
@@ -52,13 +49,11 @@ from .errors import (
     LlmServerTimeoutError,
 )
 from .events import StateWatch, sse_payloads
-from .http import HttpTransport, unexpected
+from .http import HttpClient, unexpected
+from .openai_stream import WatchedStream, timed_load_ns, timed_openai_generation
 from .replies import (
-    MAX_TEXT,
     MAX_TOKENS,
     bounded_int,
-    decode_object,
-    iter_lines,
     optional_str,
     required_str,
 )
@@ -83,52 +78,23 @@ _STATES: Final = {
     "loaded": ResidencyState.LOADED,
     "sleeping": ResidencyState.SLEEPING,
 }
-# Request options a probe may give (Ollama's names on the left) and their OpenAI names.
-OPENAI_OPTIONS: Final = {
-    "num_predict": "max_tokens",
-    "temperature": "temperature",
-    "seed": "seed",
-    "top_k": "top_k",
-    "top_p": "top_p",
-    "min_p": "min_p",
-    "stop": "stop",
-    "cache_prompt": "cache_prompt",
-}
-# How often load() looks whether the model is up, and how long an SSE watch may wait.
 _LOAD_POLL_SECONDS: Final = 0.25
 # The router sends nothing while nothing changes: a quiet stream is renewed this often.
 EVENT_SILENCE_SECONDS: Final = 600.0
-_MAX_MS: Final = 86_400_000.0
 _OUT_OF_MEMORY_MARKERS: Final = ("out of memory", "failed to allocate", "cudamalloc failed")
 
 
-class LlamaServerClient:
+class LlamaServerClient(HttpClient):
     """Talks to one llama-server router over an injected ``aiohttp.ClientSession``."""
 
     kind = ServerKind.LLAMA_SERVER
+
+    @staticmethod
+    def error_for_status(status: int, message: str, path: str) -> LlmServerError:
+        """Map an HTTP error status and the server's text to the client's errors."""
+        return error_for_status(status, message, path)  # the module's, below
+
     capabilities = LLAMA_SERVER_CAPABILITIES
-
-    def __init__(
-        self,
-        session: aiohttp.ClientSession,
-        base_url: str,
-        *,
-        api_key: str | None = None,
-        request_timeout: float | None = None,
-    ) -> None:
-        """Create a client for ``base_url`` (e.g. ``http://127.0.0.1:8080``)."""
-        self._http = HttpTransport(
-            session,
-            base_url,
-            api_key=api_key,
-            timeout=request_timeout or DEFAULT_TIMEOUT,
-            error_for_status=error_for_status,
-        )
-
-    @property
-    def base_url(self) -> str:
-        """Return the server's base URL."""
-        return str(self._http.base_url)
 
     async def version(self, *, timeout: float | None = None) -> str:
         """Return the build; ``LlmServerNotSupportedError`` unless a router answers."""
@@ -268,56 +234,10 @@ class LlamaServerClient:
         if one comes, ends the load stage. With the stream connected and no such event,
         the request loaded nothing (load 0); without the stream the load is unknown.
         """
-        payload: dict[str, Any] = {"model": model, "stream": True}
-        if api == "chat":
-            payload["messages"] = [{"role": "user", "content": prompt}]
-            path = "/v1/chat/completions"
-        else:
-            payload["prompt"] = prompt
-            path = "/v1/completions"
-        for key, value in (options or {}).items():
-            if key in OPENAI_OPTIONS:
-                payload[OPENAI_OPTIONS[key]] = value
-        watch = StateWatch(model, "loaded", _status_events)
-        try:
-            await watch.start(self._http, "/models/sse")
-            async with self._http.stream("POST", path, json=payload, timeout=timeout) as (
-                response,
-                sent,
-                headers,
-            ):
-                reply = await read_openai_stream(response, path, sent, headers)
-        finally:
-            await watch.stop()
-        load_ns = timed_load_ns(watch, reply)
-        return TimedReply(
-            sent_ns=reply.sent_ns,
-            headers_ns=reply.headers_ns,
-            first_token_ns=reply.first_token_ns,
-            final_ns=reply.final_ns,
-            load_duration_ns=load_ns,
-            prompt_eval_count=reply.prompt_eval_count,
-            prompt_cached_count=reply.prompt_cached_count,
-            prompt_eval_duration_ns=reply.prompt_eval_duration_ns,
-            eval_count=reply.eval_count,
-            eval_duration_ns=reply.eval_duration_ns,
-            done_reason=reply.done_reason,
+        reply, watch = await timed_openai_generation(
+            self._http, api, model, prompt, options=options, timeout=timeout, events=_EVENTS
         )
-
-
-def timed_load_ns(watch: StateWatch, reply: TimedReply) -> int | None:
-    """Return the load stage of a timed request from what its event stream told.
-
-    The event arrives a little after the model is up; the load cannot have ended after the
-    prefill began, so it is bounded by the time to first token less the prefill.
-    """
-    if watch.ready_ns is None:
-        return 0 if watch.trustworthy else None
-    load = max(watch.ready_ns - reply.sent_ns, 0)
-    if reply.prompt_eval_duration_ns is not None:
-        before_prefill = reply.first_token_ns - reply.sent_ns - reply.prompt_eval_duration_ns
-        load = min(load, max(before_prefill, 0))
-    return load
+        return replace(reply, load_duration_ns=timed_load_ns(watch, reply))
 
 
 def _status_events(payload: object) -> list[tuple[str, str]]:
@@ -329,96 +249,7 @@ def _status_events(payload: object) -> list[tuple[str, str]]:
     return [(model, status)] if isinstance(model, str) and isinstance(status, str) else []
 
 
-async def read_openai_stream(
-    response: aiohttp.ClientResponse, path: str, sent: int, headers: int
-) -> TimedReply:
-    """Read an OpenAI-style SSE stream to ``[DONE]``, timing the chunks."""
-    first: int | None = None
-    final: dict[str, Any] | None = None
-    finish: str | None = None
-    async for raw in iter_lines(response, path):
-        line = raw.strip()
-        if not line.startswith(b"data:"):
-            continue
-        data = line.removeprefix(b"data:").strip()
-        now = time.monotonic_ns()
-        if data == b"[DONE]":
-            if final is None:
-                raise LlmServerResponseError(f"{path}: the stream carried no timings")
-            return _timed(
-                final,
-                finish,
-                sent=sent,
-                headers=headers,
-                first=now if first is None else first,
-                end=now,
-            )
-        chunk = decode_object(data, path)
-        if "error" in chunk:
-            error = chunk["error"]
-            message = error.get("message") if isinstance(error, dict) else error
-            raise error_for_status(500, str(message)[:500], path)
-        choice = _first_choice(chunk)
-        if first is None and _has_content(choice):
-            first = now
-        if isinstance(reason := choice.get("finish_reason"), str):
-            finish = reason[:MAX_TEXT]
-        if isinstance(chunk.get("timings"), dict):
-            final = chunk["timings"]
-    raise LlmServerConnectionError(f"{path}: the stream ended before [DONE]")
-
-
-def _first_choice(chunk: Mapping[str, Any]) -> Mapping[str, Any]:
-    choices = chunk.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        return choices[0]
-    return {}
-
-
-def _has_content(choice: Mapping[str, Any]) -> bool:
-    """Return True for a chunk that carries generated text or reasoning."""
-    delta = choice.get("delta")
-    parts = [choice.get("text")]
-    if isinstance(delta, dict):
-        parts += [delta.get("content"), delta.get("reasoning_content")]
-    return any(isinstance(part, str) and part for part in parts)
-
-
-def _timed(
-    timings: Mapping[str, Any],
-    finish: str | None,
-    *,
-    sent: int,
-    headers: int,
-    first: int,
-    end: int,
-) -> TimedReply:
-    try:
-        cached = bounded_int(timings.get("cache_n", 0), "cache_n", MAX_TOKENS)
-        evaluated = bounded_int(timings.get("prompt_n"), "prompt_n", MAX_TOKENS)
-        predicted = bounded_int(timings.get("predicted_n"), "predicted_n", MAX_TOKENS)
-        return TimedReply(
-            sent_ns=sent,
-            headers_ns=headers,
-            first_token_ns=first,
-            final_ns=end,
-            prompt_eval_count=min(evaluated + cached, MAX_TOKENS),
-            prompt_cached_count=cached,
-            prompt_eval_duration_ns=_ms_to_ns(timings.get("prompt_ms"), "prompt_ms"),
-            eval_count=predicted,
-            eval_duration_ns=_ms_to_ns(timings.get("predicted_ms"), "predicted_ms"),
-            done_reason=finish,
-        )
-    except ValueError as err:
-        raise unexpected("timings", err) from err
-
-
-def _ms_to_ns(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{name} is not a number: {value!r}")
-    if not 0 <= value <= _MAX_MS:  # NaN fails this too
-        raise ValueError(f"{name} out of range: {value!r}")
-    return round(value * 1_000_000)
+_EVENTS: Final = WatchedStream("/models/sse", "loaded", _status_events)
 
 
 def _status(item: Mapping[str, Any]) -> str | None:

@@ -19,12 +19,11 @@ Endpoints (mostlygeek/llama-swap v218+; facts and sources in ``tests/llama_swap_
 """
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final, Literal
 from urllib.parse import quote
 
-import aiohttp
-
-from .base import DEFAULT_TIMEOUT, GENERATION_TIMEOUT, Capabilities, KeepAlive, ServerKind
+from .base import GENERATION_TIMEOUT, Capabilities, KeepAlive, ServerKind
 from .errors import (
     LlmModelNotFoundError,
     LlmServerAuthenticationError,
@@ -35,8 +34,8 @@ from .errors import (
     LlmServerResponseError,
 )
 from .events import StateWatch, sse_payloads
-from .http import HttpTransport, unexpected
-from .llama_server import OPENAI_OPTIONS, read_openai_stream, timed_load_ns
+from .http import HttpClient, unexpected
+from .openai_stream import WatchedStream, timed_load_ns, timed_openai_generation
 from .replies import MAX_TEXT, decode_json, optional_str, required_str
 from .types import InstalledModel, ResidencyState, ResidentModel, TimedReply
 
@@ -66,33 +65,17 @@ EVENT_SILENCE_SECONDS: Final = 600.0
 _OUT_OF_MEMORY_MARKERS: Final = ("out of memory", "failed to allocate", "cudamalloc failed")
 
 
-class LlamaSwapClient:
+class LlamaSwapClient(HttpClient):
     """Talks to one llama-swap over an injected ``aiohttp.ClientSession``."""
 
     kind = ServerKind.LLAMA_SWAP
+
+    @staticmethod
+    def error_for_status(status: int, message: str, path: str) -> LlmServerError:
+        """Map an HTTP error status and the server's text to the client's errors."""
+        return error_for_status(status, message, path)  # the module's, below
+
     capabilities = LLAMA_SWAP_CAPABILITIES
-
-    def __init__(
-        self,
-        session: aiohttp.ClientSession,
-        base_url: str,
-        *,
-        api_key: str | None = None,
-        request_timeout: float | None = None,
-    ) -> None:
-        """Create a client for ``base_url`` (e.g. ``http://127.0.0.1:8080``)."""
-        self._http = HttpTransport(
-            session,
-            base_url,
-            api_key=api_key,
-            timeout=request_timeout or DEFAULT_TIMEOUT,
-            error_for_status=error_for_status,
-        )
-
-    @property
-    def base_url(self) -> str:
-        """Return the server's base URL."""
-        return str(self._http.base_url)
 
     async def version(self, *, timeout: float | None = None) -> str:
         """Return the version; ``LlmServerNotSupportedError`` unless llama-swap answers."""
@@ -186,46 +169,22 @@ class LlamaSwapClient:
         ends the load; the requests to the model already in flight when ours was sent
         are the queue, which ends when the last of them does.
         """
-        payload: dict[str, Any] = {"model": model, "stream": True}
-        if api == "chat":
-            payload["messages"] = [{"role": "user", "content": prompt}]
-            path = "/v1/chat/completions"
-        else:
-            payload["prompt"] = prompt
-            path = "/v1/completions"
-        for key, value in (options or {}).items():
-            if key in OPENAI_OPTIONS:
-                payload[OPENAI_OPTIONS[key]] = value
-        watch = StateWatch(model, "ready", _ready_events)
-        try:
-            await watch.start(self._http, "/api/events", _has_inflight_snapshot)
-            ahead = _inflight_ids(watch.frames, model)
-            async with self._http.stream("POST", path, json=payload, timeout=timeout) as (
-                response,
-                sent,
-                headers,
-            ):
-                reply = await read_openai_stream(response, path, sent, headers)
-        finally:
-            await watch.stop()
+        reply, watch = await timed_openai_generation(
+            self._http, api, model, prompt, options=options, timeout=timeout, events=_EVENTS
+        )
         load_ns = queue_ns = None
         if watch.trustworthy:
+            ahead = _inflight_ids(
+                [
+                    f
+                    for f, at in zip(watch.frames, watch.frame_times, strict=True)
+                    if at < reply.sent_ns
+                ],
+                model,
+            )
             queue_ns = _queue_ns(watch, ahead, reply.sent_ns, reply.first_token_ns)
             load_ns = max(timed_load_ns(watch, reply) or 0, queue_ns)
-        return TimedReply(
-            sent_ns=reply.sent_ns,
-            headers_ns=reply.headers_ns,
-            first_token_ns=reply.first_token_ns,
-            final_ns=reply.final_ns,
-            load_duration_ns=load_ns,
-            queue_ns=queue_ns,
-            prompt_eval_count=reply.prompt_eval_count,
-            prompt_cached_count=reply.prompt_cached_count,
-            prompt_eval_duration_ns=reply.prompt_eval_duration_ns,
-            eval_count=reply.eval_count,
-            eval_duration_ns=reply.eval_duration_ns,
-            done_reason=reply.done_reason,
-        )
+        return replace(reply, load_duration_ns=load_ns, queue_ns=queue_ns)
 
 
 def _model_type(item: Mapping[str, Any]) -> object:
@@ -274,6 +233,9 @@ def _ready_events(payload: object) -> list[tuple[str, str]]:
 
 def _has_inflight_snapshot(frames: list[object]) -> bool:
     return any(isinstance(_message(frame, "inflight"), dict) for frame in frames)
+
+
+_EVENTS: Final = WatchedStream("/api/events", "ready", _ready_events, _has_inflight_snapshot)
 
 
 def _inflight_ids(frames: list[object], model: str) -> set[str]:

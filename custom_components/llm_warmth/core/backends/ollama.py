@@ -11,7 +11,6 @@ from typing import Any, Final, Literal
 import aiohttp
 
 from .base import (
-    DEFAULT_TIMEOUT,
     GENERATION_TIMEOUT,
     Capabilities,
     KeepAlive,
@@ -27,7 +26,7 @@ from .errors import (
     LlmServerOutOfMemoryError,
     LlmServerResponseError,
 )
-from .http import HttpTransport
+from .http import HttpClient
 from .replies import (
     MAX_BYTES,
     MAX_DURATION_NS,
@@ -79,76 +78,60 @@ _OUT_OF_MEMORY_MARKERS: Final = (
 )
 
 
-class OllamaClient:
+class OllamaClient(HttpClient):
     """Talks to one Ollama server over an injected ``aiohttp.ClientSession``."""
 
     kind = ServerKind.OLLAMA
+
+    @staticmethod
+    def error_for_status(status: int, message: str, path: str) -> LlmServerError:
+        """Map an HTTP error status and the server's text to the client's errors."""
+        return error_for_status(status, message, path)  # the module's, below
+
     capabilities = OLLAMA_CAPABILITIES
-
-    def __init__(
-        self,
-        session: aiohttp.ClientSession,
-        base_url: str,
-        *,
-        api_key: str | None = None,
-        request_timeout: float | None = None,
-    ) -> None:
-        """Create a client for ``base_url`` (e.g. ``http://127.0.0.1:11434``)."""
-        self._http = HttpTransport(
-            session,
-            base_url,
-            api_key=api_key,
-            timeout=request_timeout or DEFAULT_TIMEOUT,
-            error_for_status=error_for_status,
-        )
-        self._shown_url = self._http.shown_url
-        self._request = self._http.request
-
-    @property
-    def base_url(self) -> str:
-        """Return the server's base URL."""
-        return str(self._http.base_url)
 
     async def version(self, *, timeout: float | None = None) -> str:
         """Return the server's version; raise ``LlmServerNotSupportedError`` if not Ollama."""
         try:
-            payload = await self._request("GET", "/api/version", timeout=timeout)
+            payload = await self._http.request("GET", "/api/version", timeout=timeout)
         except (LlmServerResponseError, LlmModelNotFoundError) as err:
             raise LlmServerNotSupportedError(
-                f"{self._shown_url} did not answer like an Ollama server: {err}"
+                f"{self._http.shown_url} did not answer like an Ollama server: {err}"
             ) from err
         version = optional_str(payload, "version")
         if version is None:
             raise LlmServerNotSupportedError(
-                f"{self._shown_url} did not answer like an Ollama server: no version"
+                f"{self._http.shown_url} did not answer like an Ollama server: no version"
             )
         return version
 
     async def running_models(self, *, timeout: float | None = None) -> tuple[ResidentModel, ...]:
         """Return the models resident in memory (``/api/ps``)."""
-        payload = await self._request("GET", "/api/ps", timeout=timeout)
+        payload = await self._http.request("GET", "/api/ps", timeout=timeout)
         return _unique(
             tuple(_parse_resident(i) for i in _model_list(payload, "/api/ps")), "/api/ps"
         )
 
     async def installed_models(self, *, timeout: float | None = None) -> tuple[InstalledModel, ...]:
         """Return the models installed on the server (``/api/tags``)."""
-        payload = await self._request("GET", "/api/tags", timeout=timeout)
+        payload = await self._http.request("GET", "/api/tags", timeout=timeout)
         models = tuple(_parse_installed(item) for item in _model_list(payload, "/api/tags"))
         return _unique(models, "/api/tags")
 
     async def show(self, model: str, *, timeout: float | None = None) -> ModelInfo:
         """Return details of one installed model (``/api/show``)."""
-        payload = await self._request("POST", "/api/show", json={"model": model}, timeout=timeout)
+        payload = await self._http.request(
+            "POST", "/api/show", json={"model": model}, timeout=timeout
+        )
         return _parse_show(model, payload)
 
     async def load(self, model: str, *, timeout: float = GENERATION_TIMEOUT) -> None:
         """Load ``model`` with an empty prompt (its keep_alive is left as it is)."""
-        await self._request("POST", "/api/generate", json={"model": model}, timeout=timeout)
+        await self._http.request("POST", "/api/generate", json={"model": model}, timeout=timeout)
 
     async def unload(self, model: str, *, timeout: float | None = None) -> None:
         """Unload ``model`` now (an empty prompt with ``keep_alive: 0``)."""
-        await self._request(
+        await self._http.request(
             "POST", "/api/generate", json={"model": model, "keep_alive": 0}, timeout=timeout
         )
 
