@@ -84,16 +84,25 @@ EVENT_SILENCE_SECONDS: Final = 600.0
 _OUT_OF_MEMORY_MARKERS: Final = ("out of memory", "failed to allocate", "cudamalloc failed")
 
 
+def error_for_status(status: int, message: str, path: str) -> LlmServerError:
+    """Map an HTTP error status (and llama-server's error text) to the client's errors."""
+    lowered = message.lower()
+    if status in (401, 403):
+        return LlmServerAuthenticationError(f"{path}: HTTP {status} {message}")
+    if status in (400, 404) and "not found" in lowered and path not in ("/props", "/models"):
+        return LlmModelNotFoundError(message)
+    if status == 503:
+        return LlmServerBusyError(message or "server busy")
+    if any(marker in lowered for marker in _OUT_OF_MEMORY_MARKERS):
+        return LlmServerOutOfMemoryError(message)
+    return LlmServerResponseError(f"{path}: HTTP {status} {message}".rstrip())
+
+
 class LlamaServerClient(HttpClient):
     """Talks to one llama-server router over an injected ``aiohttp.ClientSession``."""
 
     kind = ServerKind.LLAMA_SERVER
-
-    @staticmethod
-    def error_for_status(status: int, message: str, path: str) -> LlmServerError:
-        """Map an HTTP error status and the server's text to the client's errors."""
-        return error_for_status(status, message, path)  # the module's, below
-
+    error_for_status = staticmethod(error_for_status)
     capabilities = LLAMA_SERVER_CAPABILITIES
 
     async def version(self, *, timeout: float | None = None) -> str:
@@ -276,17 +285,3 @@ def _context_length(item: Mapping[str, Any]) -> int | None:
         if flag in ("--ctx-size", "-c") and isinstance(value, str) and value.isdigit():
             return bounded_int(int(value), "ctx-size", MAX_TOKENS) or None
     return None
-
-
-def error_for_status(status: int, message: str, path: str) -> LlmServerError:
-    """Map an HTTP error status (and llama-server's error text) to the client's errors."""
-    lowered = message.lower()
-    if status in (401, 403):
-        return LlmServerAuthenticationError(f"{path}: HTTP {status} {message}")
-    if status in (400, 404) and "not found" in lowered and path not in ("/props", "/models"):
-        return LlmModelNotFoundError(message)
-    if status == 503:
-        return LlmServerBusyError(message or "server busy")
-    if any(marker in lowered for marker in _OUT_OF_MEMORY_MARKERS):
-        return LlmServerOutOfMemoryError(message)
-    return LlmServerResponseError(f"{path}: HTTP {status} {message}".rstrip())

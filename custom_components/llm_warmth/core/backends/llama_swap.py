@@ -65,16 +65,29 @@ EVENT_SILENCE_SECONDS: Final = 600.0
 _OUT_OF_MEMORY_MARKERS: Final = ("out of memory", "failed to allocate", "cudamalloc failed")
 
 
+def error_for_status(status: int, message: str, path: str) -> LlmServerError:
+    """Map an HTTP error status (and llama-swap's error text) to the client's errors."""
+    lowered = message.lower()
+    if status in (401, 403):
+        return LlmServerAuthenticationError(f"{path}: HTTP {status} {message}")
+    if (
+        status == 404
+        and ("model not found" in lowered or "no router" in lowered or "not found" in lowered)
+        and path.startswith(("/upstream/", "/api/models/unload/", "/v1/"))
+    ):
+        return LlmModelNotFoundError(message)
+    if status in (429, 503):
+        return LlmServerBusyError(message or "server busy")
+    if any(marker in lowered for marker in _OUT_OF_MEMORY_MARKERS):
+        return LlmServerOutOfMemoryError(message)
+    return LlmServerResponseError(f"{path}: HTTP {status} {message[:MAX_TEXT]}".rstrip())
+
+
 class LlamaSwapClient(HttpClient):
     """Talks to one llama-swap over an injected ``aiohttp.ClientSession``."""
 
     kind = ServerKind.LLAMA_SWAP
-
-    @staticmethod
-    def error_for_status(status: int, message: str, path: str) -> LlmServerError:
-        """Map an HTTP error status and the server's text to the client's errors."""
-        return error_for_status(status, message, path)  # the module's, below
-
+    error_for_status = staticmethod(error_for_status)
     capabilities = LLAMA_SWAP_CAPABILITIES
 
     async def version(self, *, timeout: float | None = None) -> str:
@@ -277,21 +290,3 @@ def _queue_ns(watch: StateWatch, ahead: set[str], sent: int, first_token: int) -
             if not remaining:
                 return min(max(at - sent, 0), first_token - sent)
     return first_token - sent
-
-
-def error_for_status(status: int, message: str, path: str) -> LlmServerError:
-    """Map an HTTP error status (and llama-swap's error text) to the client's errors."""
-    lowered = message.lower()
-    if status in (401, 403):
-        return LlmServerAuthenticationError(f"{path}: HTTP {status} {message}")
-    if (
-        status == 404
-        and ("model not found" in lowered or "no router" in lowered or "not found" in lowered)
-        and path.startswith(("/upstream/", "/api/models/unload/", "/v1/"))
-    ):
-        return LlmModelNotFoundError(message)
-    if status in (429, 503):
-        return LlmServerBusyError(message or "server busy")
-    if any(marker in lowered for marker in _OUT_OF_MEMORY_MARKERS):
-        return LlmServerOutOfMemoryError(message)
-    return LlmServerResponseError(f"{path}: HTTP {status} {message[:MAX_TEXT]}".rstrip())

@@ -78,16 +78,25 @@ _OUT_OF_MEMORY_MARKERS: Final = (
 )
 
 
+def error_for_status(status: int, message: str, path: str) -> LlmServerError:
+    """Map an HTTP error status (and Ollama's error text) to the client's error classes."""
+    lowered = message.lower()
+    if status in (401, 403):
+        return LlmServerAuthenticationError(f"{path}: HTTP {status} {message}")
+    if status == 404 and "not found" in lowered and path != "/api/version":
+        return LlmModelNotFoundError(message)
+    if status == 503:
+        return LlmServerBusyError(message or "server busy")
+    if any(marker in lowered for marker in _OUT_OF_MEMORY_MARKERS):
+        return LlmServerOutOfMemoryError(message)
+    return LlmServerResponseError(f"{path}: HTTP {status} {message}".rstrip())
+
+
 class OllamaClient(HttpClient):
     """Talks to one Ollama server over an injected ``aiohttp.ClientSession``."""
 
     kind = ServerKind.OLLAMA
-
-    @staticmethod
-    def error_for_status(status: int, message: str, path: str) -> LlmServerError:
-        """Map an HTTP error status and the server's text to the client's errors."""
-        return error_for_status(status, message, path)  # the module's, below
-
+    error_for_status = staticmethod(error_for_status)
     capabilities = OLLAMA_CAPABILITIES
 
     async def version(self, *, timeout: float | None = None) -> str:
@@ -209,20 +218,6 @@ def _has_content(chunk: Mapping[str, Any]) -> bool:
     if isinstance(message, dict):
         parts += [message.get("content"), message.get("thinking")]
     return any(isinstance(part, str) and part for part in parts)
-
-
-def error_for_status(status: int, message: str, path: str) -> LlmServerError:
-    """Map an HTTP error status (and Ollama's error text) to the client's error classes."""
-    lowered = message.lower()
-    if status in (401, 403):
-        return LlmServerAuthenticationError(f"{path}: HTTP {status} {message}")
-    if status == 404 and "not found" in lowered and path != "/api/version":
-        return LlmModelNotFoundError(message)
-    if status == 503:
-        return LlmServerBusyError(message or "server busy")
-    if any(marker in lowered for marker in _OUT_OF_MEMORY_MARKERS):
-        return LlmServerOutOfMemoryError(message)
-    return LlmServerResponseError(f"{path}: HTTP {status} {message}".rstrip())
 
 
 def _model_list(payload: Mapping[str, Any], path: str) -> list[Mapping[str, Any]]:
