@@ -60,7 +60,7 @@ async def test_setup_retries_with_a_translated_reason(
     emulator.inject("/api/version", **fault)  # type: ignore[arg-type]
     mock_config_entry.add_to_hass(hass)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("custom_components.llm_warmth.core.backends.ollama.DEFAULT_TIMEOUT", 0.3)
+        mp.setattr("custom_components.llm_warmth.core.backends.http.DEFAULT_TIMEOUT", 0.3)
         await hass.config_entries.async_setup(mock_config_entry.entry_id)
     assert mock_config_entry.state is ConfigEntryState.SETUP_RETRY
     assert mock_config_entry.error_reason_translation_key == key
