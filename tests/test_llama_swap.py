@@ -12,6 +12,7 @@ import aiohttp
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.const import STATE_ON
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers.aiohttp_client import async_get_clientsession
 import pytest
 from pytest_homeassistant_custom_component.common import async_capture_events
 
@@ -35,6 +36,7 @@ from custom_components.llm_warmth.core.backends.errors import (
 )
 from custom_components.llm_warmth.core.backends.llama_swap import LlamaSwapClient
 from custom_components.llm_warmth.core.backends.types import ResidencyState
+from custom_components.llm_warmth.core.gpu.exporter import ExporterKind, ExporterSource
 
 from .e2e import add_server, wait_until
 from .llama_swap_emulator import LlamaSwapEmulator, SwapModel
@@ -313,3 +315,13 @@ async def test_a_probe_reports_its_load_queue_and_prompt_cache(
     assert (
         float(hass.states.get("sensor.big_prompt_cache_reuse").state) == warm["prompt_cache_reuse"]
     )
+
+
+async def test_gpu_headroom_from_llama_swaps_metrics(
+    hass: HomeAssistant, swap: LlamaSwapEmulator
+) -> None:
+    """llama-swap's own /metrics is a GPU source (the exporter kind is recognised)."""
+    source = ExporterSource(async_get_clientsession(hass), f"{swap.url}/metrics", ExporterKind.AUTO)
+    gpus = await source.read()
+    assert gpus
+    assert all(gpu.memory_total and gpu.memory_used is not None for gpu in gpus)

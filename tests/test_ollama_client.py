@@ -3,6 +3,7 @@
 import asyncio
 from datetime import UTC, datetime, timedelta
 import json
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -550,3 +551,54 @@ async def test_a_model_listed_twice_is_a_response_error(
     call = client.running_models if path == "/api/ps" else client.installed_models
     with pytest.raises(LlmServerResponseError, match="listed twice"):
         await call()
+
+
+OLLAMA_FIXTURES = Path(__file__).parent / "fixtures" / "ollama"
+
+
+async def test_recorded_replies_of_ollama_0_9_3(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    """What the real server sent (scripts/record_fixtures), byte for byte, as it meant it."""
+
+    def recorded(name: str) -> bytes:
+        return (OLLAMA_FIXTURES / name).read_bytes()
+
+    emulator.inject("/api/version", status=200, body=recorded("version.json"))
+    assert await client.version() == "0.9.3"
+    emulator.inject("/api/tags", status=200, body=recorded("tags.json"))
+    assert sorted(m.name for m in await client.installed_models()) == [
+        "big:latest",
+        "tiny:latest",
+    ]
+    emulator.inject("/api/ps", status=200, body=recorded("ps_empty.json"))
+    assert await client.running_models() == ()
+    emulator.inject("/api/ps", status=200, body=recorded("ps_loaded.json"))
+    (tiny,) = await client.running_models()
+    assert (tiny.name, tiny.state, tiny.context_length) == ("tiny:latest", "loaded", None)
+    assert tiny.size is not None
+    assert tiny.size_vram == 0  # the CPU-only test server
+    assert tiny.ram_spill == tiny.size
+    # 0.10 s into a load, 0.9.3 lists the model as loaded already (a moving expiry, not
+    # the zero one): why its moving expiry is a capability the tracker reads.
+    emulator.inject("/api/ps", status=200, body=recorded("ps_loading.json"))
+    (big,) = await client.running_models()
+    assert (big.name, big.state) == ("big:latest", "loaded")
+    emulator.inject("/api/show", status=200, body=recorded("show_tiny.json"))
+    info = await client.show("tiny:latest")
+    assert info.capabilities == ("completion",)
+    for api in ("chat", "generate"):
+        emulator.inject(
+            f"/api/{api}",
+            status=200,
+            body=recorded(f"{api}_stream_tiny.ndjson"),
+            content_type=NDJSON,
+        )
+        reply = await client.timed_generation(api, "tiny:latest", "Reply with one word: ready?")
+        assert reply.eval_count == 4
+        assert reply.load_duration_ns is not None
+        assert reply.prompt_cached_count is None  # Ollama counts cached tokens in, unsaid
+    status = int((OLLAMA_FIXTURES / "error_model_not_found.status").read_text())
+    emulator.inject("/api/chat", status=status, body=recorded("error_model_not_found.json"))
+    with pytest.raises(LlmModelNotFoundError, match="try pulling it first"):
+        await client.timed_generation("chat", "nope", "hi")
