@@ -194,9 +194,14 @@ async def test_detect_probe_cold_then_warm_and_a_displacement(
     assert seen is None or seen <= server_load + 0.6
     assert hass.states.get("binary_sensor.big_resident").state == STATE_OFF
     assert hass.states.get("binary_sensor.tiny_resident").state == STATE_ON
-    # The integration's own requests: polls and the event stream, never a call that loads.
-    paths = {r.path for r in proxy.requests if r.at >= requested}
-    assert paths <= {"/models", "/props", "/models/sse"}
+    # The integration's own requests: polls and the event stream, never a call that loads;
+    # and, the stream being up, only the regular polls (no fast ones) over three intervals.
+    await asyncio.sleep(3 * INTERVAL - (time.monotonic() - requested))
+    ended = time.monotonic()
+    sent = [r for r in proxy.requests if requested <= r.at <= ended]
+    print(f"{len(sent)} requests in {ended - requested:.1f} s: {sorted({r.path for r in sent})}")
+    assert {r.path for r in sent} <= {"/models", "/props", "/models/sse"}
+    assert len([r for r in sent if r.path == "/models"]) <= (ended - requested) / INTERVAL + 1
     await unload_all(llama_url)
     await hass.config_entries.async_unload(entry.entry_id)
 
