@@ -211,3 +211,40 @@ STORED_SAMPLE = sample().as_dict()
 def test_damaged_stored_timing(stored: dict[str, object]) -> None:
     with pytest.raises(ValueError):  # noqa: PT011
         ModelTiming.from_dict(stored)
+
+
+def unmeasured(ttft: float, prefill: float) -> StageBreakdown:
+    """A reply whose server reported the prefill but not the load (nor so the overhead)."""
+    return StageBreakdown(
+        ttft_ms=ttft,
+        queue_and_load_ms=None,
+        prefill_ms=prefill,
+        first_decode_ms=10,
+        overhead_ms=None,
+        decode_rate=None,
+        prompt_tokens=20,
+        eval_tokens=1,
+    )
+
+
+def test_a_slow_reply_with_unreported_stages_names_only_what_explains_it() -> None:
+    baseline = WarmBaseline((unmeasured(100, 60),) * 3)
+    # The prefill grew: it is named.
+    assert judge(unmeasured(2000, 1900), was_resident=True, baseline=baseline) == Verdict(
+        Classification.WARM, Stage.PREFILL
+    )
+    # Slow, but what the server reported does not explain it: unknown, not "overhead".
+    assert judge(unmeasured(2000, 70), was_resident=True, baseline=baseline) == Verdict(
+        Classification.WARM, Stage.UNKNOWN
+    )
+    assert judge(unmeasured(120, 60), was_resident=True, baseline=baseline).dominant_stage is (
+        Stage.NONE
+    )
+    # Without a baseline: above 1 s is slow, and 100 ms of prefill explains none of it.
+    assert judge(unmeasured(1500, 100), was_resident=True, baseline=WarmBaseline()) == Verdict(
+        Classification.WARM, Stage.UNKNOWN
+    )
+    # An unknown load is no cold start by itself; not being resident is.
+    assert judge(unmeasured(1500, 100), was_resident=False, baseline=baseline) == Verdict(
+        Classification.COLD, Stage.LOAD
+    )
