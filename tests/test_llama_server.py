@@ -285,16 +285,23 @@ async def test_without_its_event_stream_fast_polls_time_the_load(
 ) -> None:
     """A build without /models/sse (or a stream that keeps failing): polling takes over."""
     server.inject("/models/sse", status=404, body='{"error":"nope"}', times=None)
+    server.add_model(EmulatedLlamaModel("slow", load_seconds=5.0))
     entry = await add_server(hass, server.url)
     coordinator = entry.runtime_data.coordinator
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
-    load = asyncio.create_task(server.load_by_other_client(BIG))
+    started = time.monotonic()
+    load = asyncio.create_task(server.load_by_other_client("slow"))
     await wait_until(lambda: coordinator.fast_polling, 3, "fast polling")
     await load
-    await wait_until(lambda: loaded, 2, "big loaded")
+    await wait_until(lambda: loaded, 2, "slow loaded")
     assert not coordinator.events_connected
-    assert loaded[0].data["load_source"] == "polling"
-    assert loaded[0].data["load_seconds"] <= 1.5 + 0.6
+    figure = loaded[0].data
+    assert figure["load_source"] == "polling"
+    # Between the polls that saw the loading state start (within one 2 s interval of the
+    # start) and end (within 0.5 s of it).
+    assert 5.0 - 2.0 - 1.0 <= figure["load_seconds"] <= time.monotonic() - started
+    # The stream is retried with a growing delay, not hammered.
+    assert server.counts["GET /models/sse"] <= 4
 
 
 async def test_a_cut_event_stream_is_followed_again(
@@ -310,3 +317,59 @@ async def test_a_cut_event_stream_is_followed_again(
     await server.load_by_other_client(TINY)
     await wait_until(lambda: loaded, 2, "tiny loaded, seen on the new stream")
     assert loaded[0].data["load_source"] == "events"
+
+
+async def test_pushes_and_polls_agree_no_false_reload_and_no_stale_poll(
+    hass: HomeAssistant, server: LlamaServerEmulator
+) -> None:
+    """Events carry no context length and polls do: no reload seen; a slow poll is no news."""
+    entry = await add_server(hass, server.url)
+    coordinator = entry.runtime_data.coordinator
+    await wait_until(lambda: coordinator.events_connected, 3, "the event stream")
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
+    await server.load_by_other_client(TINY)
+    await wait_until(lambda: loaded, 2, "tiny loaded")
+    for _ in range(3):  # polls and pushes alternate
+        await coordinator.async_refresh()
+    assert [e.data["model"] for e in loaded] == [TINY]
+    assert coordinator.data.resident[TINY].context_length == 512
+    # A poll that read /models before another client unloaded tiny ends after the push.
+    server.inject("/models", delay=1.0)
+    poll = asyncio.create_task(coordinator.async_refresh())
+    await asyncio.sleep(0.3)
+    await server.unload(TINY)
+    await poll
+    assert TINY not in coordinator.data.resident
+    # Left early with nothing in sight: called "unloaded" 3 s on, at the next reading.
+    await wait_until(lambda: unloaded, 3 + 2 + 2, "tiny unloaded")
+    assert unloaded[0].data["reason"] == "unloaded"
+    assert [e.data["model"] for e in loaded] == [TINY]
+    assert len(unloaded) == 1
+
+
+async def test_the_event_task_survives_an_unexpected_error(
+    hass: HomeAssistant, server: LlamaServerEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entry = await add_server(hass, server.url)
+    coordinator = entry.runtime_data.coordinator
+    await wait_until(lambda: coordinator.events_connected, 3, "the event stream")
+    observe = coordinator._observe_pushed
+    failures = []
+
+    def failing_once(resident: object) -> None:
+        if not failures:
+            failures.append(resident)
+            raise RuntimeError("boom")
+        observe(resident)
+
+    monkeypatch.setattr(coordinator, "_observe_pushed", failing_once)
+    connections = server.counts["GET /models/sse"]
+    await server.load_by_other_client(TINY)
+    await wait_until(lambda: failures, 2, "the failure")
+    await wait_until(
+        lambda: server.counts["GET /models/sse"] > connections and coordinator.events_connected,
+        5,
+        "the stream followed again",
+    )
+    assert TINY in coordinator.data.held

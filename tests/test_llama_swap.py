@@ -325,3 +325,12 @@ async def test_gpu_headroom_from_llama_swaps_metrics(
     gpus = await source.read()
     assert gpus
     assert all(gpu.memory_total and gpu.memory_used is not None for gpu in gpus)
+
+
+async def test_a_server_that_answers_any_path_is_not_llama_swap(
+    client: LlamaSwapClient, swap: LlamaSwapEmulator
+) -> None:
+    """LM Studio answers unknown paths with HTTP 200 and an error object."""
+    swap.fail_next("/running", 200, '{"error": "Unexpected endpoint or method. (GET /running)"}')
+    with pytest.raises(LlmServerNotSupportedError):
+        await client.version()

@@ -14,7 +14,6 @@ from homeassistant.const import EntityCategory
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
-from .core.backends.types import ResidencyState
 from .data import LlmWarmthConfigEntry
 from .entity import (
     GpuEntity,
@@ -25,9 +24,6 @@ from .entity import (
 )
 
 PARALLEL_UPDATES = 0
-
-# The states in which a server holds a model's weights.
-_HOLDING = (ResidencyState.LOADING, ResidencyState.LOADED)
 
 CONNECTIVITY = BinarySensorEntityDescription(
     key="connectivity",
@@ -79,8 +75,7 @@ class ModelResident(ModelEntity, BinarySensorEntity):
     @override
     def is_on(self) -> bool:
         """Return True while the model is resident (loading or loaded)."""
-        model = self.coordinator.data.resident.get(self.model)
-        return model is not None and model.state in _HOLDING
+        return self.model in self.coordinator.data.held
 
     @property
     @override

@@ -61,6 +61,14 @@ KIND_TITLES = {
     ServerKind.LLAMA_SERVER: "llama-server",
     ServerKind.LLAMA_SWAP: "llama-swap",
 }
+# Which failure to show when each default port failed (lowest first).
+_RANK = {
+    "invalid_auth": 0,
+    "openai_compatible": 1,
+    "not_supported": 1,
+    "cannot_connect": 2,
+    "unknown": 3,
+}
 # Without a port, each server's default is tried in turn.
 _DEFAULT_PORTS = sorted(set(DEFAULT_PORTS.values()), reverse=True)
 
@@ -115,8 +123,9 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
             try:
                 found = await _detect(session, url, api_key)
             except _FlowError as err:
-                # A server that answers explains more than a port where nothing listens.
-                if failure is None or failure.key == "cannot_connect":
+                # A server that answers explains more than a port where nothing listens,
+                # and one that asks for a key more than one of another kind.
+                if failure is None or _RANK[err.key] < _RANK[failure.key]:
                     failure = err
                 continue
             data = {

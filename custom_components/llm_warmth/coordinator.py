@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+import contextlib
 from datetime import datetime, timedelta
 import time
 from typing import Any, Literal
@@ -93,6 +94,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self._shut_down = False
         # The server's event stream, where it has one, replaces fast polling while it is up.
         self.events_connected = False
+        # How many snapshots it pushed, and the last one.
+        self._pushed: tuple[int, tuple[ResidentModel, ...]] = (0, ())
 
     async def _async_setup(self) -> None:
         """Read what earlier runs measured."""
@@ -134,15 +137,23 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         """
         delay = EVENTS_RETRY_MIN
         while not self._shut_down:
+            connected_at: float | None = None
             try:
-                async for resident in client.residency_events():
-                    if not self.events_connected:
-                        LOGGER.debug("%s: following the server's events", self.name)
-                    self.events_connected, delay = True, EVENTS_RETRY_MIN
-                    self._observe_pushed(resident)
+                async with contextlib.aclosing(client.residency_events()) as events:
+                    async for resident in events:
+                        if connected_at is None:
+                            connected_at = time.monotonic()
+                            self.events_connected = True
+                            LOGGER.debug("%s: following the server's events", self.name)
+                        self._observe_pushed(resident)
             except LlmServerError as err:
                 LOGGER.debug("%s: event stream: %s; retrying in %s s", self.name, err, delay)
-            self.events_connected = False
+            except Exception:
+                LOGGER.exception("%s: the event stream failed; retrying in %s s", self.name, delay)
+            finally:
+                self.events_connected = False
+            if connected_at is not None and time.monotonic() - connected_at > EVENTS_RETRY_MAX:
+                delay = EVENTS_RETRY_MIN  # it worked for a while: start the backoff afresh
             self._arm_fast_poll()  # polling takes over while the stream is down
             await asyncio.sleep(delay)
             delay = min(2 * delay, EVENTS_RETRY_MAX)
@@ -151,6 +162,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
     def _observe_pushed(self, resident: tuple[ResidentModel, ...]) -> None:
         if self.data is None or not self.last_update_success:
             return  # the polls say the server is down: they bring it back
+        self._pushed = (self._pushed[0] + 1, resident)
         snapshot, changes = self.monitor.observe(
             version=None,
             resident=resident,
@@ -196,6 +208,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         # Whatever started this poll, the next fast one is counted from its end.
         self._cancel_fast_poll()
         monitor = self.monitor
+        pushes = self._pushed[0]
         try:
             version = None
             if monitor.version_due(time.monotonic()):
@@ -213,6 +226,9 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             # No fast polling of a server that is down, even if it went down mid-load.
             monitor.poll_failed(unreachable=isinstance(err, LlmServerUnreachableError))
             raise update_failed(err, redact_url(self.client.base_url)) from err
+        if self._pushed[0] != pushes:
+            # The server's events told something newer while this poll ran: keep to them.
+            resident = self._pushed[1]
         snapshot, changes = monitor.observe(
             version=version,
             resident=resident,
@@ -292,7 +308,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         # Residency right before the request decides whether it has to load the model.
         await self.async_refresh()
         model = self.resolve_model(model)
-        was_resident = self.last_update_success and model in self.data.resident
+        was_resident = self.last_update_success and model in self.data.held
         self.monitor.probe_started(model, monotonic=time.monotonic())
         try:
             reply = await self.client.timed_generation(

@@ -35,6 +35,9 @@ _TRANSLATION_KEYS: Final[tuple[tuple[type[LlmServerError], str], ...]] = (
     (LlmServerOutOfMemoryError, "out_of_memory"),
 )
 UNEXPECTED: Final = "unexpected_response"
+_POLL_KEYS: Final = frozenset(
+    {"invalid_auth", "timeout", "cannot_connect", "not_supported", "server_busy"}
+)
 
 
 def translation_key(err: LlmServerError) -> str:
@@ -43,11 +46,16 @@ def translation_key(err: LlmServerError) -> str:
 
 
 def update_failed(err: LlmServerError, url: str) -> UpdateFailed:
-    """Return the coordinator's translated update failure for a client error."""
+    """Return the coordinator's translated update failure for a client error.
+
+    A poll names no model: what only a model's request can meet ("not found", "out of
+    memory") is an unexpected reply there.
+    """
+    key = translation_key(err)
     return UpdateFailed(
         translation_domain=DOMAIN,
-        translation_key=translation_key(err),
-        translation_placeholders={"url": url, "error": str(err), "model": ""},
+        translation_key=key if key in _POLL_KEYS else UNEXPECTED,
+        translation_placeholders={"url": url, "error": str(err)},
     )
 
 

@@ -174,8 +174,8 @@ SERVER_SENSORS: tuple[ServerSensorDescription, ...] = (
         key="resident_models",
         translation_key="resident_models",
         state_class=SensorStateClass.MEASUREMENT,
-        value_fn=lambda s: len(s.resident),
-        attrs_fn=lambda s: {"names": sorted(s.resident)},
+        value_fn=lambda s: len(s.held),
+        attrs_fn=lambda s: {"names": sorted(s.held)},
     ),
     _memory_sensor(
         ServerSensorDescription,

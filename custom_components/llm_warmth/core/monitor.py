@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .backends.base import Capabilities
-from .backends.types import InstalledModel, ResidentModel, TimedReply
+from .backends.types import InstalledModel, ResidencyState, ResidentModel, TimedReply
 from .residency import (
     LoadFigures,
     ModelLoaded,
@@ -23,6 +23,8 @@ from .residency import (
 )
 from .ttft import Classification, ModelTiming, StageBreakdown, Verdict, breakdown, judge
 
+# The states in which a server holds a model's weights.
+HOLDING = (ResidencyState.LOADING, ResidencyState.LOADED)
 # The installed models change rarely: list them at most this often (seconds), and when a
 # model nobody knew is resident.
 INSTALLED_REFRESH_SECONDS = 60.0
@@ -45,6 +47,14 @@ class ServerSnapshot:
     def models(self) -> frozenset[str]:
         """Return every model the server has installed or resident."""
         return frozenset(self.installed) | frozenset(self.resident)
+
+    @property
+    def held(self) -> dict[str, ResidentModel]:
+        """Return the resident models whose weights the server holds (loading or loaded).
+
+        ``resident`` also lists a model asleep (llama-server) or stopping (llama-swap).
+        """
+        return {name: m for name, m in self.resident.items() if m.state in HOLDING}
 
 
 @dataclass(frozen=True, slots=True)

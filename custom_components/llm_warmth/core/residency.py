@@ -102,6 +102,18 @@ def _runner_key(model: ResidentModel) -> _RunnerKey:
     return (model.size, model.size_vram, model.context_length, model.digest)
 
 
+def _replaced(before: _RunnerKey, after: _RunnerKey) -> bool:
+    """Return True when a runner's known facts changed (unknown on either side is no change).
+
+    A fact one reading lacks (a server's event carries no context length, its list does)
+    says nothing about a new runner.
+    """
+    return any(
+        a not in (None, "") and b not in (None, "") and a != b
+        for a, b in zip(before, after, strict=True)
+    )
+
+
 @dataclass(slots=True)
 class _Tracked:
     phase: Phase
@@ -310,7 +322,7 @@ class ResidencyTracker:
         busy = model.loading or (self._floating and _floats(previous, model.expires_at, now))
         announced = previous.announced(monotonic)
         if previous.phase is Phase.LOADED:
-            if model.loading or tracked.runner != previous.runner:
+            if model.loading or _replaced(previous.runner, tracked.runner):
                 # A new runner in place of the old one (another num_ctx, a new digest).
                 tracked.phase, tracked.first_seen, tracked.reloaded = (
                     Phase.LOADING,

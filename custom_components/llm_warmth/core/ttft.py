@@ -48,6 +48,8 @@ class Stage(StrEnum):
     """The stage a slow reply is attributed to."""
 
     LOAD = "load"
+    # Waiting behind requests already in flight (where the server tells it: llama-swap).
+    QUEUE = "queue"
     PREFILL = "prefill"
     FIRST_DECODE = "first_decode"
     OVERHEAD = "overhead"
@@ -174,8 +176,12 @@ class WarmBaseline:
 
 def _stage_value(sample: StageBreakdown, stage: Stage) -> float | None:
     match stage:
-        case Stage.LOAD:
-            return sample.queue_and_load_ms
+        case Stage.LOAD:  # the load alone, where the server tells the queue apart
+            if sample.queue_and_load_ms is None or sample.queue_ms is None:
+                return sample.queue_and_load_ms
+            return sample.queue_and_load_ms - sample.queue_ms
+        case Stage.QUEUE:
+            return sample.queue_ms
         case Stage.PREFILL:
             return sample.prefill_ms
         case Stage.FIRST_DECODE:
@@ -235,7 +241,9 @@ def _costliest_stage(sample: StageBreakdown, baseline: WarmBaseline) -> Stage:
             return -math.inf
         return value - (_normal_ms(sample, baseline, stage) or 0.0)
 
-    costliest = max(_TTFT_STAGES, key=excess)
+    # The queue, where the server tells it apart, is a stage of its own.
+    candidates = (*_TTFT_STAGES, Stage.QUEUE) if sample.queue_ms is not None else _TTFT_STAGES
+    costliest = max(candidates, key=excess)
     if all(_stage_value(sample, stage) is not None for stage in _TTFT_STAGES):
         return costliest
     # Some stages are unknown: name a known one only when it explains most of the delay.
@@ -267,7 +275,7 @@ def judge(sample: StageBreakdown, *, was_resident: bool, baseline: WarmBaseline)
     if baseline.samples:
         load_expanded = Stage.LOAD in expanded
     else:
-        load = sample.queue_and_load_ms
+        load = _stage_value(sample, Stage.LOAD)
         load_expanded = load is not None and load > COLD_LOAD_WITHOUT_BASELINE_MS
     cold = not was_resident or load_expanded
     if expanded:

@@ -5,7 +5,7 @@ names a client class. ``create_client`` builds the client of a kind; ``detect`` 
 which kind answers at a URL.
 """
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -114,6 +114,6 @@ class LlmBackend(Protocol):
 class PushesResidency(Protocol):
     """A server that announces residency changes (``Capabilities.pushes_events``)."""
 
-    def residency_events(self) -> AsyncIterator[tuple[ResidentModel, ...]]:
+    def residency_events(self) -> AsyncGenerator[tuple[ResidentModel, ...]]:
         """Yield the resident models now and after each change; raise when the stream ends."""
         ...

@@ -34,8 +34,12 @@ def _payload(raw: bytes) -> object | None:
     return payload
 
 
+# What sse_payloads yields first: the stream answered (its headers came).
+CONNECTED: Final = object()
+
+
 async def sse_payloads(http: HttpTransport, path: str, timeout: float) -> AsyncGenerator[object]:
-    """Yield the decoded JSON of each ``data:`` line of an event stream.
+    """Yield ``CONNECTED`` once the stream answers, then the JSON of each ``data:`` line.
 
     The stream's end, silence for ``timeout`` seconds, and every network failure raise
     ``LlmServerError``.
@@ -45,6 +49,7 @@ async def sse_payloads(http: HttpTransport, path: str, timeout: float) -> AsyncG
         _sent,
         _headers,
     ):
+        yield CONNECTED
         lines = aiter(iter_lines(response, path))
         while True:
             try:
@@ -88,6 +93,8 @@ class StateWatch:
         http: HttpTransport,
         path: str,
         until: Callable[[list[object]], bool] | None = None,
+        *,
+        timeout: float = GENERATION_TIMEOUT,
     ) -> None:
         """Connect and follow in the background.
 
@@ -96,7 +103,7 @@ class StateWatch:
         ``CONNECT_SECONDS``.
         """
         self._until = until
-        self._task = asyncio.create_task(self._follow(http, path))
+        self._task = asyncio.create_task(self._follow(http, path, timeout))
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.CONNECT_SECONDS):
                 await self._ready.wait()
@@ -113,11 +120,14 @@ class StateWatch:
         """Return True when the stream was there for the whole request."""
         return self._connected and not self._broken
 
-    async def _follow(self, http: HttpTransport, path: str) -> None:
+    async def _follow(self, http: HttpTransport, path: str, timeout: float) -> None:
         try:
-            async with http.stream(
-                "GET", path, json=None, timeout=GENERATION_TIMEOUT, what="event"
-            ) as (response, _sent, _headers):
+            # A little longer than the request it watches, so that it sees that end.
+            async with http.stream("GET", path, json=None, timeout=timeout + 5, what="event") as (
+                response,
+                _sent,
+                _headers,
+            ):
                 self._connected = True
                 if self._until is None:
                     self._ready.set()

@@ -24,7 +24,7 @@ The server reports no load duration: while a probe runs, the client follows
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 import contextlib
 from dataclasses import replace
 import itertools
@@ -48,7 +48,7 @@ from .errors import (
     LlmServerSetupNotSupportedError,
     LlmServerTimeoutError,
 )
-from .events import StateWatch, sse_payloads
+from .events import CONNECTED, sse_payloads
 from .http import HttpClient, unexpected
 from .openai_stream import WatchedStream, timed_load_ns, timed_openai_generation
 from .replies import (
@@ -136,56 +136,41 @@ class LlamaServerClient(HttpClient):
 
     async def running_models(self, *, timeout: float | None = None) -> tuple[ResidentModel, ...]:
         """Return the models the router holds (loading, loaded or asleep)."""
-        return tuple((await self._statuses(timeout)).values())
+        return tuple(_resident_of(await self._models(timeout)).values())
 
-    async def _statuses(self, timeout: float | None) -> dict[str, ResidentModel]:
-        resident: dict[str, ResidentModel] = {}
-        for item in await self._models(timeout):
-            try:
-                state = _STATES.get(_status(item) or "")
-                if state is not None:
-                    name = required_str(item, "id")
-                    resident[name] = ResidentModel(
-                        name=name, state=state, context_length=_context_length(item)
-                    )
-            except ValueError as err:
-                raise unexpected("/models", err) from err
-        return resident
-
-    async def residency_events(self) -> AsyncIterator[tuple[ResidentModel, ...]]:
+    async def residency_events(self) -> AsyncGenerator[tuple[ResidentModel, ...]]:
         """Yield the resident models now, then after each ``/models/sse`` status change.
 
         The stream sends nothing on connect: the list is read once the stream is open (so
         that no change falls in between), then kept up to date from the events. Raise
         ``LlmServerError`` when the stream cannot be had or ends.
         """
-        stream = sse_payloads(self._http, "/models/sse", EVENT_SILENCE_SECONDS)
-        first = asyncio.ensure_future(anext(stream))
-        try:
-            # The stream answers at once (its headers), then stays quiet until a change.
-            await asyncio.wait({first}, timeout=StateWatch.CONNECT_SECONDS)
-            resident = await self._statuses(None)
-            yield tuple(resident.values())
-            payload = await first
-            while True:
+        async with contextlib.aclosing(
+            sse_payloads(self._http, "/models/sse", EVENT_SILENCE_SECONDS)
+        ) as stream:
+            async for payload in stream:
+                if payload is CONNECTED:
+                    # Nothing comes on connect: read the list now that no change can be
+                    # missed, with the context each model is started with.
+                    items = await self._models(None)
+                    resident = _resident_of(items)
+                    try:
+                        contexts = {str(i.get("id")): _context_length(i) for i in items}
+                    except ValueError as err:
+                        raise unexpected("/models", err) from err
+                    yield tuple(resident.values())
+                    continue
                 for model, status in _status_events(payload):
                     if (state := _STATES.get(status)) is not None:
-                        known = resident.get(model)
-                        context = known.context_length if known else None
-                        resident[model] = ResidentModel(model, state, context_length=context)
+                        resident[model] = ResidentModel(
+                            model, state, context_length=contexts.get(model)
+                        )
                     elif status in ("unloaded", "failed"):
                         resident.pop(model, None)
                     else:
                         continue
                     yield tuple(resident.values())
-                payload = await anext(stream)
-        except StopAsyncIteration as err:
-            raise LlmServerConnectionError("/models/sse: the event stream ended") from err
-        finally:
-            first.cancel()
-            with contextlib.suppress(BaseException):
-                await first  # done, or cancelled just now: either way no longer running
-            await stream.aclose()
+        raise LlmServerConnectionError("/models/sse: the event stream ended")
 
     async def installed_models(self, *, timeout: float | None = None) -> tuple[InstalledModel, ...]:
         """Return every model the router can start."""
@@ -247,6 +232,22 @@ class LlamaServerClient(HttpClient):
             self._http, api, model, prompt, options=options, timeout=timeout, events=_EVENTS
         )
         return replace(reply, load_duration_ns=timed_load_ns(watch, reply))
+
+
+def _resident_of(items: list[Mapping[str, Any]]) -> dict[str, ResidentModel]:
+    """Return the models of a ``/models`` reply that the router holds, by name."""
+    resident: dict[str, ResidentModel] = {}
+    for item in items:
+        try:
+            state = _STATES.get(_status(item) or "")
+            if state is not None:
+                name = required_str(item, "id")
+                resident[name] = ResidentModel(
+                    name=name, state=state, context_length=_context_length(item)
+                )
+        except ValueError as err:
+            raise unexpected("/models", err) from err
+    return resident
 
 
 def _status_events(payload: object) -> list[tuple[str, str]]:

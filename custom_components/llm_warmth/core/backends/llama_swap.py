@@ -18,7 +18,7 @@ Endpoints (mostlygeek/llama-swap v218+; facts and sources in ``tests/llama_swap_
   upstream server verbatim (llama-server's ``timings`` included).
 """
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final, Literal
 from urllib.parse import quote
@@ -107,7 +107,9 @@ class LlamaSwapClient(HttpClient):
 
     async def _running(self, timeout: float | None) -> list[Mapping[str, Any]]:
         payload = await self._http.request("GET", "/running", timeout=timeout)
-        running = payload.get("running")
+        if "running" not in payload:  # some servers answer any path with 200 and JSON
+            raise LlmServerResponseError("/running: no 'running' list")
+        running = payload["running"]
         if running is None:
             running = []
         if not isinstance(running, list) or not all(isinstance(m, dict) for m in running):
@@ -147,7 +149,7 @@ class LlamaSwapClient(HttpClient):
             "POST", f"/api/models/unload/{quote(model, safe='')}", timeout=timeout
         )
 
-    async def residency_events(self) -> AsyncIterator[tuple[ResidentModel, ...]]:
+    async def residency_events(self) -> AsyncGenerator[tuple[ResidentModel, ...]]:
         """Yield the resident models each time llama-swap reports a state change.
 
         The first item comes at once (the stream starts with the current state). Raise
@@ -155,7 +157,7 @@ class LlamaSwapClient(HttpClient):
         ``EVENT_SILENCE_SECONDS``.
         """
         async for payload in sse_payloads(self._http, "/api/events", EVENT_SILENCE_SECONDS):
-            statuses = _message(payload, "modelStatus")
+            statuses = _message(payload, "modelStatus")  # CONNECTED and others: None
             if statuses is None:
                 continue
             if not isinstance(statuses, list):
@@ -180,7 +182,9 @@ class LlamaSwapClient(HttpClient):
 
         ``/api/events`` is followed while the request runs: the model turning ``ready``
         ends the load; the requests to the model already in flight when ours was sent
-        are the queue, which ends when the last of them does.
+        are the queue, which ends when the last of them does (at the latest when our
+        prefill starts: with parallel slots they may run beside ours). The load figure
+        includes the queue, as Ollama's does; ``queue_ns`` is that part.
         """
         reply, watch = await timed_openai_generation(
             self._http, api, model, prompt, options=options, timeout=timeout, events=_EVENTS
@@ -195,8 +199,17 @@ class LlamaSwapClient(HttpClient):
                 ],
                 model,
             )
-            queue_ns = _queue_ns(watch, ahead, reply.sent_ns, reply.first_token_ns)
-            load_ns = max(timed_load_ns(watch, reply) or 0, queue_ns)
+            load = timed_load_ns(watch, reply) or 0
+            # Requests ahead may run beside ours (parallel slots): what they overlap is
+            # bounded by the time before our prefill that the load does not explain.
+            before_prefill = (
+                reply.first_token_ns - reply.sent_ns - (reply.prompt_eval_duration_ns or 0)
+            )
+            queue_ns = min(
+                _queue_ns(watch, ahead, reply.sent_ns, reply.first_token_ns),
+                max(before_prefill - load, 0),
+            )
+            load_ns = load + queue_ns
         return replace(reply, load_duration_ns=load_ns, queue_ns=queue_ns)
 
 

@@ -72,7 +72,7 @@ async def timed_openai_generation(
             payload[OPENAI_OPTIONS[key]] = value
     watch = StateWatch(model, events.ready_state, events.parse)
     try:
-        await watch.start(http, events.path, events.until)
+        await watch.start(http, events.path, events.until, timeout=timeout)
         async with http.stream("POST", path, json=payload, timeout=timeout) as (
             response,
             sent,
