@@ -102,6 +102,17 @@ def _runner_key(model: ResidentModel) -> _RunnerKey:
     return (model.size, model.size_vram, model.context_length, model.digest)
 
 
+def _known(before: _RunnerKey, after: _RunnerKey) -> _RunnerKey:
+    """Return ``after`` with the facts it lacks taken from ``before``."""
+    size, vram, context, digest = after
+    return (
+        before[0] if size is None else size,
+        before[1] if vram is None else vram,
+        before[2] if context is None else context,
+        digest or before[3],
+    )
+
+
 def _replaced(before: _RunnerKey, after: _RunnerKey) -> bool:
     """Return True when a runner's known facts changed (unknown on either side is no change).
 
@@ -317,7 +328,7 @@ class ResidencyTracker:
             seen_at=now,
             seen_mono=monotonic,
             expires_at=model.expires_at,
-            runner=_runner_key(model),
+            runner=_known(previous.runner, _runner_key(model)),
         )
         busy = model.loading or (self._floating and _floats(previous, model.expires_at, now))
         announced = previous.announced(monotonic)

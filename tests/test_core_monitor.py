@@ -1,0 +1,170 @@
+"""The pure monitor: readings in, snapshot and changes out, clocks passed in (no hass)."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from custom_components.llm_warmth.core.backends.llama_server import LLAMA_SERVER_CAPABILITIES
+from custom_components.llm_warmth.core.backends.llama_swap import LLAMA_SWAP_CAPABILITIES
+from custom_components.llm_warmth.core.backends.ollama import OLLAMA_CAPABILITIES
+from custom_components.llm_warmth.core.backends.types import (
+    InstalledModel,
+    ResidencyState,
+    ResidentModel,
+    TimedReply,
+)
+from custom_components.llm_warmth.core.monitor import (
+    INSTALLED_REFRESH_SECONDS,
+    VERSION_REFRESH_SECONDS,
+    ColdStartObserved,
+    LoadObserved,
+    ServerMonitor,
+    ServerRestarted,
+)
+from custom_components.llm_warmth.core.residency import ModelUnloaded, UnloadReason
+from custom_components.llm_warmth.core.ttft import Classification
+
+T0 = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
+LOADING, LOADED, SLEEPING = (
+    ResidencyState.LOADING,
+    ResidencyState.LOADED,
+    ResidencyState.SLEEPING,
+)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def model(name: str, state: ResidencyState = LOADED, context: int | None = 512) -> ResidentModel:
+    return ResidentModel(name=name, state=state, context_length=context)
+
+
+def reply(*, load_ms: float | None, ttft_ms: float = 900) -> TimedReply:
+    sent = 10**12
+    return TimedReply(
+        sent_ns=sent,
+        headers_ns=sent + 1,
+        first_token_ns=sent + int(ttft_ms * 1e6),
+        final_ns=sent + int((ttft_ms + 50) * 1e6),
+        load_duration_ns=None if load_ms is None else int(load_ms * 1e6),
+        prompt_eval_count=10,
+        prompt_cached_count=0,
+        prompt_eval_duration_ns=int(50e6),
+        eval_count=2,
+        eval_duration_ns=int(20e6),
+    )
+
+
+def test_the_first_poll_must_read_the_version() -> None:
+    monitor = ServerMonitor(LLAMA_SERVER_CAPABILITIES)
+    assert monitor.version_due(0.0)
+    with pytest.raises(ValueError, match="version"):
+        monitor.observe(version=None, resident=(), installed=None, now=T0, monotonic=0.0)
+
+
+def test_what_a_poll_reads_and_when() -> None:
+    monitor = ServerMonitor(LLAMA_SERVER_CAPABILITIES)
+    snapshot, changes = monitor.observe(
+        version="b1",
+        resident=(model("tiny"), model("big", SLEEPING)),
+        installed=(InstalledModel("tiny"), InstalledModel("big")),
+        now=T0,
+        monotonic=0.0,
+    )
+    assert changes == []  # the first poll is the baseline
+    assert snapshot.models == {"tiny", "big"}
+    assert set(snapshot.resident) == {"tiny", "big"}
+    assert set(snapshot.held) == {"tiny"}  # asleep: its weights are gone
+    assert not monitor.version_due(VERSION_REFRESH_SECONDS - 1)
+    assert monitor.version_due(VERSION_REFRESH_SECONDS)
+    assert not monitor.installed_due((model("tiny"),), 1.0)
+    assert monitor.installed_due((model("new"),), 1.0)  # an unknown model is resident
+    assert monitor.installed_due((), INSTALLED_REFRESH_SECONDS)
+    monitor.poll_failed(unreachable=False)
+    assert monitor.version_due(1.0)  # first thing after a failed poll
+
+
+def test_a_restart_is_a_server_that_came_back_or_changed_version() -> None:
+    monitor = ServerMonitor(OLLAMA_CAPABILITIES)
+    monitor.observe(version="0.9.3", resident=(), installed=(), now=T0, monotonic=0.0)
+    monitor.poll_failed(unreachable=False)  # slow or garbled: no restart
+    _, changes = monitor.observe(version="0.9.3", resident=(), installed=None, now=T0, monotonic=1)
+    assert changes == []
+    monitor.poll_failed(unreachable=True)
+    _, changes = monitor.observe(version="0.9.3", resident=(), installed=None, now=T0, monotonic=2)
+    assert changes == [ServerRestarted("0.9.3", "0.9.3", version_changed=False)]
+    _, changes = monitor.observe(version="0.10.0", resident=(), installed=None, now=T0, monotonic=3)
+    assert changes == [ServerRestarted("0.10.0", "0.9.3", version_changed=True)]
+
+
+def test_a_pushed_load_is_timed_by_the_events_and_a_displacement_named() -> None:
+    monitor = ServerMonitor(LLAMA_SWAP_CAPABILITIES)
+    monitor.observe(version="v250", resident=(model("a"),), installed=(), now=T0, monotonic=0)
+    _, changes = monitor.observe(
+        version=None, resident=(model("b", LOADING),), installed=None, now=at(1), monotonic=1,
+        pushed=True,
+    )  # fmt: skip
+    assert changes == [ModelUnloaded("a", UnloadReason.DISPLACED, ("b",))]
+    _, changes = monitor.observe(
+        version=None, resident=(model("b"),), installed=None, now=at(3.5), monotonic=3.5,
+        pushed=True,
+    )  # fmt: skip
+    (load,) = changes
+    assert isinstance(load, LoadObserved)
+    assert (load.figures.load_seconds, load.figures.load_source) == (2.5, "events")
+    assert load.figures.cold_request_seconds is None
+    assert monitor.timings["b"].load_seconds == 2.5
+
+
+def test_an_unknown_context_on_one_side_is_no_reload() -> None:
+    monitor = ServerMonitor(LLAMA_SERVER_CAPABILITIES)
+    monitor.observe(version="b1", resident=(model("a"),), installed=(), now=T0, monotonic=0)
+    for second, context in ((1, None), (2, 512), (3, None)):
+        _, changes = monitor.observe(
+            version=None,
+            resident=(model("a", context=context),),
+            installed=None,
+            now=at(second),
+            monotonic=second,
+        )
+        assert changes == []
+    _, changes = monitor.observe(
+        version=None, resident=(model("a", context=4096),), installed=None, now=at(4), monotonic=4
+    )
+    (reload,) = changes
+    assert isinstance(reload, LoadObserved)
+    assert reload.figures.reloaded
+
+
+def test_a_probe_that_loaded_the_model_and_one_that_waited() -> None:
+    monitor = ServerMonitor(LLAMA_SERVER_CAPABILITIES)
+    monitor.observe(version="b1", resident=(), installed=(), now=T0, monotonic=0)
+    monitor.probe_started("big", monotonic=1)
+    monitor.observe(version=None, resident=(model("big"),), installed=None, now=at(9), monotonic=9)
+    probe, changes = monitor.probe_finished(
+        "big",
+        reply(load_ms=7000, ttft_ms=7100),
+        was_resident=False,
+        now=at(9),
+        monotonic=9,
+        announce_window=10,
+    )
+    assert probe.verdict.classification is Classification.COLD
+    (load,) = changes
+    assert isinstance(load, LoadObserved)
+    assert load.probe == probe
+    # llama-server has no load figure of its own: the client's reading of its event.
+    assert (load.figures.load_seconds, load.figures.load_source) == (7.0, "client")
+    # Warm, but slow for a reason the server did not report, and resident all along.
+    monitor.probe_started("big", monotonic=10)
+    probe, changes = monitor.probe_finished(
+        "big",
+        reply(load_ms=900, ttft_ms=1000),
+        was_resident=True,
+        now=at(11),
+        monotonic=11,
+        announce_window=10,
+    )
+    assert changes == [ColdStartObserved("big", probe)]
+    assert monitor.probe_failed("nothing") == []
