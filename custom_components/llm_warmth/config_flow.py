@@ -42,16 +42,13 @@ from .const import (
     MIN_SCAN_INTERVAL,
 )
 from .core.backends.base import ServerKind
-from .core.backends.detection import DEFAULT_PORTS, Detected, OpenAiCompatibleError, detect
-from .core.backends.errors import (
-    LlmServerAuthenticationError,
-    LlmServerError,
-    LlmServerNotSupportedError,
-)
+from .core.backends.detection import DEFAULT_PORTS, Detected, detect
+from .core.backends.errors import LlmServerError, LlmServerNotSupportedError
 from .core.gpu.errors import GpuSourceError
 from .core.gpu.exporter import ExporterKind
 from .core.server_url import normalize_url, redact_url, unique_id_for
 from .data import LlmWarmthConfigEntry
+from .errors import server_translation_key
 from .gpu_coordinator import gpu_source_from_options
 
 _PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
@@ -66,8 +63,11 @@ _RANK = {
     "invalid_auth": 0,
     "openai_compatible": 1,
     "not_supported": 1,
-    "cannot_connect": 2,
-    "unknown": 3,
+    "server_busy": 2,
+    "unexpected_response": 2,
+    "timeout": 3,
+    "cannot_connect": 3,
+    "unknown": 4,
 }
 # Without a port, each server's default is tried in turn.
 _DEFAULT_PORTS = sorted(set(DEFAULT_PORTS.values()), reverse=True)
@@ -300,15 +300,10 @@ async def _detect(session: Any, url: str, api_key: str) -> Detected:
         found = await detect(session, url, api_key=api_key or None)
         # The version endpoint is open on servers behind an auth proxy: ask for a list too.
         await found.client.running_models()
-    except LlmServerAuthenticationError as err:
-        raise _FlowError("invalid_auth") from err
-    except OpenAiCompatibleError as err:
-        raise _FlowError("openai_compatible", str(err)) from err
-    except LlmServerNotSupportedError as err:
-        raise _FlowError("not_supported", str(err)) from err
     except LlmServerError as err:
-        LOGGER.debug("Cannot connect to %s: %s", redact_url(url), err)
-        raise _FlowError("cannot_connect") from err
+        LOGGER.debug("%s did not work out: %s", redact_url(url), err)
+        what = str(err) if isinstance(err, LlmServerNotSupportedError) else ""
+        raise _FlowError(server_translation_key(err), what) from err
     except Exception as err:
         LOGGER.exception("Unexpected error while checking %s", redact_url(url))
         raise _FlowError("unknown") from err

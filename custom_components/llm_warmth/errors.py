@@ -11,6 +11,7 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.update_coordinator import UpdateFailed
 
 from .const import DOMAIN
+from .core.backends.detection import OpenAiCompatibleError
 from .core.backends.errors import (
     LlmModelNotFoundError,
     LlmServerAuthenticationError,
@@ -27,6 +28,7 @@ from .data import LlmWarmthConfigEntry
 # translations' ``exceptions`` (and, where a flow shows them, ``config.error``).
 _TRANSLATION_KEYS: Final[tuple[tuple[type[LlmServerError], str], ...]] = (
     (LlmServerAuthenticationError, "invalid_auth"),
+    (OpenAiCompatibleError, "openai_compatible"),
     (LlmServerTimeoutError, "timeout"),
     (LlmServerConnectionError, "cannot_connect"),
     (LlmServerNotSupportedError, "not_supported"),
@@ -35,8 +37,16 @@ _TRANSLATION_KEYS: Final[tuple[tuple[type[LlmServerError], str], ...]] = (
     (LlmServerOutOfMemoryError, "out_of_memory"),
 )
 UNEXPECTED: Final = "unexpected_response"
-_POLL_KEYS: Final = frozenset(
-    {"invalid_auth", "timeout", "cannot_connect", "not_supported", "server_busy"}
+# What a request that names no model (a poll, finding out the server) can meet.
+_SERVER_KEYS: Final = frozenset(
+    {
+        "invalid_auth",
+        "timeout",
+        "cannot_connect",
+        "not_supported",
+        "openai_compatible",
+        "server_busy",
+    }
 )
 
 
@@ -45,16 +55,21 @@ def translation_key(err: LlmServerError) -> str:
     return next((key for kind, key in _TRANSLATION_KEYS if isinstance(err, kind)), UNEXPECTED)
 
 
-def update_failed(err: LlmServerError, url: str) -> UpdateFailed:
-    """Return the coordinator's translated update failure for a client error.
+def server_translation_key(err: LlmServerError) -> str:
+    """Return the key for a request that names no model (a poll, the config flow).
 
-    A poll names no model: what only a model's request can meet ("not found", "out of
-    memory") is an unexpected reply there.
+    What only a model's request can meet ("not found", "out of memory") is an unexpected
+    reply there.
     """
     key = translation_key(err)
+    return key if key in _SERVER_KEYS else UNEXPECTED
+
+
+def update_failed(err: LlmServerError, url: str) -> UpdateFailed:
+    """Return the coordinator's translated update failure for a client error."""
     return UpdateFailed(
         translation_domain=DOMAIN,
-        translation_key=key if key in _POLL_KEYS else UNEXPECTED,
+        translation_key=server_translation_key(err),
         translation_placeholders={"url": url, "error": str(err)},
     )
 
