@@ -15,8 +15,12 @@ import aiohttp
 from yarl import URL
 
 from .errors import (
+    LlmModelNotFoundError,
+    LlmServerAuthenticationError,
+    LlmServerBusyError,
     LlmServerConnectionError,
     LlmServerError,
+    LlmServerOutOfMemoryError,
     LlmServerResponseError,
     LlmServerTimeoutError,
     LlmServerUnreachableError,
@@ -136,6 +140,38 @@ class HttpTransport:
             raise LlmServerConnectionError(
                 f"Connection to {self.shown_url}{path} failed: {err or type(err).__name__}"
             ) from err
+
+
+# Words of an out-of-memory failure: Ollama's llm.IsOutOfMemory, its pre-0.30 wording, and
+# llama.cpp's allocation errors.
+OUT_OF_MEMORY_MARKERS = (
+    "out of memory",
+    "cudamalloc failed",
+    "failed to allocate",
+    "insufficient memory",
+    "vk_error_out_of_device_memory",
+    "requires more system memory",
+)
+
+
+def status_error(
+    status: int, message: str, path: str, *, model_missing: bool, busy: bool
+) -> LlmServerError:
+    """Return the error for an HTTP error status; the server's kind says what is which.
+
+    ``model_missing``: the server says the requested model does not exist; ``busy``: its
+    queue is full. Otherwise 401/403 refuse the credentials, an out-of-memory text is
+    that, and the rest is an unexpected reply.
+    """
+    if status in (401, 403):
+        return LlmServerAuthenticationError(f"{path}: HTTP {status} {message}")
+    if model_missing:
+        return LlmModelNotFoundError(message)
+    if busy:
+        return LlmServerBusyError(message or "server busy")
+    if any(marker in message.lower() for marker in OUT_OF_MEMORY_MARKERS):
+        return LlmServerOutOfMemoryError(message)
+    return LlmServerResponseError(f"{path}: HTTP {status} {message}".rstrip())
 
 
 class HttpClient:

@@ -38,18 +38,15 @@ from .base import (
 )
 from .errors import (
     LlmModelNotFoundError,
-    LlmServerAuthenticationError,
-    LlmServerBusyError,
     LlmServerConnectionError,
     LlmServerError,
     LlmServerNotSupportedError,
-    LlmServerOutOfMemoryError,
     LlmServerResponseError,
     LlmServerSetupNotSupportedError,
     LlmServerTimeoutError,
 )
 from .events import CONNECTED, sse_payloads
-from .http import HttpClient, unexpected
+from .http import HttpClient, status_error, unexpected
 from .openai_stream import WatchedStream, timed_load_ns, timed_openai_generation
 from .replies import (
     MAX_TOKENS,
@@ -81,21 +78,20 @@ _STATES: Final = {
 _LOAD_POLL_SECONDS: Final = 0.25
 # The router sends nothing while nothing changes: a quiet stream is renewed this often.
 EVENT_SILENCE_SECONDS: Final = 600.0
-_OUT_OF_MEMORY_MARKERS: Final = ("out of memory", "failed to allocate", "cudamalloc failed")
 
 
 def error_for_status(status: int, message: str, path: str) -> LlmServerError:
-    """Map an HTTP error status (and llama-server's error text) to the client's errors."""
-    lowered = message.lower()
-    if status in (401, 403):
-        return LlmServerAuthenticationError(f"{path}: HTTP {status} {message}")
-    if status in (400, 404) and "not found" in lowered and path not in ("/props", "/models"):
-        return LlmModelNotFoundError(message)
-    if status == 503:
-        return LlmServerBusyError(message or "server busy")
-    if any(marker in lowered for marker in _OUT_OF_MEMORY_MARKERS):
-        return LlmServerOutOfMemoryError(message)
-    return LlmServerResponseError(f"{path}: HTTP {status} {message}".rstrip())
+    """Map an HTTP error status (and llama-server's error text) to the client's errors.
+
+    An unknown model is 400 on a generation and 404 on a load; /props and /models name
+    no model.
+    """
+    missing = (
+        status in (400, 404)
+        and "not found" in message.lower()
+        and path not in ("/props", "/models")
+    )
+    return status_error(status, message, path, model_missing=missing, busy=status == 503)
 
 
 class LlamaServerClient(HttpClient):

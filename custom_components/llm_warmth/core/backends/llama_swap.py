@@ -26,15 +26,12 @@ from urllib.parse import quote
 from .base import GENERATION_TIMEOUT, Capabilities, KeepAlive, ServerKind
 from .errors import (
     LlmModelNotFoundError,
-    LlmServerAuthenticationError,
-    LlmServerBusyError,
     LlmServerError,
     LlmServerNotSupportedError,
-    LlmServerOutOfMemoryError,
     LlmServerResponseError,
 )
 from .events import StateWatch, sse_payloads
-from .http import HttpClient, unexpected
+from .http import HttpClient, status_error, unexpected
 from .openai_stream import WatchedStream, timed_load_ns, timed_openai_generation
 from .replies import MAX_TEXT, decode_json, optional_str, required_str
 from .types import InstalledModel, ResidencyState, ResidentModel, TimedReply
@@ -62,25 +59,23 @@ _OWN_MODEL_TYPES: Final = (None, "model")
 # An event stream that says nothing for this long is gone (llama-swap sends no pings, but
 # re-sends modelStatus on every change; a quiet server is reconnected to, which is cheap).
 EVENT_SILENCE_SECONDS: Final = 600.0
-_OUT_OF_MEMORY_MARKERS: Final = ("out of memory", "failed to allocate", "cudamalloc failed")
 
 
 def error_for_status(status: int, message: str, path: str) -> LlmServerError:
-    """Map an HTTP error status (and llama-swap's error text) to the client's errors."""
+    """Map an HTTP error status (and llama-swap's error text) to the client's errors.
+
+    An unknown model is 404 ("model not found", "no router for requested model") on the
+    paths that name one; 429 is its concurrency limit.
+    """
     lowered = message.lower()
-    if status in (401, 403):
-        return LlmServerAuthenticationError(f"{path}: HTTP {status} {message}")
-    if (
+    missing = (
         status == 404
-        and ("model not found" in lowered or "no router" in lowered or "not found" in lowered)
+        and ("not found" in lowered or "no router" in lowered)
         and path.startswith(("/upstream/", "/api/models/unload/", "/v1/"))
-    ):
-        return LlmModelNotFoundError(message)
-    if status in (429, 503):
-        return LlmServerBusyError(message or "server busy")
-    if any(marker in lowered for marker in _OUT_OF_MEMORY_MARKERS):
-        return LlmServerOutOfMemoryError(message)
-    return LlmServerResponseError(f"{path}: HTTP {status} {message[:MAX_TEXT]}".rstrip())
+    )
+    return status_error(
+        status, message[:MAX_TEXT], path, model_missing=missing, busy=status in (429, 503)
+    )
 
 
 class LlamaSwapClient(HttpClient):

@@ -18,15 +18,12 @@ from .base import (
 )
 from .errors import (
     LlmModelNotFoundError,
-    LlmServerAuthenticationError,
-    LlmServerBusyError,
     LlmServerConnectionError,
     LlmServerError,
     LlmServerNotSupportedError,
-    LlmServerOutOfMemoryError,
     LlmServerResponseError,
 )
-from .http import HttpClient
+from .http import HttpClient, status_error
 from .replies import (
     MAX_BYTES,
     MAX_DURATION_NS,
@@ -67,29 +64,11 @@ _FINAL_METRICS: Final = (
     ("total_duration", "total_duration_ns", MAX_DURATION_NS),
 )
 
-# Substrings Ollama's llm.IsOutOfMemory matches, plus the pre-0.30 wording.
-_OUT_OF_MEMORY_MARKERS: Final = (
-    "out of memory",
-    "cudamalloc failed",
-    "failed to allocate",
-    "insufficient memory",
-    "vk_error_out_of_device_memory",
-    "requires more system memory",
-)
-
 
 def error_for_status(status: int, message: str, path: str) -> LlmServerError:
     """Map an HTTP error status (and Ollama's error text) to the client's error classes."""
-    lowered = message.lower()
-    if status in (401, 403):
-        return LlmServerAuthenticationError(f"{path}: HTTP {status} {message}")
-    if status == 404 and "not found" in lowered and path != "/api/version":
-        return LlmModelNotFoundError(message)
-    if status == 503:
-        return LlmServerBusyError(message or "server busy")
-    if any(marker in lowered for marker in _OUT_OF_MEMORY_MARKERS):
-        return LlmServerOutOfMemoryError(message)
-    return LlmServerResponseError(f"{path}: HTTP {status} {message}".rstrip())
+    missing = status == 404 and "not found" in message.lower() and path != "/api/version"
+    return status_error(status, message, path, model_missing=missing, busy=status == 503)
 
 
 class OllamaClient(HttpClient):
