@@ -24,7 +24,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from custom_components.llm_warmth.const import DOMAIN
 from custom_components.llm_warmth.core.backends.replies import MAX_DURATION_NS, MAX_TOKENS
 from custom_components.llm_warmth.core.backends.types import TimedReply
-from custom_components.llm_warmth.core.residency import LoadFigures
+from custom_components.llm_warmth.core.load_figures import LoadFigures
 from custom_components.llm_warmth.core.ttft import (
     Classification,
     ModelTiming,

@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 from custom_components.llm_warmth.core.backends.ollama import OLLAMA_CAPABILITIES
 from custom_components.llm_warmth.core.backends.types import ResidencyState, ResidentModel
+from custom_components.llm_warmth.core.load_figures import LoadFigures
 from custom_components.llm_warmth.core.residency import (
-    LoadFigures,
     ModelLoaded,
     ModelUnloaded,
     OwnRequestEnd,

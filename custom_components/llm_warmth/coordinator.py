@@ -40,6 +40,7 @@ from .core.backends.errors import (
     LlmServerUnreachableError,
 )
 from .core.backends.types import ResidentModel
+from .core.load_figures import LoadFigures
 from .core.monitor import (
     ColdStartObserved,
     LoadObserved,
@@ -49,7 +50,6 @@ from .core.monitor import (
     ServerRestarted,
     ServerSnapshot,
 )
-from .core.residency import LoadFigures
 from .core.server_url import redact_url
 from .core.ttft import Stage
 from .data import LlmWarmthConfigEntry

@@ -13,8 +13,8 @@ from datetime import datetime
 
 from .backends.base import Capabilities
 from .backends.types import InstalledModel, ResidencyState, ResidentModel, TimedReply
+from .load_figures import LoadFigures
 from .residency import (
-    LoadFigures,
     ModelLoaded,
     ModelUnloaded,
     OwnRequestEnd,

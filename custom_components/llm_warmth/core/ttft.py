@@ -21,7 +21,7 @@ from statistics import median
 from typing import Any
 
 from .backends.types import TimedReply
-from .residency import LoadFigures
+from .load_figures import LoadFigures
 
 # A stage "expanded" when it exceeds both this factor and this margin over its warm baseline.
 EXPANSION_FACTOR = 3.0
