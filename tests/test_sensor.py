@@ -114,10 +114,39 @@ async def test_kept_forever(
     poll,
     make_resident,
 ) -> None:
+    """Kept with no end: said so, not as a date centuries away that moves on every request."""
     await make_resident(QWEN, keep_alive=-1)
     unloads_at = hass.states.get("sensor.qwen3_8b_unloads_at")
     assert unloads_at.attributes["kept_forever"] is True
-    assert unloads_at.state.startswith("2318-")
+    assert unloads_at.state == "unknown"
+    assert hass.states.get("sensor.qwen3_8b_warmth").state == "kept_warm"
+    # Another request moves the server's far-future expiry: nothing is written.
+    await make_resident(QWEN, keep_alive=-1)
+    await poll()
+    assert hass.states.get("sensor.qwen3_8b_unloads_at").last_updated == unloads_at.last_updated
+
+
+async def test_warmth_follows_the_model(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """The one entity to put on a dashboard: cold, loading, warm."""
+    warmth = "sensor.qwen3_8b_warmth"
+    assert hass.states.get(warmth).state == "cold"
+    assert hass.states.get(warmth).attributes["options"] == [
+        "cold",
+        "loading",
+        "warm",
+        "kept_warm",
+        "unloading",
+    ]
+    load = await start_load(emulator, QWEN, 0.5)
+    await poll()
+    assert hass.states.get(warmth).state == "loading"
+    await load
+    await poll()
+    await poll()
+    assert hass.states.get(warmth).state == "warm"
+    assert hass.states.get(warmth).attributes["server_state"] == "loaded"
 
 
 async def test_server_down_mid_load_is_not_polled_fast(

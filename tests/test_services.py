@@ -67,11 +67,11 @@ async def test_cold_then_warm(
         ("probe", "load")
     ]
     assert cold_starts[0].data["ttft_ms"] == cold["ttft_ms"]
-    assert hass.states.get(f"{PREFIX}_last_start").state == "cold"
+    assert hass.states.get(f"{PREFIX}_last_probe_result").state == "cold"
     # Residency follows at once: the probe asked for a poll.
     await hass.async_block_till_done()
     assert hass.states.get("binary_sensor.llama3_2_3b_resident").state == "on"
-    assert hass.states.get(f"{PREFIX}_last_start").attributes["dominant_stage"] == "load"
+    assert hass.states.get(f"{PREFIX}_last_probe_result").attributes["dominant_stage"] == "load"
     assert float(hass.states.get(f"{PREFIX}_last_cold_time_to_first_token").state) == (
         pytest.approx(cold["ttft_ms"], abs=1)
     )
@@ -101,7 +101,7 @@ async def test_cold_then_warm(
     assert warm["dominant_stage"] == "none"
     assert warm["queue_and_load_ms"] * 5 < cold["queue_and_load_ms"]
     assert len(cold_starts) == 1
-    assert hass.states.get(f"{PREFIX}_last_start").state == "warm"
+    assert hass.states.get(f"{PREFIX}_last_probe_result").state == "warm"
     assert float(hass.states.get(f"{PREFIX}_queue_and_load_stage").state) == pytest.approx(
         warm["queue_and_load_ms"], abs=1
     )
@@ -253,7 +253,7 @@ async def test_probe_results_survive_a_restart(
     assert float(hass.states.get(f"{PREFIX}_last_time_to_first_token").state) == pytest.approx(
         result["ttft_ms"], abs=1
     )
-    assert hass.states.get(f"{PREFIX}_last_start").state == result["classification"]
+    assert hass.states.get(f"{PREFIX}_last_probe_result").state == result["classification"]
 
 
 async def test_one_token_answer_decomposes(

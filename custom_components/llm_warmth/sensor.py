@@ -28,6 +28,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from .core.backends.base import Capabilities
 from .core.monitor import ServerSnapshot
 from .core.ttft import Classification, ModelTiming, StageBreakdown
+from .core.warmth import Warmth, warmth
 from .data import LlmWarmthConfigEntry
 from .entity import (
     GpuEntity,
@@ -154,10 +155,22 @@ def _total(values: list[int | None]) -> int | None:
 
 
 def _unloads_at(snapshot: ServerSnapshot, model: str) -> datetime | None:
+    """Return when the server will unload the model; None when never (kept warm)."""
     resident = snapshot.resident.get(model)
-    if resident is None or model in snapshot.loading:
+    if resident is None or model in snapshot.loading or resident.kept_forever(snapshot.polled_at):
         return None
     return resident.expires_at
+
+
+def _warmth(snapshot: ServerSnapshot, model: str) -> str:
+    resident = snapshot.resident.get(model)
+    loading = model in snapshot.loading
+    return warmth(resident, loading=loading, now=snapshot.polled_at).value
+
+
+def _warmth_attrs(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
+    resident = snapshot.resident.get(model)
+    return {"server_state": resident.state.value if resident else None}
 
 
 def _kept_forever(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
@@ -200,6 +213,14 @@ SERVER_SENSORS: tuple[ServerSensorDescription, ...] = (
 )
 
 MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
+    ModelSensorDescription(
+        key="warmth",
+        translation_key="warmth",
+        device_class=SensorDeviceClass.ENUM,
+        options=[w.value for w in Warmth],
+        value_fn=_warmth,
+        attrs_fn=_warmth_attrs,
+    ),
     ModelSensorDescription(
         key="unloads_at",
         translation_key="unloads_at",

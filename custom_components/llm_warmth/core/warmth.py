@@ -1,0 +1,38 @@
+"""How warm a model is right now: the one answer a dashboard or an automation needs (pure)."""
+
+from datetime import datetime
+from enum import StrEnum
+
+from .backends.types import ResidencyState, ResidentModel
+
+
+class Warmth(StrEnum):
+    """A model's warmth, from what the server said of it.
+
+    ``cold``: its weights are not in memory (not resident, or asleep); the next request
+    loads them. ``loading``: they are being loaded (or the server is busy with the
+    request that loads them). ``warm``: loaded, until the server lets it go (an idle
+    timer, or another model needing its place). ``kept_warm``: loaded and kept with no
+    end (Ollama's negative ``keep_alive``). ``unloading``: on its way out.
+    """
+
+    COLD = "cold"
+    LOADING = "loading"
+    WARM = "warm"
+    KEPT_WARM = "kept_warm"
+    UNLOADING = "unloading"
+
+
+def warmth(model: ResidentModel | None, *, loading: bool, now: datetime) -> Warmth:
+    """Return the warmth of a model the server lists as ``model`` (None: not listed).
+
+    ``loading``: the residency tracker sees the model busy with the request that loads it
+    (on Ollama 0.9 the server itself does not say so).
+    """
+    if model is None or model.state is ResidencyState.SLEEPING:
+        return Warmth.COLD
+    if model.state is ResidencyState.UNLOADING:
+        return Warmth.UNLOADING
+    if loading or model.state is ResidencyState.LOADING:
+        return Warmth.LOADING
+    return Warmth.KEPT_WARM if model.kept_forever(now) else Warmth.WARM
