@@ -46,6 +46,17 @@ def is_gpu_device(entry_id: str, identifiers: Iterable[tuple[str, str]]) -> bool
     return any(domain == DOMAIN and ident.startswith(prefix) for domain, ident in identifiers)
 
 
+def display_name(model: str) -> str:
+    """Return a model's name as people say it: without Ollama's default tag."""
+    return model.removesuffix(":latest")
+
+
+def _model_line(details: InstalledModel | ResidentModel | None) -> str:
+    """Return the device's model line: family and size where known, else what it is."""
+    known = [p for p in (details.family, details.parameter_size) if p] if details else []
+    return " ".join(known) or "Language model"
+
+
 def model_device_info(
     entry: LlmWarmthConfigEntry, model: str, details: InstalledModel | ResidentModel | None
 ) -> dr.DeviceInfo:
@@ -53,13 +64,10 @@ def model_device_info(
     client = entry.runtime_data.client
     return dr.DeviceInfo(
         identifiers={model_device_identifier(entry.entry_id, model)},
-        name=model,
+        name=display_name(model),
         manufacturer=MANUFACTURERS[client.kind],
-        model=" ".join(part for part in (details.family, details.parameter_size) if part)
-        if details
-        else None,
+        model=_model_line(details),
         model_id=details.quantization_level if details else None,
-        entry_type=dr.DeviceEntryType.SERVICE,
         via_device_id=entry.runtime_data.server_device_id,
     )
 
@@ -76,7 +84,6 @@ def async_register_server(
         manufacturer=MANUFACTURERS[kind],
         model=SERVER_MODELS[kind],
         sw_version=version,
-        entry_type=dr.DeviceEntryType.SERVICE,
     )
     return device.id
 

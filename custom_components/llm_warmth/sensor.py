@@ -96,17 +96,23 @@ def _stage_sensor(
     value_fn: Callable[[ModelTiming], float | None],
     *,
     enabled: bool = True,
+    seconds: bool = False,
     has_fn: Callable[[Capabilities], bool] = lambda _: True,
 ) -> ModelSensorDescription:
-    """Describe a TTFT or stage sensor: a duration in milliseconds."""
+    """Describe a TTFT or stage sensor: measured in milliseconds.
+
+    Shown in seconds (``seconds``) where it runs to seconds when cold (the TTFT, the
+    load); in milliseconds where the sub-second value is the point (prefill, decode).
+    """
     return ModelSensorDescription(
         key=key,
         translation_key=key,
         entity_registry_enabled_default=enabled,
         device_class=SensorDeviceClass.DURATION,
         native_unit_of_measurement=UnitOfTime.MILLISECONDS,
+        suggested_unit_of_measurement=UnitOfTime.SECONDS if seconds else None,
         state_class=SensorStateClass.MEASUREMENT,
-        suggested_display_precision=0,
+        suggested_display_precision=2 if seconds else 0,
         value_fn=lambda s, m: value_fn(_timing(s, m)),
         has_fn=has_fn,
     )
@@ -264,10 +270,12 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         lambda t: t.cold_request_seconds,
         lambda t: t.cold_request_source,
     ),
-    _stage_sensor("last_ttft", lambda t: t.last.ttft_ms if t.last else None),
-    _stage_sensor("last_cold_ttft", lambda t: t.last_cold_ttft_ms),
-    _stage_sensor("last_warm_ttft", lambda t: t.last_warm_ttft_ms),
-    _stage_sensor("load_stage", lambda t: t.last.queue_and_load_ms if t.last else None),
+    _stage_sensor("last_ttft", lambda t: t.last.ttft_ms if t.last else None, seconds=True),
+    _stage_sensor("last_cold_ttft", lambda t: t.last_cold_ttft_ms, seconds=True),
+    _stage_sensor("last_warm_ttft", lambda t: t.last_warm_ttft_ms, seconds=True),
+    _stage_sensor(
+        "load_stage", lambda t: t.last.queue_and_load_ms if t.last else None, seconds=True
+    ),
     _stage_sensor(
         "queue_stage",
         lambda t: t.last.queue_ms if t.last else None,
@@ -462,6 +470,7 @@ class ServerSensor(ServerEntity, SensorEntity):
     """A sensor of the server's device."""
 
     entity_description: ServerSensorDescription
+    _unrecorded_attributes = frozenset({"names"})
 
     @property
     @override
@@ -500,6 +509,8 @@ class GpuSensor(GpuEntity, SensorEntity):
     """A sensor of one GPU's device."""
 
     entity_description: GpuSensorDescription
+    # The process list changes all the time: shown, not recorded.
+    _unrecorded_attributes = frozenset({"processes"})
 
     @property
     @override
