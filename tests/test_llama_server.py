@@ -16,7 +16,7 @@ from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import async_capture_events
 
-from custom_components.llm_warmth.const import EVENT_MODEL_LOADED, EVENT_MODEL_UNLOADED
+from custom_components.llm_warmth.const import DOMAIN, EVENT_MODEL_LOADED, EVENT_MODEL_UNLOADED
 from custom_components.llm_warmth.core.backends.detection import detect
 from custom_components.llm_warmth.core.backends.errors import (
     LlmModelNotFoundError,
@@ -274,10 +274,19 @@ async def test_passive_loads_and_an_lru_eviction_on_the_integrations_timers(
         big["load_seconds"],
         "events",
     )
-    # What llama-server does not report is not shown.
-    for missing in ("unloads_at", "vram", "gpu_share", "queue_stage"):
+    # What llama-server does not report is not shown; probe figures wait for a probe.
+    for missing in ("unloads_at", "vram", "gpu_share", "prompt_cache_reuse"):
         assert hass.states.get(f"sensor.big_{missing}") is None
+    await hass.services.async_call(
+        DOMAIN,
+        "probe",
+        {"config_entry_id": entry.entry_id, "model": BIG},
+        blocking=True,
+        return_response=True,
+    )
+    await hass.async_block_till_done()
     assert hass.states.get("sensor.big_prompt_cache_reuse") is not None
+    assert hass.states.get("sensor.big_queue_stage") is None  # llama-swap's alone
 
 
 async def test_without_its_event_stream_fast_polls_time_the_load(

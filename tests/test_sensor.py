@@ -162,3 +162,56 @@ async def test_server_down_mid_load_is_not_polled_fast(
     assert not coordinator.last_update_success
     assert not coordinator.fast_polling
     assert coordinator.update_interval == timedelta(seconds=10)
+
+
+STORED_PROBE = {
+    "last": {
+        "ttft_ms": 35877.2,
+        "queue_and_load_ms": 7463.1,
+        "prefill_ms": 28402.3,
+        "first_decode_ms": 170.2,
+        "overhead_ms": 11.8,
+        "decode_rate": 5.9,
+        "prompt_tokens": 67,
+        "eval_tokens": 4,
+        "prompt_cache_reuse": None,
+        "queue_ms": None,
+    },
+    "last_probe_at": "2026-11-30T07:30:00+00:00",
+    "classification": "cold",
+    "dominant_stage": "load",
+    "last_cold_ttft_ms": 35877.2,
+    "load_seconds": 7.463,
+    "load_source": "server",
+}
+
+
+@pytest.mark.usefixtures("entity_registry_enabled_by_default")
+async def test_probe_entities_of_a_model_probed_before(
+    hass: HomeAssistant,
+    emulator: OllamaEmulator,
+    mock_config_entry: MockConfigEntry,
+    entity_registry: er.EntityRegistry,
+    hass_storage: dict[str, object],
+    snapshot: SnapshotAssertion,
+) -> None:
+    """A model probed before a restart has its probe sensors; one never probed has none."""
+    hass_storage[f"llm_warmth.{mock_config_entry.entry_id}"] = {
+        "version": 1,
+        "minor_version": 3,
+        "key": f"llm_warmth.{mock_config_entry.entry_id}",
+        "data": {"models": {LLAMA: STORED_PROBE}},
+    }
+    mock_config_entry.add_to_hass(hass)
+    with patch("custom_components.llm_warmth.PLATFORMS", [Platform.SENSOR]):
+        await hass.config_entries.async_setup(mock_config_entry.entry_id)
+        await hass.async_block_till_done()
+    probed = [
+        e
+        for e in er.async_entries_for_config_entry(entity_registry, mock_config_entry.entry_id)
+        if "time_to_first_token" in e.entity_id or e.entity_id.endswith("_stage")
+    ]
+    assert {e.entity_id.split("_", 1)[0] for e in probed} == {"sensor.llama3"}
+    for entry in sorted(probed, key=lambda e: e.entity_id):
+        assert entry == snapshot(name=f"{entry.entity_id}-entry")
+        assert hass.states.get(entry.entity_id) == snapshot(name=f"{entry.entity_id}-state")

@@ -45,7 +45,8 @@ async def test_cold_then_warm(
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
     emulator.models[LLAMA].load_delay = 0.6
     emulator.models[LLAMA].prefill_delay = 0.02
-    assert hass.states.get(f"{PREFIX}_last_time_to_first_token").state == STATE_UNKNOWN
+    # Before the first probe there is no probe figure to show: no entity, no "unknown".
+    assert hass.states.get(f"{PREFIX}_last_time_to_first_token") is None
 
     cold = await probe(hass)
     assert cold["model"] == LLAMA
@@ -190,7 +191,7 @@ async def test_probe_errors_are_translated_and_store_nothing(
     assert err.value.translation_domain == DOMAIN
     assert err.value.translation_key == key
     assert LLAMA not in init_integration.runtime_data.coordinator.data.timings
-    assert hass.states.get(f"{PREFIX}_last_time_to_first_token").state == STATE_UNKNOWN
+    assert hass.states.get(f"{PREFIX}_last_time_to_first_token") is None
 
 
 async def test_probe_timeout(

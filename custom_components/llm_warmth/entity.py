@@ -151,18 +151,20 @@ def async_add_model_entities(
     entry: LlmWarmthConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
     entities_for_model: Callable[[str], Iterable[Entity]],
+    when: Callable[[ServerSnapshot, str], bool] = lambda _snapshot, _model: True,
 ) -> None:
-    """Add a model's entities when the model first shows up, now and after each poll.
+    """Add a model's entities when the model first shows up (and ``when`` holds for it).
 
-    A model that disappears is forgotten here (its device is removed in ``devices``), so
-    that it gets fresh entities if it is installed again.
+    Checked now and after each poll. A model that disappears is forgotten here (its
+    device is removed in ``devices``), so that it gets fresh entities if it comes back.
     """
     coordinator = entry.runtime_data.coordinator
     known: set[str] = set()
 
     @callback
     def add_new_models() -> None:
-        models = coordinator.data.models
+        snapshot = coordinator.data
+        models = frozenset(m for m in snapshot.models if when(snapshot, m))
         new = models - known
         known.intersection_update(models)
         known.update(new)

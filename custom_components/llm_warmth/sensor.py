@@ -23,6 +23,7 @@ from homeassistant.const import (
     UnitOfTime,
 )
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .core.backends.base import Capabilities
@@ -270,6 +271,9 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         lambda t: t.cold_request_seconds,
         lambda t: t.cold_request_source,
     ),
+)
+# What a probe measures: created for a model once it has been probed.
+PROBE_SENSORS: tuple[ModelSensorDescription, ...] = (
     _stage_sensor("last_ttft", lambda t: t.last.ttft_ms if t.last else None, seconds=True),
     _stage_sensor("last_cold_ttft", lambda t: t.last_cold_ttft_ms, seconds=True),
     _stage_sensor("last_warm_ttft", lambda t: t.last_warm_ttft_ms, seconds=True),
@@ -448,6 +452,7 @@ async def async_setup_entry(
     coordinator = entry.runtime_data.coordinator
     capabilities = entry.runtime_data.client.capabilities
     model_sensors = supported(MODEL_SENSORS, capabilities)
+    probe_sensors = supported(PROBE_SENSORS, capabilities)
     async_add_entities(
         ServerSensor(coordinator, description)
         for description in supported(SERVER_SENSORS, capabilities)
@@ -459,11 +464,34 @@ async def async_setup_entry(
             ModelSensor(coordinator, description, model) for description in model_sensors
         ),
     )
+    # Probe figures exist once a model was probed: no wall of "unknown" before that
+    # (models whose probe sensors an earlier release registered keep them).
+    registered = _models_with(hass, entry, {d.key for d in PROBE_SENSORS})
+    async_add_model_entities(
+        entry,
+        async_add_entities,
+        lambda model: (
+            ModelSensor(coordinator, description, model) for description in probe_sensors
+        ),
+        when=lambda snapshot, model: (
+            model in registered or _timing(snapshot, model).last is not None
+        ),
+    )
     async_add_gpu_entities(
         entry,
         async_add_entities,
         lambda gpu, uuid: (GpuSensor(gpu, description, uuid) for description in GPU_SENSORS),
     )
+
+
+def _models_with(hass: HomeAssistant, entry: LlmWarmthConfigEntry, keys: set[str]) -> set[str]:
+    """Return the models that have one of these sensors in the entity registry."""
+    prefix = f"{entry.entry_id}_"
+    models: set[str] = set()
+    for entity in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id):
+        rest = entity.unique_id.removeprefix(prefix)
+        models.update(rest.removesuffix(f"_{key}") for key in keys if rest.endswith(f"_{key}"))
+    return models
 
 
 class ServerSensor(ServerEntity, SensorEntity):
