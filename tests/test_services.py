@@ -49,6 +49,7 @@ async def test_cold_then_warm(
     assert hass.states.get(f"{PREFIX}_last_time_to_first_token") is None
 
     cold = await probe(hass)
+    assert cold["summary"].startswith(f"cold start: {cold['ttft_ms'] / 1000:.1f} s, ")
     assert cold["model"] == LLAMA
     assert cold["classification"] == "cold"
     assert cold["dominant_stage"] == "load"

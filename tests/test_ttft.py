@@ -16,6 +16,7 @@ from custom_components.llm_warmth.core.ttft import (
     breakdown,
     expanded_stages,
     judge,
+    summary,
 )
 
 MS = 1_000_000
@@ -247,4 +248,33 @@ def test_a_slow_reply_with_unreported_stages_names_only_what_explains_it() -> No
     # An unknown load is no cold start by itself; not being resident is.
     assert judge(unmeasured(1500, 100), was_resident=False, baseline=baseline) == Verdict(
         Classification.COLD, Stage.LOAD
+    )
+
+
+def test_a_summary_says_how_the_reply_went() -> None:
+    cold = StageBreakdown(
+        ttft_ms=35877.2,
+        queue_and_load_ms=7463.1,
+        prefill_ms=28402.3,
+        first_decode_ms=170.0,
+        overhead_ms=11.8,
+        decode_rate=5.9,
+        prompt_tokens=67,
+        eval_tokens=4,
+    )
+    assert (
+        summary(cold, Verdict(Classification.COLD, Stage.LOAD))
+        == "cold start: 35.9 s, 7.5 s of it loading, 28.4 s prefill"
+    )
+    assert summary(sample(), Verdict(Classification.WARM, Stage.NONE)) == "warm: 57 ms"
+    slow = sample(prefill=1900)
+    assert (
+        summary(slow, Verdict(Classification.WARM, Stage.PREFILL))
+        == "warm but slow: 1.9 s, mostly prefill (1.9 s)"
+    )
+    assert summary(unmeasured(2000, 70), Verdict(Classification.WARM, Stage.UNKNOWN)) == (
+        "warm but slow: 2.0 s, in stages the server did not report"
+    )
+    assert summary(unmeasured(2000, 70), Verdict(Classification.COLD, Stage.LOAD)) == (
+        "cold start: 2.0 s, 70 ms prefill"
     )

@@ -12,6 +12,7 @@ import probatio as vol
 from .const import DOMAIN
 from .core.backends.base import GENERATION_TIMEOUT
 from .core.server_url import redact_url
+from .core.ttft import summary
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
 
@@ -92,6 +93,7 @@ async def _async_probe(call: ServiceCall) -> ServiceResponse:
         )
     return {
         "model": model,
+        "summary": summary(probe.sample, probe.verdict),
         "classification": probe.verdict.classification.value,
         "dominant_stage": probe.verdict.dominant_stage.value,
         **probe.sample.as_dict(),
