@@ -49,7 +49,10 @@ async def test_cold_then_warm(
     assert hass.states.get(f"{PREFIX}_last_time_to_first_token") is None
 
     cold = await probe(hass)
-    assert cold["summary"].startswith(f"cold start: {cold['ttft_ms'] / 1000:.1f} s, ")
+    assert cold["summary"] == (
+        f"cold start: {cold['ttft_ms']:.0f} ms, {cold['queue_and_load_ms']:.0f} ms of it loading, "
+        f"{cold['prefill_ms']:.0f} ms prefill"
+    )
     assert cold["model"] == LLAMA
     assert cold["classification"] == "cold"
     assert cold["dominant_stage"] == "load"
