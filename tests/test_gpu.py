@@ -35,7 +35,14 @@ from custom_components.llm_warmth.const import (
 from custom_components.llm_warmth.core.gpu.nvml import NvmlSource
 
 from .conftest import ENTRY_ID, LLAMA, ollama_request
-from .fake_nvml import NVML_ERROR_LIBRARY_NOT_FOUND, RTX_3060, RTX_4090, FakeNvml, two_gpus
+from .fake_nvml import (
+    NVML_ERROR_DRIVER_NOT_LOADED,
+    NVML_ERROR_LIBRARY_NOT_FOUND,
+    RTX_3060,
+    RTX_4090,
+    FakeNvml,
+    two_gpus,
+)
 from .ollama_emulator import OllamaEmulator
 
 GPU0 = "sensor.gpu_0_nvidia_geforce_rtx_4090"
@@ -265,20 +272,26 @@ async def test_options_flow_checks_the_gpu_source(
     hass: HomeAssistant, init_integration: MockConfigEntry, exporter_url: str
 ) -> None:
     result = await hass.config_entries.options.async_init(init_integration.entry_id)
-    base = {CONF_SCAN_INTERVAL: 10, CONF_EXPORTER_KIND: "auto", CONF_RESERVE_GIB: 2}
+    # The exporter's fields are asked only once an exporter is chosen.
+    assert CONF_EXPORTER_URL not in result["data_schema"].schema
     result = await hass.config_entries.options.async_configure(
-        result["flow_id"], {**base, CONF_GPU_SOURCE: "exporter", CONF_EXPORTER_URL: " "}
+        result["flow_id"],
+        {CONF_SCAN_INTERVAL: 10, CONF_GPU_SOURCE: "exporter", CONF_RESERVE_GIB: 2},
+    )
+    assert result["step_id"] == "exporter"
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {CONF_EXPORTER_KIND: "auto", CONF_EXPORTER_URL: " "}
     )
     assert result["errors"] == {CONF_EXPORTER_URL: "exporter_url_required"}
     result = await hass.config_entries.options.async_configure(
         result["flow_id"],
-        {**base, CONF_GPU_SOURCE: "exporter", CONF_EXPORTER_URL: f"{exporter_url}/broken"},
+        {CONF_EXPORTER_KIND: "auto", CONF_EXPORTER_URL: f"{exporter_url}/broken"},
     )
     assert result["errors"] == {"base": "gpu_source_failed"}
     assert "HTTP 500" in result["description_placeholders"]["reason"]
     result = await hass.config_entries.options.async_configure(
         result["flow_id"],
-        {**base, CONF_GPU_SOURCE: "exporter", CONF_EXPORTER_URL: f"{exporter_url}/dcgm/metrics"},
+        {CONF_EXPORTER_KIND: "auto", CONF_EXPORTER_URL: f"{exporter_url}/dcgm/metrics"},
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     assert init_integration.options[CONF_RESERVE_GIB] == 2.0
@@ -319,3 +332,21 @@ async def test_repair_issue_goes_when_the_source_is_switched_off(
     await hass.async_block_till_done()
     assert issue_registry.async_get_issue(DOMAIN, f"gpu_source_{ENTRY_ID}") is None
     assert mock_config_entry.runtime_data.gpu is None
+
+
+@pytest.mark.usefixtures("emulator")
+async def test_options_flow_tries_nvml_before_saving(
+    hass: HomeAssistant, init_integration: MockConfigEntry, nvml: FakeNvml
+) -> None:
+    """NVML is tried on the first step; a machine without the driver is told why."""
+    nvml.init_error = NVML_ERROR_DRIVER_NOT_LOADED
+    result = await hass.config_entries.options.async_init(init_integration.entry_id)
+    choice = {CONF_SCAN_INTERVAL: 10, CONF_GPU_SOURCE: "nvml", CONF_RESERVE_GIB: 1}
+    result = await hass.config_entries.options.async_configure(result["flow_id"], choice)
+    assert result["step_id"] == "init"
+    assert result["errors"] == {"base": "gpu_source_failed"}
+    assert result["description_placeholders"]["reason"]
+    nvml.init_error = None
+    result = await hass.config_entries.options.async_configure(result["flow_id"], choice)
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert init_integration.options[CONF_GPU_SOURCE] == "nvml"

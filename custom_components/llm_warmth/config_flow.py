@@ -76,9 +76,8 @@ _DEFAULT_PORTS = sorted(set(DEFAULT_PORTS.values()), reverse=True)
 def _server_schema(defaults: Mapping[str, Any]) -> vol.Schema:
     return vol.Schema(
         {
-            vol.Required(CONF_URL, default=defaults.get(CONF_URL, "")): TextSelector(
-                TextSelectorConfig(type=TextSelectorType.URL)
-            ),
+            # Plain text: a URL field marks the plain address "192.168.1.20" invalid.
+            vol.Required(CONF_URL, default=defaults.get(CONF_URL, "")): TextSelector(),
             vol.Optional(CONF_API_KEY, default=defaults.get(CONF_API_KEY, "")): _PASSWORD,
             vol.Required(CONF_VERIFY_SSL, default=defaults.get(CONF_VERIFY_SSL, True)): bool,
         }
@@ -218,32 +217,32 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
 
 
 class LlmWarmthOptionsFlow(OptionsFlowWithReload):
-    """Change the poll interval, the GPU source and the household reserve."""
+    """Change the poll interval, the GPU source and the household reserve.
+
+    The exporter's URL and kind are asked in a step of their own, only for an exporter.
+    """
+
+    def __init__(self) -> None:
+        """Start with nothing chosen yet."""
+        self._options: dict[str, Any] = {}
 
     async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
-        """Show and store the options; a GPU source is tried before it is saved."""
+        """Ask for the interval, the GPU source and the reserve; NVML is tried at once."""
         errors: dict[str, str] = {}
         placeholders = {"reason": ""}
         if user_input is not None:
-            options = {
+            self._options = {
+                **_DEFAULT_OPTIONS,
+                **self.config_entry.options,
                 CONF_SCAN_INTERVAL: int(user_input[CONF_SCAN_INTERVAL]),
                 CONF_GPU_SOURCE: user_input[CONF_GPU_SOURCE],
-                CONF_EXPORTER_URL: (user_input.get(CONF_EXPORTER_URL) or "").strip(),
-                CONF_EXPORTER_KIND: user_input[CONF_EXPORTER_KIND],
                 CONF_RESERVE_GIB: float(user_input[CONF_RESERVE_GIB]),
             }
-            if options[CONF_GPU_SOURCE] == GPU_SOURCE_EXPORTER and not options[CONF_EXPORTER_URL]:
-                errors[CONF_EXPORTER_URL] = "exporter_url_required"
-            elif (source := gpu_source_from_options(self.hass, options)) is not None:
-                try:
-                    await source.read()
-                except GpuSourceError as err:
-                    errors["base"] = "gpu_source_failed"
-                    placeholders["reason"] = str(err)
-                finally:
-                    await source.close()
-            if not errors:
-                return self.async_create_entry(data=options)
+            if self._options[CONF_GPU_SOURCE] == GPU_SOURCE_EXPORTER:
+                return await self.async_step_exporter()
+            if (reason := await self._gpu_source_fails(self._options)) is None:
+                return self.async_create_entry(data=self._options)
+            errors["base"], placeholders["reason"] = "gpu_source_failed", reason
         current = {**_DEFAULT_OPTIONS, **self.config_entry.options, **(user_input or {})}
         return self.async_show_form(
             step_id="init",
@@ -251,6 +250,44 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
             errors=errors,
             description_placeholders=placeholders,
         )
+
+    async def async_step_exporter(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Ask for the exporter's URL and kind, and read it once before saving."""
+        errors: dict[str, str] = {}
+        placeholders = {"reason": ""}
+        if user_input is not None:
+            options = {
+                **self._options,
+                CONF_EXPORTER_URL: (user_input.get(CONF_EXPORTER_URL) or "").strip(),
+                CONF_EXPORTER_KIND: user_input[CONF_EXPORTER_KIND],
+            }
+            if not options[CONF_EXPORTER_URL]:
+                errors[CONF_EXPORTER_URL] = "exporter_url_required"
+            elif (reason := await self._gpu_source_fails(options)) is not None:
+                errors["base"], placeholders["reason"] = "gpu_source_failed", reason
+            else:
+                return self.async_create_entry(data=options)
+        current = {**self._options, **(user_input or {})}
+        return self.async_show_form(
+            step_id="exporter",
+            data_schema=self.add_suggested_values_to_schema(_EXPORTER_SCHEMA, current),
+            errors=errors,
+            description_placeholders=placeholders,
+        )
+
+    async def _gpu_source_fails(self, options: dict[str, Any]) -> str | None:
+        """Read the GPU source the options ask for once; return why it failed, if it did."""
+        if (source := gpu_source_from_options(self.hass, options)) is None:
+            return None
+        try:
+            await source.read()
+        except GpuSourceError as err:
+            return str(err)
+        finally:
+            await source.close()
+        return None
 
 
 _DEFAULT_OPTIONS: dict[str, Any] = {
@@ -277,17 +314,21 @@ _OPTIONS_SCHEMA = vol.Schema(
                 translation_key=CONF_GPU_SOURCE,
             )
         ),
-        vol.Optional(CONF_EXPORTER_URL): TextSelector(
-            TextSelectorConfig(type=TextSelectorType.URL)
-        ),
-        vol.Required(CONF_EXPORTER_KIND, default=ExporterKind.AUTO.value): SelectSelector(
-            SelectSelectorConfig(
-                options=[kind.value for kind in ExporterKind], translation_key=CONF_EXPORTER_KIND
-            )
-        ),
         vol.Required(CONF_RESERVE_GIB, default=DEFAULT_RESERVE_GIB): NumberSelector(
             NumberSelectorConfig(
                 min=0, max=256, step=0.25, unit_of_measurement="GiB", mode=NumberSelectorMode.BOX
+            )
+        ),
+    }
+)
+
+_EXPORTER_SCHEMA = vol.Schema(
+    {
+        # Plain text: a URL field marks "gpu-box:9400/metrics" invalid.
+        vol.Optional(CONF_EXPORTER_URL): TextSelector(),
+        vol.Required(CONF_EXPORTER_KIND, default=ExporterKind.AUTO.value): SelectSelector(
+            SelectSelectorConfig(
+                options=[kind.value for kind in ExporterKind], translation_key=CONF_EXPORTER_KIND
             )
         ),
     }
