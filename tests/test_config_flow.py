@@ -279,3 +279,16 @@ async def test_without_a_port_each_default_is_tried_and_the_clearest_failure_sho
         )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     assert result["data"][CONF_URL] == emulator.url
+
+
+async def test_https_against_a_plain_http_server_says_so(
+    hass: HomeAssistant, emulator: OllamaEmulator
+) -> None:
+    """Not just "cannot connect": the TLS handshake is what failed."""
+    result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"],
+        {CONF_URL: emulator.url.replace("http://", "https://"), CONF_VERIFY_SSL: True},
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == {"base": "tls_error"}

@@ -18,6 +18,8 @@ from custom_components.llm_warmth.core.backends.errors import (
     LlmServerOutOfMemoryError,
     LlmServerResponseError,
     LlmServerTimeoutError,
+    LlmServerTlsError,
+    LlmServerUnreachableError,
 )
 from custom_components.llm_warmth.core.backends.ollama import OllamaClient
 from custom_components.llm_warmth.core.backends.replies import parse_timestamp
@@ -602,3 +604,12 @@ async def test_recorded_replies_of_ollama_0_9_3(
     emulator.inject("/api/chat", status=status, body=recorded("error_model_not_found.json"))
     with pytest.raises(LlmModelNotFoundError, match="try pulling it first"):
         await client.timed_generation("chat", "nope", "hi")
+
+
+async def test_https_to_a_plain_http_server_is_a_tls_error_not_an_outage(
+    session: aiohttp.ClientSession, emulator: OllamaEmulator
+) -> None:
+    client = OllamaClient(session, emulator.url.replace("http://", "https://"))
+    with pytest.raises(LlmServerTlsError) as err:
+        await client.running_models()
+    assert not isinstance(err.value, LlmServerUnreachableError)  # no restart follows

@@ -63,6 +63,7 @@ _RANK = {
     "invalid_auth": 0,
     "openai_compatible": 1,
     "not_supported": 1,
+    "tls_error": 2,
     "server_busy": 2,
     "unexpected_response": 2,
     "timeout": 3,

@@ -21,6 +21,7 @@ from .core.backends.errors import (
     LlmServerNotSupportedError,
     LlmServerOutOfMemoryError,
     LlmServerTimeoutError,
+    LlmServerTlsError,
 )
 from .data import LlmWarmthConfigEntry
 
@@ -30,6 +31,7 @@ _TRANSLATION_KEYS: Final[tuple[tuple[type[LlmServerError], str], ...]] = (
     (LlmServerAuthenticationError, "invalid_auth"),
     (OpenAiCompatibleError, "openai_compatible"),
     (LlmServerTimeoutError, "timeout"),
+    (LlmServerTlsError, "tls_error"),
     (LlmServerConnectionError, "cannot_connect"),
     (LlmServerNotSupportedError, "not_supported"),
     (LlmModelNotFoundError, "model_not_found"),
@@ -42,6 +44,7 @@ _SERVER_KEYS: Final = frozenset(
     {
         "invalid_auth",
         "timeout",
+        "tls_error",
         "cannot_connect",
         "not_supported",
         "openai_compatible",

@@ -18,6 +18,10 @@ class LlmServerUnreachableError(LlmServerConnectionError):
     """No connection to the server could be made (refused, no route, unknown host)."""
 
 
+class LlmServerTlsError(LlmServerConnectionError):
+    """The TLS handshake failed: a plain-http server at https://, or an untrusted certificate."""
+
+
 class LlmServerTimeoutError(LlmServerConnectionError):
     """The server did not answer within the call's timeout."""
 

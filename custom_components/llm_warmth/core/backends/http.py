@@ -23,6 +23,7 @@ from .errors import (
     LlmServerOutOfMemoryError,
     LlmServerResponseError,
     LlmServerTimeoutError,
+    LlmServerTlsError,
     LlmServerUnreachableError,
 )
 from .replies import decode_json, decode_object, read_body
@@ -78,6 +79,8 @@ class HttpTransport:
                     status = response.status
         except TimeoutError as err:
             raise LlmServerTimeoutError(f"Timeout talking to {self.shown_url}{path}") from err
+        except aiohttp.ClientSSLError as err:
+            raise _tls_error(self.shown_url, err) from err
         except aiohttp.ClientConnectorError as err:
             raise LlmServerUnreachableError(
                 f"Cannot reach {self.shown_url}{path}: {err or type(err).__name__}"
@@ -132,6 +135,8 @@ class HttpTransport:
             raise LlmServerTimeoutError(
                 f"{path}: no {what} from {self.shown_url} within {timeout:g} s"
             ) from err
+        except aiohttp.ClientSSLError as err:
+            raise _tls_error(self.shown_url, err) from err
         except aiohttp.ClientConnectorError as err:
             raise LlmServerUnreachableError(
                 f"Cannot connect to {self.shown_url}{path}: {err or type(err).__name__}"
@@ -203,6 +208,10 @@ class HttpClient:
     def base_url(self) -> str:
         """Return the server's base URL."""
         return str(self._http.base_url)
+
+
+def _tls_error(url: str, err: aiohttp.ClientSSLError) -> LlmServerTlsError:
+    return LlmServerTlsError(f"TLS with {url} failed: {err or type(err).__name__}")
 
 
 def error_message(body: bytes) -> str:
