@@ -8,6 +8,7 @@ from homeassistant.config_entries import SOURCE_REAUTH
 from homeassistant.const import STATE_UNKNOWN
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
+from homeassistant.helpers import device_registry as dr
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
 
@@ -447,3 +448,33 @@ async def test_a_probe_cold_without_a_load_in_sight_is_a_cold_start_of_its_own(
         ("probe", None)
     ]
     assert cold_starts[-1].data["queue_and_load_ms"] == queued["queue_and_load_ms"]
+
+
+async def test_a_model_device_is_a_target(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    device_registry: dr.DeviceRegistry,
+) -> None:
+    """Pick the model's device instead of a server and a typed name."""
+    model = device_registry.async_get_device_by_identifier(
+        (DOMAIN, f"{ENTRY_ID}_{LLAMA}"), ENTRY_ID
+    )
+    assert model is not None
+    response = await hass.services.async_call(
+        DOMAIN, "probe", {"device_id": model.id}, blocking=True, return_response=True
+    )
+    assert response is not None
+    assert response["model"] == LLAMA
+    server = device_registry.async_get_device_by_identifier((DOMAIN, ENTRY_ID), ENTRY_ID)
+    assert server is not None
+    with pytest.raises(ServiceValidationError) as err:
+        await hass.services.async_call(
+            DOMAIN, "probe", {"device_id": server.id}, blocking=True, return_response=True
+        )
+    assert err.value.translation_key == "not_a_model_device"
+    with pytest.raises(ServiceValidationError) as err:
+        await hass.services.async_call(
+            DOMAIN, "probe", {"config_entry_id": ENTRY_ID}, blocking=True, return_response=True
+        )
+    assert err.value.translation_key == "no_model_target"

@@ -6,7 +6,8 @@ from typing import Any, Final, cast
 
 from homeassistant.const import ATTR_CONFIG_ENTRY_ID
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
-from homeassistant.helpers import config_validation as cv, service
+from homeassistant.exceptions import ServiceValidationError
+from homeassistant.helpers import config_validation as cv, device_registry as dr, service
 import probatio as vol
 
 from .const import DOMAIN
@@ -40,10 +41,14 @@ LONG_PROMPT: Final = " ".join(
 # A probe asks for a few tokens only: enough for a decode rate, quick to finish.
 DEFAULT_NUM_PREDICT: Final = 16
 
+ATTR_DEVICE_ID: Final = "device_id"
+
 PROBE_SCHEMA = vol.Schema(
     {
-        vol.Required(ATTR_CONFIG_ENTRY_ID): cv.string,
-        vol.Required(ATTR_MODEL): vol.All(cv.string, vol.Length(min=1)),
+        # A model's device, or a server's entry and the model's name.
+        vol.Exclusive(ATTR_DEVICE_ID, "target"): cv.string,
+        vol.Exclusive(ATTR_CONFIG_ENTRY_ID, "target"): cv.string,
+        vol.Optional(ATTR_MODEL): vol.All(cv.string, vol.Length(min=1)),
         vol.Optional(ATTR_PROMPT): vol.All(cv.string, vol.Length(min=1)),
         vol.Optional(ATTR_LONG_PROMPT, default=False): cv.boolean,
         vol.Optional(ATTR_API, default="chat"): vol.In(["chat", "generate"]),
@@ -67,14 +72,36 @@ def async_setup_services(hass: HomeAssistant) -> None:
     )
 
 
+def _target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str]:
+    """Return the server's entry and the model an action acts on.
+
+    A model's device names both; otherwise the entry and the ``model`` field do.
+    """
+    if device_id := call.data.get(ATTR_DEVICE_ID):
+        device = dr.async_get(call.hass).async_get(device_id)
+        for entry_id in device.config_entries if device else ():
+            for domain, identifier in device.identifiers if device else ():
+                if domain == DOMAIN and identifier.startswith(f"{entry_id}_"):
+                    model = identifier.removeprefix(f"{entry_id}_")
+                    if not model.startswith("gpu_"):
+                        entry = service.async_get_config_entry(call.hass, DOMAIN, entry_id)
+                        return cast(LlmWarmthConfigEntry, entry), model
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="not_a_model_device",
+            translation_placeholders={"device_id": device_id},
+        )
+    if ATTR_CONFIG_ENTRY_ID not in call.data or ATTR_MODEL not in call.data:
+        raise ServiceValidationError(translation_domain=DOMAIN, translation_key="no_model_target")
+    entry = service.async_get_config_entry(call.hass, DOMAIN, call.data[ATTR_CONFIG_ENTRY_ID])
+    return cast(LlmWarmthConfigEntry, entry), call.data[ATTR_MODEL]
+
+
 async def _async_probe(call: ServiceCall) -> ServiceResponse:
     """Run one measured request against a model and return where its TTFT went."""
-    entry = cast(
-        LlmWarmthConfigEntry,
-        service.async_get_config_entry(call.hass, DOMAIN, call.data[ATTR_CONFIG_ENTRY_ID]),
-    )
+    entry, requested = _target(call)
     coordinator = entry.runtime_data.coordinator
-    model = coordinator.resolve_model(call.data[ATTR_MODEL])
+    model = coordinator.resolve_model(requested)
     prompt = call.data.get(ATTR_PROMPT) or (
         LONG_PROMPT if call.data[ATTR_LONG_PROMPT] else DEFAULT_PROMPT
     )
