@@ -212,6 +212,7 @@ async def test_options_flow(hass: HomeAssistant, init_integration: MockConfigEnt
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     assert init_integration.options == {
+        "assistant_model": "",
         CONF_SCAN_INTERVAL: 30,
         "gpu_source": "none",
         "exporter_url": "",

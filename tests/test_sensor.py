@@ -215,3 +215,66 @@ async def test_probe_entities_of_a_model_probed_before(
     for entry in sorted(probed, key=lambda e: e.entity_id):
         assert entry == snapshot(name=f"{entry.entity_id}-entry")
         assert hass.states.get(entry.entity_id) == snapshot(name=f"{entry.entity_id}-state")
+
+
+async def test_the_servers_assistant_warmth(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    make_resident,
+) -> None:
+    """One entity per server for a dashboard: the assistant model's warmth."""
+    assistant = "sensor.ollama_test_assistant_warmth"
+    state = hass.states.get(assistant)
+    assert (state.state, state.attributes["chosen_by"]) == (STATE_UNKNOWN, "none")
+    # Agents of other servers (or of no readable address) say nothing about this one.
+    for url in ("http://elsewhere:11434", "ftp://nowhere"):
+        MockConfigEntry(
+            domain="ollama",
+            data={"url": url},
+            subentries_data=[
+                {
+                    "data": {"model": LLAMA},
+                    "subentry_type": "conversation",
+                    "title": "Other",
+                    "unique_id": None,
+                }
+            ],
+        ).add_to_hass(hass)
+    # Home Assistant's Ollama agent at this address (written its own way) names the model.
+    MockConfigEntry(
+        domain="ollama",
+        data={"url": emulator.url + "/"},
+        subentries_data=[
+            {
+                "data": {"model": QWEN, "num_ctx": 8192},
+                "subentry_type": "conversation",
+                "title": "Ollama Conversation",
+                "unique_id": None,
+            }
+        ],
+    ).add_to_hass(hass)
+    await make_resident(QWEN, keep_alive="1h")
+    state = hass.states.get(assistant)
+    assert (state.state, state.attributes["model"], state.attributes["chosen_by"]) == (
+        "warm",
+        QWEN,
+        "agent",
+    )
+
+
+async def test_an_assistant_model_chosen_in_the_options(
+    hass: HomeAssistant, init_integration: MockConfigEntry, poll
+) -> None:
+    result = await hass.config_entries.options.async_init(init_integration.entry_id)
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {"assistant_model": LLAMA, "scan_interval": 10}
+    )
+    await hass.async_block_till_done()
+    state = hass.states.get("sensor.ollama_test_assistant_warmth")
+    assert (state.state, state.attributes["model"], state.attributes["chosen_by"]) == (
+        "cold",
+        LLAMA,
+        "option",
+    )

@@ -26,6 +26,7 @@ from homeassistant.helpers.selector import (
 import probatio as vol
 
 from .const import (
+    CONF_ASSISTANT_MODEL,
     CONF_EXPORTER_KIND,
     CONF_EXPORTER_URL,
     CONF_GPU_SOURCE,
@@ -235,6 +236,7 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
             self._options = {
                 **_DEFAULT_OPTIONS,
                 **self.config_entry.options,
+                CONF_ASSISTANT_MODEL: user_input.get(CONF_ASSISTANT_MODEL) or "",
                 CONF_SCAN_INTERVAL: int(user_input[CONF_SCAN_INTERVAL]),
                 CONF_GPU_SOURCE: user_input[CONF_GPU_SOURCE],
                 CONF_RESERVE_GIB: float(user_input[CONF_RESERVE_GIB]),
@@ -245,9 +247,18 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
                 return self.async_create_entry(data=self._options)
             errors["base"], placeholders["reason"] = "gpu_source_failed", reason
         current = {**_DEFAULT_OPTIONS, **self.config_entry.options, **(user_input or {})}
+        data = getattr(self.config_entry, "runtime_data", None)  # None: the entry is not up
+        models = sorted(data.coordinator.data.models) if data else []
+        schema = _OPTIONS_SCHEMA.extend(
+            {
+                vol.Optional(CONF_ASSISTANT_MODEL): SelectSelector(
+                    SelectSelectorConfig(options=models, custom_value=True)
+                )
+            }
+        )
         return self.async_show_form(
             step_id="init",
-            data_schema=self.add_suggested_values_to_schema(_OPTIONS_SCHEMA, current),
+            data_schema=self.add_suggested_values_to_schema(schema, current),
             errors=errors,
             description_placeholders=placeholders,
         )
@@ -292,6 +303,7 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
 
 
 _DEFAULT_OPTIONS: dict[str, Any] = {
+    CONF_ASSISTANT_MODEL: "",
     CONF_SCAN_INTERVAL: DEFAULT_SCAN_INTERVAL,
     CONF_GPU_SOURCE: GPU_SOURCE_NONE,
     CONF_EXPORTER_URL: "",

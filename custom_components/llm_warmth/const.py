@@ -29,6 +29,9 @@ EVENT_MODEL_UNLOADED: Final = "llm_warmth_model_unloaded"
 EVENT_SERVER_RESTARTED: Final = "llm_warmth_server_restarted"
 EVENT_COLD_START: Final = "llm_warmth_cold_start"
 
+# The household's assistant model, when no conversation agent names it (options flow).
+CONF_ASSISTANT_MODEL: Final = "assistant_model"
+
 # GPU telemetry (options flow).
 CONF_GPU_SOURCE: Final = "gpu_source"
 CONF_EXPORTER_URL: Final = "exporter_url"

@@ -26,6 +26,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
+from .assistant import assistant_model
 from .core.backends.base import Capabilities
 from .core.monitor import ServerSnapshot
 from .core.ttft import Classification, ModelTiming, StageBreakdown
@@ -454,8 +455,13 @@ async def async_setup_entry(
     model_sensors = supported(MODEL_SENSORS, capabilities)
     probe_sensors = supported(PROBE_SENSORS, capabilities)
     async_add_entities(
-        ServerSensor(coordinator, description)
-        for description in supported(SERVER_SENSORS, capabilities)
+        [
+            AssistantWarmth(coordinator, ASSISTANT_WARMTH),
+            *(
+                ServerSensor(coordinator, description)
+                for description in supported(SERVER_SENSORS, capabilities)
+            ),
+        ]
     )
     async_add_model_entities(
         entry,
@@ -492,6 +498,36 @@ def _models_with(hass: HomeAssistant, entry: LlmWarmthConfigEntry, keys: set[str
         rest = entity.unique_id.removeprefix(prefix)
         models.update(rest.removesuffix(f"_{key}") for key in keys if rest.endswith(f"_{key}"))
     return models
+
+
+ASSISTANT_WARMTH = SensorEntityDescription(
+    key="assistant_warmth",
+    translation_key="assistant_warmth",
+    device_class=SensorDeviceClass.ENUM,
+    options=[w.value for w in Warmth],
+)
+
+
+class AssistantWarmth(ServerEntity, SensorEntity):
+    """The warmth of the household's assistant model, on the server's device.
+
+    One entity per server for a dashboard: the agent's model when Home Assistant's
+    Ollama agent uses this server, else the model chosen in the options.
+    """
+
+    @property
+    @override
+    def native_value(self) -> str | None:
+        """Return the assistant model's warmth (unknown without an assistant model)."""
+        model, _ = assistant_model(self.hass, self.coordinator.config_entry)
+        return _warmth(self.coordinator.data, model) if model else None
+
+    @property
+    @override
+    def extra_state_attributes(self) -> Mapping[str, Any]:
+        """Return which model that is, and why."""
+        model, source = assistant_model(self.hass, self.coordinator.config_entry)
+        return {"model": model, "chosen_by": source}
 
 
 class ServerSensor(ServerEntity, SensorEntity):
