@@ -51,7 +51,7 @@ async def test_server_sensors(
     vram = hass.states.get("sensor.ollama_test_resident_gpu_memory")
     assert float(vram.state) == pytest.approx(6.0)
     assert vram.attributes["unit_of_measurement"] == "GiB"
-    assert hass.states.get("sensor.ollama_test_resident_ram_spill").state == "0.0"
+    assert hass.states.get("sensor.ollama_test_resident_memory_in_system_ram").state == "0.0"
 
 
 async def test_model_sensors_through_a_load(
@@ -99,7 +99,7 @@ async def test_ram_spill(
     init_integration.runtime_data.coordinator.monitor._installed_at = None
     await poll()
     await poll()
-    assert float(hass.states.get("sensor.ollama_test_resident_ram_spill").state) == 2.0
+    assert float(hass.states.get("sensor.ollama_test_resident_memory_in_system_ram").state) == 2.0
     assert float(hass.states.get("sensor.ollama_test_resident_gpu_memory").state) == 8.0
     assert hass.states.get("sensor.huge_70b_gpu_share").state == "80.0"
     unloads_at = hass.states.get("sensor.huge_70b_unloads_at")
