@@ -79,5 +79,10 @@ async def test_what_the_integration_fired_reads_well(
     await poll()
     described = describers(hass)
     assert [described[e.event_type](e) for e in fired] == [
-        {"name": LLAMA, "message": f"was unloaded: {QWEN} took its place"}
+        {
+            "name": LLAMA,
+            "message": f"was unloaded: {QWEN} took its place",
+            # Filed under the model's warmth: it shows on the model's device page.
+            "entity_id": "sensor.llama3_2_3b_warmth",
+        }
     ]

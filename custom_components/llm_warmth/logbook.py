@@ -5,8 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from homeassistant.components.logbook.const import LOGBOOK_ENTRY_MESSAGE, LOGBOOK_ENTRY_NAME
+from homeassistant.components.logbook.const import (
+    LOGBOOK_ENTRY_ENTITY_ID,
+    LOGBOOK_ENTRY_MESSAGE,
+    LOGBOOK_ENTRY_NAME,
+)
+from homeassistant.const import Platform
 from homeassistant.core import Event, HomeAssistant, callback
+from homeassistant.helpers import entity_registry as er
 
 from .const import (
     DOMAIN,
@@ -91,10 +97,19 @@ def async_describe_events(
     def describe(event: Event) -> dict[str, str]:
         data = event.data
         name = data.get("model") or data.get("server") or DOMAIN
-        return {
+        described = {
             LOGBOOK_ENTRY_NAME: str(name),
             LOGBOOK_ENTRY_MESSAGE: _MESSAGES[str(event.event_type)](data),
         }
+        # Filed under the model's warmth sensor (or the server's assistant warmth), so
+        # that the entry shows on that device's page and in a logbook card for it.
+        subject = f"{data['model']}_warmth" if data.get("model") else "assistant_warmth"
+        entity_id = er.async_get(hass).async_get_entity_id(
+            Platform.SENSOR, DOMAIN, f"{data.get('config_entry_id')}_{subject}"
+        )
+        if entity_id:
+            described[LOGBOOK_ENTRY_ENTITY_ID] = entity_id
+        return described
 
     for event_type in _MESSAGES:
         async_describe_event(DOMAIN, event_type, describe)
