@@ -1,4 +1,4 @@
-"""Actions: ``llm_warmth.probe`` measures one request's time to first token."""
+"""Actions: ``llm_warmth.probe`` times a request's first token; ``dashboard`` builds one."""
 
 from __future__ import annotations
 
@@ -8,16 +8,19 @@ from homeassistant.const import ATTR_CONFIG_ENTRY_ID
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
 from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import config_validation as cv, device_registry as dr, service
+from homeassistant.util.yaml import dump as yaml_dump
 import probatio as vol
 
 from .const import DOMAIN
 from .core.backends.base import GENERATION_TIMEOUT
 from .core.server_url import redact_url
 from .core.ttft import summary
+from .dashboard import build_dashboard
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
 
 SERVICE_PROBE: Final = "probe"
+SERVICE_DASHBOARD: Final = "dashboard"
 ATTR_MODEL: Final = "model"
 ATTR_PROMPT: Final = "prompt"
 ATTR_LONG_PROMPT: Final = "long_prompt"
@@ -70,6 +73,19 @@ def async_setup_services(hass: HomeAssistant) -> None:
         schema=PROBE_SCHEMA,
         supports_response=SupportsResponse.OPTIONAL,
     )
+    hass.services.async_register(
+        DOMAIN,
+        SERVICE_DASHBOARD,
+        _async_dashboard,
+        schema=vol.Schema({}),
+        supports_response=SupportsResponse.ONLY,
+    )
+
+
+async def _async_dashboard(call: ServiceCall) -> ServiceResponse:
+    """Return a dashboard for the servers LLM Warmth follows, as config and as YAML."""
+    config = build_dashboard(call.hass)
+    return {"yaml": yaml_dump(config), "config": config}
 
 
 def _target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str]:

@@ -1,0 +1,91 @@
+"""A ready dashboard for the servers LLM Warmth follows, built from their entities.
+
+Entity ids differ per installation (they come from the server's and the models' names),
+so the dashboard is built from the entity registry rather than shipped with fixed ids:
+the ``llm_warmth.dashboard`` action returns it, as YAML to paste into a new dashboard.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homeassistant.const import Platform
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers import entity_registry as er
+
+from .const import DOMAIN
+from .data import LlmWarmthConfigEntry
+
+# Model sensors on the dashboard, by key: warmth first, then what a load and a probe gave.
+_LOAD_KEYS = ("last_measured_load_duration", "last_cold_request_duration")
+_PROBE_KEYS = ("last_ttft", "load_stage", "prefill_stage")
+
+
+@callback
+def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
+    """Return a Lovelace dashboard (one view) for every loaded LLM Warmth entry."""
+    registry = er.async_get(hass)
+    entries: list[LlmWarmthConfigEntry] = hass.config_entries.async_loaded_entries(DOMAIN)
+    cards: list[dict[str, Any]] = []
+    warmth: list[str] = []
+    loads: list[str] = []
+    probes: list[str] = []
+    gpus: list[str] = []
+    for entry in sorted(entries, key=lambda e: e.title):
+
+        def entity(
+            subject: str, key: str, platform: str = Platform.SENSOR, entry_id: str = entry.entry_id
+        ) -> str | None:
+            unique_id = "_".join(p for p in (entry_id, subject, key) if p)
+            return registry.async_get_entity_id(platform, DOMAIN, unique_id)
+
+        models = sorted(entry.runtime_data.coordinator.data.models)
+        server_warmth = entity("", "assistant_warmth")
+        model_warmth = [e for m in models if (e := entity(m, "warmth"))]
+        cards.append(
+            {
+                "type": "entities",
+                "title": entry.title,
+                "entities": [
+                    *([{"entity": server_warmth, "name": "Assistant"}] if server_warmth else []),
+                    *model_warmth,
+                ],
+            }
+        )
+        warmth += [e for e in (server_warmth, *model_warmth) if e]
+        loads += [e for m in models for k in _LOAD_KEYS if (e := entity(m, k))]
+        probes += [e for m in models for k in _PROBE_KEYS if (e := entity(m, k))]
+        gpu = entry.runtime_data.gpu
+        for uuid in sorted(gpu.data.gpus) if gpu is not None and gpu.data is not None else ():
+            gpus += [
+                e
+                for key, platform in (
+                    ("gpu_headroom", Platform.SENSOR),
+                    ("gpu_headroom_low", Platform.BINARY_SENSOR),
+                )
+                if (e := entity(f"gpu_{uuid}", key, platform))
+            ]
+    if loads:
+        # One point per load: the sensors change once per load.
+        cards.append({"type": "history-graph", "title": "Load times", "entities": loads})
+    if probes:
+        cards.append(
+            {"type": "history-graph", "title": "Time to first token (probes)", "entities": probes}
+        )
+    if gpus:
+        cards.append(
+            {"type": "entities", "title": "GPU headroom (after the reserve)", "entities": gpus}
+        )
+    if warmth:
+        cards.append(
+            {
+                "type": "logbook",
+                "title": "Loads, unloads and cold starts",
+                "hours_to_show": 48,
+                "target": {"entity_id": warmth},
+            }
+        )
+    return {
+        "title": "LLM Warmth",
+        "views": [{"title": "Warmth", "path": "llm-warmth", "cards": cards}],
+    }

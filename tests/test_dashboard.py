@@ -1,0 +1,80 @@
+"""The dashboard the integration builds: every card shows entities that exist and answer."""
+
+from typing import Any
+
+from homeassistant.const import STATE_UNAVAILABLE
+from homeassistant.core import HomeAssistant
+from homeassistant.util.yaml import parse_yaml
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.llm_warmth.const import DOMAIN
+
+from .conftest import LLAMA, ollama_request
+from .ollama_emulator import OllamaEmulator
+from .test_gpu import NVML_OPTIONS, nvml, setup_with  # noqa: F401 (nvml: a fixture)
+
+
+def referenced(config: dict[str, Any]) -> list[str]:
+    """Return every entity id the dashboard's cards name."""
+    found: list[str] = []
+    for card in config["views"][0]["cards"]:
+        for item in card.get("entities", []):
+            found.append(item["entity"] if isinstance(item, dict) else item)
+        found += card.get("target", {}).get("entity_id", [])
+    return found
+
+
+async def build(hass: HomeAssistant) -> dict[str, Any]:
+    response = await hass.services.async_call(
+        DOMAIN, "dashboard", {}, blocking=True, return_response=True
+    )
+    assert response is not None
+    # The YAML to paste is the same dashboard.
+    assert parse_yaml(str(response["yaml"])) == response["config"]
+    config: dict[str, Any] = dict(response["config"])
+    return config
+
+
+@pytest.mark.usefixtures("entity_registry_enabled_by_default", "nvml")
+async def test_the_dashboard_shows_what_exists(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+) -> None:
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": "1h"})
+    await setup_with(hass, mock_config_entry, NVML_OPTIONS)
+    await hass.services.async_call(
+        DOMAIN,
+        "probe",
+        {"config_entry_id": mock_config_entry.entry_id, "model": LLAMA},
+        blocking=True,
+        return_response=True,
+    )
+    await hass.async_block_till_done()
+    config = await build(hass)
+    titles = [card.get("title") for card in config["views"][0]["cards"]]
+    assert titles == [
+        mock_config_entry.title,
+        "Load times",
+        "Time to first token (probes)",
+        "GPU headroom (after the reserve)",
+        "Loads, unloads and cold starts",
+    ]
+    entities = referenced(config)
+    assert "sensor.llama3_2_3b_warmth" in entities
+    assert "sensor.qwen3_8b_warmth" in entities
+    assert "sensor.llama3_2_3b_last_time_to_first_token" in entities
+    assert not any(e.startswith("sensor.qwen3_8b_last_time") for e in entities)  # not probed
+    for entity_id in entities:
+        state = hass.states.get(entity_id)
+        assert state is not None, entity_id
+        assert state.state != STATE_UNAVAILABLE, entity_id
+
+
+async def test_without_servers_the_dashboard_is_empty(hass: HomeAssistant) -> None:
+    from homeassistant.setup import async_setup_component  # noqa: PLC0415
+
+    assert await async_setup_component(hass, DOMAIN, {})
+    config = await build(hass)
+    assert config["views"][0]["cards"] == []
