@@ -16,10 +16,6 @@ from homeassistant.components.sensor import (
 from homeassistant.const import (
     PERCENTAGE,
     EntityCategory,
-    UnitOfFrequency,
-    UnitOfInformation,
-    UnitOfPower,
-    UnitOfTemperature,
     UnitOfTime,
 )
 from homeassistant.core import HomeAssistant
@@ -33,18 +29,15 @@ from .core.ttft import Classification, ModelTiming, StageBreakdown
 from .core.warmth import Warmth, warmth
 from .data import LlmWarmthConfigEntry
 from .entity import (
-    GpuEntity,
     ModelEntity,
     ServerEntity,
     async_add_gpu_entities,
     async_add_model_entities,
     supported,
 )
-from .gpu_coordinator import GpuReading
+from .gpu_sensor import GPU_SENSORS, GpuSensor, SensorValue, memory_sensor
 
 PARALLEL_UPDATES = 0
-
-type SensorValue = datetime | float | int | str | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,20 +133,6 @@ def _load_figure_sensor(
     )
 
 
-def _memory_sensor[D: SensorEntityDescription](description: type[D], key: str, **fields: Any) -> D:
-    """Describe a memory size: measured in bytes, shown in GiB."""
-    return description(
-        key=key,
-        translation_key=key,
-        device_class=SensorDeviceClass.DATA_SIZE,
-        state_class=SensorStateClass.MEASUREMENT,
-        native_unit_of_measurement=UnitOfInformation.BYTES,
-        suggested_unit_of_measurement=UnitOfInformation.GIBIBYTES,
-        suggested_display_precision=2,
-        **fields,
-    )
-
-
 def _reports_memory(capabilities: Capabilities) -> bool:
     return capabilities.reports_memory
 
@@ -198,13 +177,13 @@ SERVER_SENSORS: tuple[ServerSensorDescription, ...] = (
         value_fn=lambda s: len(s.held),
         attrs_fn=lambda s: {"names": sorted(s.held)},
     ),
-    _memory_sensor(
+    memory_sensor(
         ServerSensorDescription,
         "resident_vram",
         value_fn=lambda s: _total([m.size_vram for m in s.resident.values()]),
         has_fn=_reports_memory,
     ),
-    _memory_sensor(
+    memory_sensor(
         ServerSensorDescription,
         "resident_ram_spill",
         value_fn=lambda s: _total([m.ram_spill for m in s.resident.values()]),
@@ -237,7 +216,7 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         attrs_fn=_kept_forever,
         has_fn=lambda c: c.reports_expiry,
     ),
-    _memory_sensor(
+    memory_sensor(
         ModelSensorDescription,
         "vram",
         value_fn=lambda s, m: s.resident[m].size_vram if m in s.resident else 0,
@@ -325,121 +304,6 @@ PROBE_SENSORS: tuple[ModelSensorDescription, ...] = (
         options=[c.value for c in Classification],
         value_fn=_classification,
         attrs_fn=_classification_attrs,
-    ),
-)
-
-
-@dataclass(frozen=True, kw_only=True)
-class GpuSensorDescription(SensorEntityDescription):
-    """A sensor of one GPU's device."""
-
-    value_fn: Callable[[GpuReading], SensorValue]
-    attrs_fn: Callable[[GpuReading], Mapping[str, Any]] | None = None
-
-
-def _other_processes(reading: GpuReading) -> Mapping[str, Any]:
-    processes = reading.memory.other_processes
-    return {
-        "processes": None
-        if processes is None
-        else [
-            {
-                "pid": p.pid,
-                "name": p.name,
-                "mib": round(p.used_bytes / 1024**2) if p.used_bytes is not None else None,
-            }
-            for p in processes
-        ]
-    }
-
-
-PERFORMANCE_STATES = [f"p{n}" for n in range(16)]
-
-GPU_SENSORS: tuple[GpuSensorDescription, ...] = (
-    _memory_sensor(
-        GpuSensorDescription,
-        "gpu_memory_total",
-        value_fn=lambda r: r.status.memory_total,
-        entity_category=EntityCategory.DIAGNOSTIC,
-    ),
-    _memory_sensor(
-        GpuSensorDescription, "gpu_memory_used", value_fn=lambda r: r.status.memory_used
-    ),
-    _memory_sensor(
-        GpuSensorDescription, "gpu_memory_free", value_fn=lambda r: r.status.memory_free
-    ),
-    _memory_sensor(GpuSensorDescription, "gpu_headroom", value_fn=lambda r: r.memory.headroom),
-    _memory_sensor(GpuSensorDescription, "gpu_memory_llm", value_fn=lambda r: r.memory.llm_used),
-    _memory_sensor(
-        GpuSensorDescription,
-        "gpu_memory_other",
-        value_fn=lambda r: r.memory.other_used,
-        attrs_fn=_other_processes,
-    ),
-    GpuSensorDescription(
-        key="gpu_utilization",
-        translation_key="gpu_utilization",
-        native_unit_of_measurement=PERCENTAGE,
-        state_class=SensorStateClass.MEASUREMENT,
-        value_fn=lambda r: r.status.utilization_gpu,
-    ),
-    GpuSensorDescription(
-        key="gpu_memory_utilization",
-        translation_key="gpu_memory_utilization",
-        native_unit_of_measurement=PERCENTAGE,
-        state_class=SensorStateClass.MEASUREMENT,
-        entity_registry_enabled_default=False,
-        value_fn=lambda r: r.status.utilization_memory,
-    ),
-    GpuSensorDescription(
-        key="gpu_temperature",
-        device_class=SensorDeviceClass.TEMPERATURE,
-        native_unit_of_measurement=UnitOfTemperature.CELSIUS,
-        state_class=SensorStateClass.MEASUREMENT,
-        value_fn=lambda r: r.status.temperature,
-    ),
-    GpuSensorDescription(
-        key="gpu_power",
-        device_class=SensorDeviceClass.POWER,
-        native_unit_of_measurement=UnitOfPower.WATT,
-        state_class=SensorStateClass.MEASUREMENT,
-        suggested_display_precision=1,
-        value_fn=lambda r: r.status.power_draw,
-    ),
-    GpuSensorDescription(
-        key="gpu_power_limit",
-        translation_key="gpu_power_limit",
-        device_class=SensorDeviceClass.POWER,
-        native_unit_of_measurement=UnitOfPower.WATT,
-        entity_category=EntityCategory.DIAGNOSTIC,
-        entity_registry_enabled_default=False,
-        value_fn=lambda r: r.status.power_limit,
-    ),
-    GpuSensorDescription(
-        key="gpu_performance_state",
-        translation_key="gpu_performance_state",
-        device_class=SensorDeviceClass.ENUM,
-        options=PERFORMANCE_STATES,
-        value_fn=lambda r: (
-            f"p{r.status.performance_state}" if r.status.performance_state is not None else None
-        ),
-    ),
-    GpuSensorDescription(
-        key="gpu_sm_clock",
-        translation_key="gpu_sm_clock",
-        device_class=SensorDeviceClass.FREQUENCY,
-        native_unit_of_measurement=UnitOfFrequency.MEGAHERTZ,
-        state_class=SensorStateClass.MEASUREMENT,
-        value_fn=lambda r: r.status.sm_clock,
-    ),
-    GpuSensorDescription(
-        key="gpu_graphics_clock",
-        translation_key="gpu_graphics_clock",
-        device_class=SensorDeviceClass.FREQUENCY,
-        native_unit_of_measurement=UnitOfFrequency.MEGAHERTZ,
-        state_class=SensorStateClass.MEASUREMENT,
-        entity_registry_enabled_default=False,
-        value_fn=lambda r: r.status.graphics_clock,
     ),
 )
 
@@ -567,24 +431,3 @@ class ModelSensor(ModelEntity, SensorEntity):
         """Return the description's attributes, if it has any."""
         attrs_fn = self.entity_description.attrs_fn
         return attrs_fn(self.coordinator.data, self.model) if attrs_fn else None
-
-
-class GpuSensor(GpuEntity, SensorEntity):
-    """A sensor of one GPU's device."""
-
-    entity_description: GpuSensorDescription
-    # The process list changes all the time: shown, not recorded.
-    _unrecorded_attributes = frozenset({"processes"})
-
-    @property
-    @override
-    def native_value(self) -> SensorValue:
-        """Return the sensor's value from the latest GPU reading."""
-        return self.entity_description.value_fn(self.reading)
-
-    @property
-    @override
-    def extra_state_attributes(self) -> Mapping[str, Any] | None:
-        """Return the description's attributes, if it has any."""
-        attrs_fn = self.entity_description.attrs_fn
-        return attrs_fn(self.reading) if attrs_fn and self.available else None
