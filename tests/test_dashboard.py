@@ -4,6 +4,7 @@ from typing import Any
 
 from homeassistant.const import STATE_UNAVAILABLE
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import entity_registry as er
 from homeassistant.util.yaml import parse_yaml
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -52,7 +53,12 @@ async def test_the_dashboard_shows_what_exists(
         return_response=True,
     )
     await hass.async_block_till_done()
+    # A sensor the user disabled is left out (it would only say "not available").
+    er.async_get(hass).async_update_entity(
+        "sensor.llama3_2_3b_prefill_stage", disabled_by=er.RegistryEntryDisabler.USER
+    )
     config = await build(hass)
+    assert "sensor.llama3_2_3b_prefill_stage" not in referenced(config)
     titles = [card.get("title") for card in config["views"][0]["cards"]]
     assert titles == [
         mock_config_entry.title,

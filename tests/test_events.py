@@ -4,10 +4,12 @@ from datetime import timedelta
 import time
 
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import device_registry as dr
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
 
 from custom_components.llm_warmth.const import (
+    DOMAIN,
     EVENT_MODEL_LOADED,
     EVENT_MODEL_UNLOADED,
     EVENT_SERVER_RESTARTED,
@@ -158,10 +160,15 @@ async def test_server_restart(
     assert restarted == []
     await emulator.start()
     await poll()
+    server_device = dr.async_get(hass).async_get_device_by_identifier((DOMAIN, ENTRY_ID), ENTRY_ID)
+    assert server_device is not None
     assert [e.data for e in restarted] == [
         {
             "server": "Ollama test",
             "config_entry_id": ENTRY_ID,
+            # The logbook files it under the server's assistant warmth and device.
+            "entity_id": "sensor.ollama_test_assistant_warmth",
+            "device_id": server_device.id,
             "reason": "reconnected",
             "version": emulator.version,
             "previous_version": emulator.version,

@@ -3,9 +3,11 @@
 from datetime import timedelta
 from unittest.mock import patch
 
+from homeassistant.config_entries import SIGNAL_CONFIG_ENTRY_CHANGED, ConfigEntryChange
 from homeassistant.const import STATE_OFF, STATE_ON, STATE_UNKNOWN, Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers.dispatcher import async_dispatcher_send
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, snapshot_platform
 from syrupy.assertion import SnapshotAssertion
@@ -243,7 +245,7 @@ async def test_the_servers_assistant_warmth(
             ],
         ).add_to_hass(hass)
     # Home Assistant's Ollama agent at this address (written its own way) names the model.
-    MockConfigEntry(
+    agent = MockConfigEntry(
         domain="ollama",
         data={"url": emulator.url + "/"},
         subentries_data=[
@@ -254,7 +256,13 @@ async def test_the_servers_assistant_warmth(
                 "unique_id": None,
             }
         ],
-    ).add_to_hass(hass)
+    )
+    agent.add_to_hass(hass)
+    # Home Assistant says an Ollama entry changed: the sensor reads it at once.
+    async_dispatcher_send(hass, SIGNAL_CONFIG_ENTRY_CHANGED, ConfigEntryChange.ADDED, agent)
+    await hass.async_block_till_done()
+    state = hass.states.get(assistant)
+    assert (state.state, state.attributes["model"]) == ("cold", QWEN)
     await make_resident(QWEN, keep_alive="1h")
     state = hass.states.get(assistant)
     assert (state.state, state.attributes["model"], state.attributes["chosen_by"]) == (
@@ -265,16 +273,20 @@ async def test_the_servers_assistant_warmth(
 
 
 async def test_an_assistant_model_chosen_in_the_options(
-    hass: HomeAssistant, init_integration: MockConfigEntry, poll
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
 ) -> None:
+    """Typed as people say it ("gemma3"), read as the server names it ("gemma3:latest")."""
+    emulator.add_model(EmulatedModel(name="gemma3:latest", size=GIB))
+    init_integration.runtime_data.coordinator.monitor._installed_at = None
+    await poll()
     result = await hass.config_entries.options.async_init(init_integration.entry_id)
     result = await hass.config_entries.options.async_configure(
-        result["flow_id"], {"assistant_model": LLAMA, "scan_interval": 10}
+        result["flow_id"], {"assistant_model": "gemma3", "scan_interval": 10}
     )
     await hass.async_block_till_done()
     state = hass.states.get("sensor.ollama_test_assistant_warmth")
     assert (state.state, state.attributes["model"], state.attributes["chosen_by"]) == (
         "cold",
-        LLAMA,
+        "gemma3:latest",
         "option",
     )

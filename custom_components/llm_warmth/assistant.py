@@ -23,7 +23,10 @@ def assistant_model(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> tuple[s
     ``agent``: a conversation agent of Home Assistant's Ollama integration at the same
     address uses it; ``option``: the one chosen in the options; ``none``: neither.
     """
-    for ollama in hass.config_entries.async_entries(OLLAMA_DOMAIN):
+    # Entries in use only (not disabled, not ignored), in a fixed order.
+    for ollama in hass.config_entries.async_entries(
+        OLLAMA_DOMAIN, include_ignore=False, include_disabled=False
+    ):
         url = ollama.data.get(CONF_URL)
         try:
             same = isinstance(url, str) and unique_id_for(normalize_url(url, 11434)) == (
@@ -31,7 +34,8 @@ def assistant_model(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> tuple[s
             )
         except ValueError:
             continue
-        for subentry in ollama.subentries.values() if same else ():
+        subentries = sorted(ollama.subentries.values(), key=lambda s: s.subentry_id)
+        for subentry in subentries if same else ():
             model = subentry.data.get("model")
             if subentry.subentry_type == _AGENT_SUBENTRY and isinstance(model, str) and model:
                 return model, "agent"

@@ -37,7 +37,10 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
             subject: str, key: str, platform: str = Platform.SENSOR, entry_id: str = entry.entry_id
         ) -> str | None:
             unique_id = "_".join(p for p in (entry_id, subject, key) if p)
-            return registry.async_get_entity_id(platform, DOMAIN, unique_id)
+            entity_id = registry.async_get_entity_id(platform, DOMAIN, unique_id)
+            found = registry.async_get(entity_id) if entity_id else None
+            # A sensor the user disabled would only show "not available".
+            return entity_id if found is not None and found.disabled_by is None else None
 
         models = sorted(entry.runtime_data.coordinator.data.models)
         server_warmth = entity("", "assistant_warmth")

@@ -10,9 +10,7 @@ from homeassistant.components.logbook.const import (
     LOGBOOK_ENTRY_MESSAGE,
     LOGBOOK_ENTRY_NAME,
 )
-from homeassistant.const import Platform
 from homeassistant.core import Event, HomeAssistant, callback
-from homeassistant.helpers import entity_registry as er
 
 from .const import (
     DOMAIN,
@@ -101,13 +99,9 @@ def async_describe_events(
             LOGBOOK_ENTRY_NAME: str(name),
             LOGBOOK_ENTRY_MESSAGE: _MESSAGES[str(event.event_type)](data),
         }
-        # Filed under the model's warmth sensor (or the server's assistant warmth), so
-        # that the entry shows on that device's page and in a logbook card for it.
-        subject = f"{data['model']}_warmth" if data.get("model") else "assistant_warmth"
-        entity_id = er.async_get(hass).async_get_entity_id(
-            Platform.SENSOR, DOMAIN, f"{data.get('config_entry_id')}_{subject}"
-        )
-        if entity_id:
+        # The event names the model's warmth sensor (the coordinator looked it up), so
+        # that the logbook files it there, on the model's device page too.
+        if isinstance(entity_id := data.get("entity_id"), str):
             described[LOGBOOK_ENTRY_ENTITY_ID] = entity_id
         return described
 

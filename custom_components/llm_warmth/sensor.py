@@ -13,16 +13,22 @@ from homeassistant.components.sensor import (
     SensorEntityDescription,
     SensorStateClass,
 )
+from homeassistant.config_entries import (
+    SIGNAL_CONFIG_ENTRY_CHANGED,
+    ConfigEntry,
+    ConfigEntryChange,
+)
 from homeassistant.const import (
     PERCENTAGE,
     EntityCategory,
     UnitOfTime,
 )
-from homeassistant.core import HomeAssistant
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
-from .assistant import assistant_model
+from .assistant import OLLAMA_DOMAIN, assistant_model
 from .core.backends.base import Capabilities
 from .core.monitor import ServerSnapshot
 from .core.ttft import Classification, ModelTiming, StageBreakdown
@@ -383,15 +389,34 @@ class AssistantWarmth(ServerEntity, SensorEntity):
     @override
     def native_value(self) -> str | None:
         """Return the assistant model's warmth (unknown without an assistant model)."""
-        model, _ = assistant_model(self.hass, self.coordinator.config_entry)
+        model = self._model()[0]
         return _warmth(self.coordinator.data, model) if model else None
 
     @property
     @override
     def extra_state_attributes(self) -> Mapping[str, Any]:
         """Return which model that is, and why."""
-        model, source = assistant_model(self.hass, self.coordinator.config_entry)
+        model, source = self._model()
         return {"model": model, "chosen_by": source}
+
+    def _model(self) -> tuple[str | None, str]:
+        """Return the assistant model as the server names it ("x" is "x:latest")."""
+        model, source = assistant_model(self.hass, self.coordinator.config_entry)
+        return (self.coordinator.resolve_model(model) if model else None), source
+
+    @override
+    async def async_added_to_hass(self) -> None:
+        """Follow changes of Home Assistant's Ollama entries (their agents' models)."""
+        await super().async_added_to_hass()
+
+        @callback
+        def ollama_changed(change: ConfigEntryChange, entry: ConfigEntry) -> None:
+            if entry.domain == OLLAMA_DOMAIN:
+                self.async_write_ha_state()
+
+        self.async_on_remove(
+            async_dispatcher_connect(self.hass, SIGNAL_CONFIG_ENTRY_CHANGED, ollama_changed)
+        )
 
 
 class ServerSensor(ServerEntity, SensorEntity):
