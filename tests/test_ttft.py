@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 import pytest
 
 from custom_components.llm_warmth.core.backends.types import TimedReply
+from custom_components.llm_warmth.core.summary import summary
 from custom_components.llm_warmth.core.ttft import (
     BASELINE_SIZE,
     Classification,
@@ -16,7 +17,6 @@ from custom_components.llm_warmth.core.ttft import (
     breakdown,
     expanded_stages,
     judge,
-    summary,
 )
 
 MS = 1_000_000

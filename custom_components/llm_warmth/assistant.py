@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final, override
 
+from homeassistant.components.sensor import (
+    SensorDeviceClass,
+    SensorEntity,
+    SensorEntityDescription,
+)
+from homeassistant.config_entries import (
+    SIGNAL_CONFIG_ENTRY_CHANGED,
+    ConfigEntry,
+    ConfigEntryChange,
+)
 from homeassistant.const import CONF_URL
 from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers.dispatcher import async_dispatcher_connect
 
 from .const import CONF_ASSISTANT_MODEL
 from .core.server_url import normalize_url, unique_id_for
+from .core.warmth import Warmth, model_warmth
 from .data import LlmWarmthConfigEntry
+from .entity import ServerEntity
 
 # Home Assistant's own Ollama integration: its conversation agents name their model.
 OLLAMA_DOMAIN: Final = "ollama"
@@ -42,3 +56,52 @@ def assistant_model(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> tuple[s
     if chosen := entry.options.get(CONF_ASSISTANT_MODEL):
         return str(chosen), "option"
     return None, "none"
+
+
+ASSISTANT_WARMTH = SensorEntityDescription(
+    key="assistant_warmth",
+    translation_key="assistant_warmth",
+    device_class=SensorDeviceClass.ENUM,
+    options=[w.value for w in Warmth],
+)
+
+
+class AssistantWarmth(ServerEntity, SensorEntity):
+    """The warmth of the household's assistant model, on the server's device.
+
+    One entity per server for a dashboard: the agent's model when Home Assistant's
+    Ollama agent uses this server, else the model chosen in the options.
+    """
+
+    @property
+    @override
+    def native_value(self) -> str | None:
+        """Return the assistant model's warmth (unknown without an assistant model)."""
+        model = self._model()[0]
+        return model_warmth(self.coordinator.data, model).value if model else None
+
+    @property
+    @override
+    def extra_state_attributes(self) -> Mapping[str, Any]:
+        """Return which model that is, and why."""
+        model, source = self._model()
+        return {"model": model, "chosen_by": source}
+
+    def _model(self) -> tuple[str | None, str]:
+        """Return the assistant model as the server names it ("x" is "x:latest")."""
+        model, source = assistant_model(self.hass, self.coordinator.config_entry)
+        return (self.coordinator.resolve_model(model) if model else None), source
+
+    @override
+    async def async_added_to_hass(self) -> None:
+        """Follow changes of Home Assistant's Ollama entries (their agents' models)."""
+        await super().async_added_to_hass()
+
+        @callback
+        def ollama_changed(change: ConfigEntryChange, entry: ConfigEntry) -> None:
+            if entry.domain == OLLAMA_DOMAIN:
+                self.async_write_ha_state()
+
+        self.async_on_remove(
+            async_dispatcher_connect(self.hass, SIGNAL_CONFIG_ENTRY_CHANGED, ollama_changed)
+        )

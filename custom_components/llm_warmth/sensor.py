@@ -13,26 +13,20 @@ from homeassistant.components.sensor import (
     SensorEntityDescription,
     SensorStateClass,
 )
-from homeassistant.config_entries import (
-    SIGNAL_CONFIG_ENTRY_CHANGED,
-    ConfigEntry,
-    ConfigEntryChange,
-)
 from homeassistant.const import (
     PERCENTAGE,
     EntityCategory,
     UnitOfTime,
 )
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
-from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
-from .assistant import OLLAMA_DOMAIN, assistant_model
+from .assistant import ASSISTANT_WARMTH, AssistantWarmth
 from .core.backends.base import Capabilities
 from .core.monitor import ServerSnapshot
 from .core.ttft import Classification, ModelTiming, StageBreakdown
-from .core.warmth import Warmth, warmth
+from .core.warmth import Warmth, model_warmth
 from .data import LlmWarmthConfigEntry
 from .entity import (
     ModelEntity,
@@ -156,9 +150,7 @@ def _unloads_at(snapshot: ServerSnapshot, model: str) -> datetime | None:
 
 
 def _warmth(snapshot: ServerSnapshot, model: str) -> str:
-    resident = snapshot.resident.get(model)
-    loading = model in snapshot.loading
-    return warmth(resident, loading=loading, now=snapshot.polled_at).value
+    return model_warmth(snapshot, model).value
 
 
 def _warmth_attrs(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
@@ -368,55 +360,6 @@ def _models_with(hass: HomeAssistant, entry: LlmWarmthConfigEntry, keys: set[str
         rest = entity.unique_id.removeprefix(prefix)
         models.update(rest.removesuffix(f"_{key}") for key in keys if rest.endswith(f"_{key}"))
     return models
-
-
-ASSISTANT_WARMTH = SensorEntityDescription(
-    key="assistant_warmth",
-    translation_key="assistant_warmth",
-    device_class=SensorDeviceClass.ENUM,
-    options=[w.value for w in Warmth],
-)
-
-
-class AssistantWarmth(ServerEntity, SensorEntity):
-    """The warmth of the household's assistant model, on the server's device.
-
-    One entity per server for a dashboard: the agent's model when Home Assistant's
-    Ollama agent uses this server, else the model chosen in the options.
-    """
-
-    @property
-    @override
-    def native_value(self) -> str | None:
-        """Return the assistant model's warmth (unknown without an assistant model)."""
-        model = self._model()[0]
-        return _warmth(self.coordinator.data, model) if model else None
-
-    @property
-    @override
-    def extra_state_attributes(self) -> Mapping[str, Any]:
-        """Return which model that is, and why."""
-        model, source = self._model()
-        return {"model": model, "chosen_by": source}
-
-    def _model(self) -> tuple[str | None, str]:
-        """Return the assistant model as the server names it ("x" is "x:latest")."""
-        model, source = assistant_model(self.hass, self.coordinator.config_entry)
-        return (self.coordinator.resolve_model(model) if model else None), source
-
-    @override
-    async def async_added_to_hass(self) -> None:
-        """Follow changes of Home Assistant's Ollama entries (their agents' models)."""
-        await super().async_added_to_hass()
-
-        @callback
-        def ollama_changed(change: ConfigEntryChange, entry: ConfigEntry) -> None:
-            if entry.domain == OLLAMA_DOMAIN:
-                self.async_write_ha_state()
-
-        self.async_on_remove(
-            async_dispatcher_connect(self.hass, SIGNAL_CONFIG_ENTRY_CHANGED, ollama_changed)
-        )
 
 
 class ServerSensor(ServerEntity, SensorEntity):

@@ -14,7 +14,7 @@ import probatio as vol
 from .const import DOMAIN
 from .core.backends.base import GENERATION_TIMEOUT
 from .core.server_url import redact_url
-from .core.ttft import summary
+from .core.summary import summary
 from .dashboard import build_dashboard
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors

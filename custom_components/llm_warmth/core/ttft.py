@@ -161,7 +161,7 @@ class WarmBaseline:
         Prefill is compared per prompt token, so that a long prompt is not mistaken for a
         slow prefill: the median is scaled to the prompt length by ``expanded_stages``.
         """
-        values = [v for s in self.samples if (v := _stage_value(s, stage)) is not None]
+        values = [v for s in self.samples if (v := stage_ms(s, stage)) is not None]
         return median(values) if values else None
 
     def prefill_ms_per_token(self) -> float | None:
@@ -174,7 +174,8 @@ class WarmBaseline:
         return median(rates) if rates else None
 
 
-def _stage_value(sample: StageBreakdown, stage: Stage) -> float | None:
+def stage_ms(sample: StageBreakdown, stage: Stage) -> float | None:
+    """Return how long ``stage`` took in ``sample`` (None: not reported)."""
     match stage:
         case Stage.LOAD:  # the load alone, where the server tells the queue apart
             if sample.queue_and_load_ms is None or sample.queue_ms is None:
@@ -214,7 +215,7 @@ def expanded_stages(sample: StageBreakdown, baseline: WarmBaseline) -> list[Stag
     stages: list[Stage] = []
     for stage in (Stage.LOAD, Stage.PREFILL, Stage.FIRST_DECODE, Stage.OVERHEAD):
         normal = _normal_ms(sample, baseline, stage)
-        value = _stage_value(sample, stage)
+        value = stage_ms(sample, stage)
         if normal is not None and value is not None and _expanded(value, normal):
             stages.append(stage)
     return stages
@@ -236,7 +237,7 @@ def _costliest_stage(sample: StageBreakdown, baseline: WarmBaseline) -> Stage:
     """Return the stage that took the most time beyond normal (beyond zero without baseline)."""
 
     def excess(stage: Stage) -> float:
-        value = _stage_value(sample, stage)
+        value = stage_ms(sample, stage)
         if value is None:
             return -math.inf
         return value - (_normal_ms(sample, baseline, stage) or 0.0)
@@ -244,7 +245,7 @@ def _costliest_stage(sample: StageBreakdown, baseline: WarmBaseline) -> Stage:
     # The queue, where the server tells it apart, is a stage of its own.
     candidates = (*_TTFT_STAGES, Stage.QUEUE) if sample.queue_ms is not None else _TTFT_STAGES
     costliest = max(candidates, key=excess)
-    if all(_stage_value(sample, stage) is not None for stage in _TTFT_STAGES):
+    if all(stage_ms(sample, stage) is not None for stage in _TTFT_STAGES):
         return costliest
     # Some stages are unknown: name a known one only when it explains most of the delay.
     normal = median(s.ttft_ms for s in baseline.samples) if baseline.samples else 0.0
@@ -275,7 +276,7 @@ def judge(sample: StageBreakdown, *, was_resident: bool, baseline: WarmBaseline)
     if baseline.samples:
         load_expanded = Stage.LOAD in expanded
     else:
-        load = _stage_value(sample, Stage.LOAD)
+        load = stage_ms(sample, Stage.LOAD)
         load_expanded = load is not None and load > COLD_LOAD_WITHOUT_BASELINE_MS
     cold = not was_resident or load_expanded
     if expanded:
@@ -428,41 +429,3 @@ def _optional_source(value: object, sources: tuple[str, ...]) -> str | None:
     if isinstance(value, str) and value in sources:
         return value
     raise ValueError(f"not a source: {value!r}")
-
-
-# How each stage reads in a summary.
-_STAGE_WORDS = {
-    Stage.LOAD: "loading",
-    Stage.QUEUE: "waiting behind other requests",
-    Stage.PREFILL: "prefill",
-    Stage.FIRST_DECODE: "first decode",
-    Stage.OVERHEAD: "overhead",
-}
-
-
-def _duration(ms: float) -> str:
-    return f"{ms / 1000:.1f} s" if ms >= 1000 else f"{ms:.0f} ms"
-
-
-def summary(sample: StageBreakdown, verdict: Verdict) -> str:
-    """Return one line that says how the reply went, in words.
-
-    "cold start: 35.9 s, 7.5 s of it loading, 28.4 s prefill"; "warm: 349 ms";
-    "warm but slow: 2.1 s, mostly prefill (1.9 s)".
-    """
-    total = _duration(sample.ttft_ms)
-    if verdict.classification is Classification.COLD:
-        parts = [f"cold start: {total}"]
-        if sample.queue_and_load_ms is not None:
-            parts.append(f"{_duration(sample.queue_and_load_ms)} of it loading")
-        if sample.prefill_ms is not None:
-            parts.append(f"{_duration(sample.prefill_ms)} prefill")
-        return ", ".join(parts)
-    stage = verdict.dominant_stage
-    if stage is Stage.NONE:
-        return f"warm: {total}"
-    if stage is Stage.UNKNOWN:
-        return f"warm but slow: {total}, in stages the server did not report"
-    value = _stage_value(sample, stage)
-    spent = f" ({_duration(value)})" if value is not None else ""
-    return f"warm but slow: {total}, mostly {_STAGE_WORDS[stage]}{spent}"

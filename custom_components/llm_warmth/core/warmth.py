@@ -4,6 +4,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from .backends.types import ResidencyState, ResidentModel
+from .monitor import ServerSnapshot
 
 
 class Warmth(StrEnum):
@@ -36,3 +37,10 @@ def warmth(model: ResidentModel | None, *, loading: bool, now: datetime) -> Warm
     if loading or model.state is ResidencyState.LOADING:
         return Warmth.LOADING
     return Warmth.KEPT_WARM if model.kept_forever(now) else Warmth.WARM
+
+
+def model_warmth(snapshot: ServerSnapshot, model: str) -> Warmth:
+    """Return the warmth of ``model`` in one snapshot of its server."""
+    return warmth(
+        snapshot.resident.get(model), loading=model in snapshot.loading, now=snapshot.polled_at
+    )
