@@ -42,8 +42,15 @@ GIB = 1024**3
 
 
 @pytest.fixture(autouse=True)
-def auto_enable_custom_integrations(enable_custom_integrations: None) -> None:
-    """Load custom integrations in every test."""
+def auto_enable_custom_integrations(request: pytest.FixtureRequest) -> None:
+    """Load custom integrations in every test.
+
+    The recorder must be set up before ``hass`` exists: tests marked ``browser`` (which show
+    history and the logbook) get it first.
+    """
+    if request.node.get_closest_marker("browser"):
+        request.getfixturevalue("recorder_mock")
+    request.getfixturevalue("enable_custom_integrations")
 
 
 @pytest.fixture

@@ -68,6 +68,9 @@ async def test_the_dashboard_shows_what_exists(
         "Loads, unloads and cold starts",
     ]
     entities = referenced(config)
+    # No assistant model (no agent, none chosen): no "Assistant: Unknown" row.
+    assert "sensor.ollama_test_assistant_warmth" not in entities
+    assert hass.states.get("sensor.ollama_test_assistant_warmth") is not None
     assert "sensor.llama3_2_3b_warmth" in entities
     assert "sensor.qwen3_8b_warmth" in entities
     assert "sensor.llama3_2_3b_last_time_to_first_token" in entities

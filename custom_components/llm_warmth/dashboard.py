@@ -13,6 +13,7 @@ from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
 
+from .assistant import assistant_model
 from .const import DOMAIN
 from .data import LlmWarmthConfigEntry
 
@@ -43,7 +44,9 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
             return entity_id if found is not None and found.disabled_by is None else None
 
         models = sorted(entry.runtime_data.coordinator.data.models)
-        server_warmth = entity("", "assistant_warmth")
+        # Without an assistant model (no agent found, none chosen) the row would read "Unknown".
+        has_assistant = assistant_model(hass, entry)[0] is not None
+        server_warmth = entity("", "assistant_warmth") if has_assistant else None
         model_warmth = [e for m in models if (e := entity(m, "warmth"))]
         cards.append(
             {

@@ -1,0 +1,216 @@
+"""Headless Chromium driven over the DevTools protocol, to see pages as people see them.
+
+Debian's ``chromium`` package is started with ``--remote-debugging-port=0``; one page is
+driven through the protocol's websocket with the aiohttp client Home Assistant already
+ships, so the browser tests need no extra Python package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import AsyncGenerator
+import contextlib
+import itertools
+import json
+from pathlib import Path
+import re
+import shutil
+from typing import Any
+
+import aiohttp
+
+_LISTENING = re.compile(r"DevTools listening on (ws://\S+)")
+
+# Walks the page through every open shadow root (Home Assistant's frontend is made of web
+# components) and returns what a person would notice: error cards, warnings and the text.
+_PAGE_REPORT_JS = """
+(() => {
+  const seen = {errors: [], warnings: [], text: []};
+  const textOf = (el) => (el.shadowRoot || el).textContent.trim();
+  const walk = (root) => {
+    for (const node of root.childNodes) {
+      if (node.nodeType === Node.TEXT_NODE) {
+        if (node.textContent.trim()) seen.text.push(node.textContent.trim());
+      } else if (node.nodeType === Node.ELEMENT_NODE) {
+        const tag = node.localName;
+        if (tag === 'style' || tag === 'script') continue;
+        if (tag === 'hui-error-card') seen.errors.push(textOf(node));
+        if (tag.startsWith('hui-warning')) seen.warnings.push(textOf(node));
+        if (node.shadowRoot) walk(node.shadowRoot);
+        walk(node);
+      }
+    }
+  };
+  walk(document);
+  return JSON.stringify(seen);
+})()
+"""
+
+
+class ChromiumError(Exception):
+    """The browser could not be started or did not answer."""
+
+
+def chromium_binary() -> str | None:
+    """Return the path of Debian's chromium, if installed."""
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _describe(details: dict[str, Any]) -> str:
+    """Return an uncaught exception in words: its message, or the rejected object's fields."""
+    thrown = details.get("exception", {})
+    if preview := thrown.get("preview"):
+        fields = {p["name"]: p.get("value") for p in preview.get("properties", [])}
+        return f"{details.get('text', '')} {json.dumps(fields)}"
+    return str(thrown.get("description") or details.get("text", ""))
+
+
+class _Connection:
+    """The browser's DevTools websocket: numbered commands, their answers, page errors."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self._ws = ws
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.exceptions: list[str] = []
+        self.reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        async for message in self._ws:
+            if message.type is not aiohttp.WSMsgType.TEXT:
+                break
+            data = json.loads(message.data)
+            if (future := self._pending.pop(data.get("id", -1), None)) is not None:
+                if "error" in data:
+                    future.set_exception(ChromiumError(str(data["error"])))
+                else:
+                    future.set_result(data.get("result", {}))
+            elif data.get("method") == "Runtime.exceptionThrown":
+                self.exceptions.append(_describe(data["params"]["exceptionDetails"]))
+        for future in self._pending.values():
+            future.set_exception(ChromiumError("the browser closed the connection"))
+
+    async def send(
+        self, method: str, params: dict[str, Any] | None = None, session_id: str | None = None
+    ) -> dict[str, Any]:
+        """Send one protocol command (to a page when a session is given); return its result."""
+        message_id = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[message_id] = future
+        message: dict[str, Any] = {"id": message_id, "method": method, "params": params or {}}
+        if session_id is not None:
+            message["sessionId"] = session_id
+        await self._ws.send_json(message)
+        return await asyncio.wait_for(future, 30)
+
+
+class Page:
+    """One browser tab: navigate, evaluate, wait for a condition, take a screenshot."""
+
+    def __init__(self, connection: _Connection, session_id: str) -> None:
+        self._connection = connection
+        self._session_id = session_id
+        # The token the page signed in with, for tests that also call the API.
+        self.access_token = ""
+
+    @property
+    def exceptions(self) -> list[str]:
+        """Uncaught JavaScript exceptions seen so far."""
+        return self._connection.exceptions
+
+    async def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send one protocol command to this page and return its result."""
+        return await self._connection.send(method, params, self._session_id)
+
+    async def evaluate(self, expression: str) -> Any:
+        """Evaluate JavaScript in the page and return its (JSON-able) value."""
+        result = await self.send(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
+        )
+        if "exceptionDetails" in result:
+            raise ChromiumError(str(result["exceptionDetails"]))
+        return result["result"].get("value")
+
+    async def goto(self, url: str) -> None:
+        """Open a URL (the page's scripts keep loading after this returns)."""
+        await self.send("Page.navigate", {"url": url})
+
+    async def wait_for(self, expression: str, timeout: float = 60) -> None:
+        """Wait until a JavaScript expression is true in the page."""
+        async with asyncio.timeout(timeout):
+            while not await self.evaluate(expression):
+                await asyncio.sleep(0.25)
+
+    async def report(self) -> dict[str, list[str]]:
+        """Return the page's error cards, warnings and visible text (shadow roots included)."""
+        return json.loads(await self.evaluate(_PAGE_REPORT_JS))
+
+    async def text(self) -> str:
+        """Return the page's text, shadow roots included, one piece per line."""
+        return "\n".join((await self.report())["text"])
+
+    async def screenshot(self, path: Path) -> None:
+        """Save a PNG of the viewport."""
+        result = await self.send("Page.captureScreenshot", {"format": "png"})
+        await asyncio.to_thread(path.write_bytes, base64.b64decode(result["data"]))
+
+
+@contextlib.asynccontextmanager
+async def chromium_page(
+    profile: Path, *, width: int = 1280, height: int = 900, init_script: str | None = None
+) -> AsyncGenerator[Page]:
+    """Start headless Chromium with a fresh profile; yield one page; stop the browser."""
+    binary = chromium_binary()
+    if binary is None:
+        raise ChromiumError("chromium is not installed (apt-get install chromium)")
+    process = await asyncio.create_subprocess_exec(
+        binary,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--hide-scrollbars",
+        "--lang=en-US",
+        f"--user-data-dir={profile}",
+        "--remote-debugging-port=0",
+        f"--window-size={width},{height}",
+        "about:blank",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    try:
+        async with asyncio.timeout(60):
+            while not (match := _LISTENING.search((await process.stderr.readline()).decode())):
+                if process.returncode is not None:
+                    raise ChromiumError("chromium exited before it listened")
+        # Keep reading stderr so that the browser never blocks on a full pipe.
+        drain = asyncio.create_task(process.stderr.read())
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(match.group(1), max_msg_size=0) as ws,
+        ):
+            connection = _Connection(ws)
+            target = await connection.send("Target.createTarget", {"url": "about:blank"})
+            attached = await connection.send(
+                "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}
+            )
+            page = Page(connection, attached["sessionId"])
+            await page.send("Page.enable")
+            await page.send("Runtime.enable")
+            await page.send(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            )
+            if init_script:
+                await page.send("Page.addScriptToEvaluateOnNewDocument", {"source": init_script})
+            yield page
+            connection.reader.cancel()
+        drain.cancel()
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
