@@ -8,8 +8,11 @@ from unittest.mock import patch
 
 import aiohttp
 from aiohttp import web
+from homeassistant.config_entries import ConfigEntry
 from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import device_registry as dr
+from homeassistant.util import slugify
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
@@ -70,6 +73,23 @@ def entity_registry_enabled_by_default() -> Generator[None]:
         "homeassistant.helpers.entity.Entity.entity_registry_enabled_default", return_value=True
     ):
         yield
+
+
+def model_id(entry: ConfigEntry, entity_id: str) -> str:
+    """Return a model entity's id as Home Assistant makes it: the server's name comes first.
+
+    ``model_id(entry, "sensor.big_warmth")`` is ``sensor.<server>_big_warmth`` (models are
+    child devices of their server, so their ids name it).
+    """
+    domain, object_id = entity_id.split(".", 1)
+    return f"{domain}.{slugify(entry.title)}_{object_id}"
+
+
+def model_device(
+    registry: dr.DeviceRegistry, model: str, entry_id: str = ENTRY_ID
+) -> dr.ChildDeviceEntry | None:
+    """Return a model's device: a child device of its server."""
+    return registry.async_get_child_device_by_identifier((DOMAIN, f"{entry_id}_{model}"), entry_id)
 
 
 def make_models() -> list[EmulatedModel]:

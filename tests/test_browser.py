@@ -9,6 +9,7 @@ script error. ``LLM_WARMTH_SCREENSHOTS=<folder>`` also saves the screenshots the
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 import importlib.util
@@ -36,10 +37,10 @@ from pytest_homeassistant_custom_component.components.recorder.common import (
 )
 
 from custom_components.llm_warmth.const import CONF_ASSISTANT_MODEL, DOMAIN
-from custom_components.llm_warmth.devices import model_device_identifier, server_device_identifier
+from custom_components.llm_warmth.devices import server_device_identifier
 
 from .chromium import Page, chromium_binary, chromium_page
-from .conftest import ENTRY_ID, LLAMA, QWEN
+from .conftest import ENTRY_ID, LLAMA, QWEN, model_device
 from .ollama_emulator import OllamaEmulator
 
 pytestmark = pytest.mark.browser
@@ -192,6 +193,7 @@ async def _look(browser: Browser, path: str, expected: list[str], name: str) -> 
     assert report["warnings"] == [], f"warnings on {url}: {report['warnings']}"
     assert "not available" not in text.lower(), f"{url} shows an entity as not available"
     assert page.exceptions == [], f"script errors on {url}: {page.exceptions}"
+    await asyncio.sleep(1.5)  # icons and charts finish drawing after the text is there
     await page.screenshot(browser.screenshots / f"{name}.png")
     return text
 
@@ -266,9 +268,7 @@ async def test_dashboard_and_device_pages_in_a_browser(
 
     devices = dr.async_get(hass)
     server = devices.async_get_device_by_identifier(server_device_identifier(ENTRY_ID), ENTRY_ID)
-    model = devices.async_get_device_by_identifier(
-        model_device_identifier(ENTRY_ID, LLAMA), ENTRY_ID
-    )
+    model = model_device(devices, LLAMA)
     assert server is not None
     assert model is not None
     await _look(browser, f"/config/devices/device/{server.id}", ["Assistant warmth"], "server")
@@ -277,5 +277,5 @@ async def test_dashboard_and_device_pages_in_a_browser(
     text = await _look(
         browser, f"/config/integrations/integration/{DOMAIN}", ["Ollama test"], "integration"
     )
-    assert "3 devices" in text
+    assert "3 devices" in text, text
     assert "service" not in text.lower()

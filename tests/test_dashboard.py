@@ -55,10 +55,10 @@ async def test_the_dashboard_shows_what_exists(
     await hass.async_block_till_done()
     # A sensor the user disabled is left out (it would only say "not available").
     er.async_get(hass).async_update_entity(
-        "sensor.llama3_2_3b_prefill_stage", disabled_by=er.RegistryEntryDisabler.USER
+        "sensor.ollama_test_llama3_2_3b_prefill_stage", disabled_by=er.RegistryEntryDisabler.USER
     )
     config = await build(hass)
-    assert "sensor.llama3_2_3b_prefill_stage" not in referenced(config)
+    assert "sensor.ollama_test_llama3_2_3b_prefill_stage" not in referenced(config)
     titles = [card.get("title") for card in config["views"][0]["cards"]]
     assert titles == [
         mock_config_entry.title,
@@ -71,10 +71,12 @@ async def test_the_dashboard_shows_what_exists(
     # No assistant model (no agent, none chosen): no "Assistant: Unknown" row.
     assert "sensor.ollama_test_assistant_warmth" not in entities
     assert hass.states.get("sensor.ollama_test_assistant_warmth") is not None
-    assert "sensor.llama3_2_3b_warmth" in entities
-    assert "sensor.qwen3_8b_warmth" in entities
-    assert "sensor.llama3_2_3b_last_time_to_first_token" in entities
-    assert not any(e.startswith("sensor.qwen3_8b_last_time") for e in entities)  # not probed
+    assert "sensor.ollama_test_llama3_2_3b_warmth" in entities
+    assert "sensor.ollama_test_qwen3_8b_warmth" in entities
+    assert "sensor.ollama_test_llama3_2_3b_last_time_to_first_token" in entities
+    assert not any(
+        e.startswith("sensor.ollama_test_qwen3_8b_last_time") for e in entities
+    )  # not probed
     for entity_id in entities:
         state = hass.states.get(entity_id)
         assert state is not None, entity_id

@@ -29,6 +29,7 @@ from custom_components.llm_warmth.const import (
     EVENT_SERVER_RESTARTED,
 )
 
+from .conftest import model_id
 from .e2e import add_server, drop_from_page_cache, server_url, wait_until
 from .recording_proxy import RecordingProxy
 
@@ -148,8 +149,8 @@ async def test_detect_probe_cold_then_warm_and_a_displacement(
     unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
     cold_starts = async_capture_events(hass, EVENT_COLD_START)
     # Sensors whose data llama-server lacks are not created for it.
-    assert hass.states.get("sensor.big_unloads_at") is None
-    assert hass.states.get("sensor.big_vram") is None
+    assert hass.states.get(model_id(entry, "sensor.big_unloads_at")) is None
+    assert hass.states.get(model_id(entry, "sensor.big_vram")) is None
 
     async with ServerEvents(llama_url) as server:
         started = time.monotonic()
@@ -165,8 +166,8 @@ async def test_detect_probe_cold_then_warm_and_a_displacement(
     assert [e.data["model"] for e in loaded] == [BIG]
     assert loaded[0].data["load_source"] == "client"
     assert [e.data["source"] for e in cold_starts] == ["probe"]
-    assert hass.states.get("binary_sensor.big_resident").state == STATE_ON
-    assert hass.states.get("sensor.big_warmth").state == "warm"
+    assert hass.states.get(model_id(entry, "binary_sensor.big_resident")).state == STATE_ON
+    assert hass.states.get(model_id(entry, "sensor.big_warmth")).state == "warm"
 
     warm = await probe(hass, entry.entry_id, BIG)
     print(f"warm probe: {warm}")
@@ -174,7 +175,7 @@ async def test_detect_probe_cold_then_warm_and_a_displacement(
     assert warm["queue_and_load_ms"] == 0  # the event stream saw no load
     # The same prompt again: the server's prompt cache served all but the last token.
     assert warm["prompt_cache_reuse"] > 50
-    reuse = hass.states.get("sensor.big_prompt_cache_reuse")
+    reuse = hass.states.get(model_id(entry, "sensor.big_prompt_cache_reuse"))
     assert float(reuse.state) == warm["prompt_cache_reuse"]
     assert len(loaded) == 1
 
@@ -193,10 +194,10 @@ async def test_detect_probe_cold_then_warm_and_a_displacement(
     # between two polls.
     seen = loaded[1].data["load_seconds"]
     assert seen is None or seen <= server_load + 0.6
-    assert hass.states.get("binary_sensor.big_resident").state == STATE_OFF
-    assert hass.states.get("binary_sensor.tiny_resident").state == STATE_ON
-    assert hass.states.get("sensor.big_warmth").state == "cold"
-    assert hass.states.get("sensor.tiny_warmth").state == "warm"
+    assert hass.states.get(model_id(entry, "binary_sensor.big_resident")).state == STATE_OFF
+    assert hass.states.get(model_id(entry, "binary_sensor.tiny_resident")).state == STATE_ON
+    assert hass.states.get(model_id(entry, "sensor.big_warmth")).state == "cold"
+    assert hass.states.get(model_id(entry, "sensor.tiny_warmth")).state == "warm"
     # The integration's own requests: polls and the event stream, never a call that loads;
     # and, the stream being up, only the regular polls (no fast ones) over three intervals.
     await asyncio.sleep(3 * INTERVAL - (time.monotonic() - requested))
@@ -224,7 +225,7 @@ async def test_a_server_restart(hass: HomeAssistant, llama_url: str) -> None:
     await call(llama_url, "/models/load", {"model": TINY})
     entry = await add_server(hass, llama_url, INTERVAL)
     await wait_until(
-        lambda: hass.states.get("binary_sensor.tiny_resident").state == STATE_ON,
+        lambda: hass.states.get(model_id(entry, "binary_sensor.tiny_resident")).state == STATE_ON,
         2 * INTERVAL + 5,
         "tiny resident",
     )
@@ -244,5 +245,5 @@ async def test_a_server_restart(hass: HomeAssistant, llama_url: str) -> None:
     assert restarted[0].data["reason"] == "reconnected"
     await wait_until(lambda: unloaded, 2 * INTERVAL + 5, "the unload of tiny")
     assert unloaded[0].data == unloaded[0].data | {"model": TINY, "reason": "server_restarted"}
-    assert hass.states.get("binary_sensor.tiny_resident").state == STATE_OFF
+    assert hass.states.get(model_id(entry, "binary_sensor.tiny_resident")).state == STATE_OFF
     await hass.config_entries.async_unload(entry.entry_id)

@@ -25,6 +25,7 @@ from custom_components.llm_warmth.const import (
     SETTLING_SCAN_INTERVAL,
 )
 
+from .conftest import model_id
 from .e2e import (
     add_server,
     drop_from_page_cache,
@@ -89,7 +90,7 @@ async def test_a_cold_request_by_another_client(
     assert server_total - INTERVAL - REGULAR_SLACK <= event["cold_request_seconds"]
     assert event["cold_request_seconds"] <= server_total + FAST + 0.5
     assert [e.data["source"] for e in cold_starts] == ["passive"]
-    cold = hass.states.get("sensor.big_last_cold_request_duration")
+    cold = hass.states.get(model_id(entry, "sensor.big_last_cold_request_duration"))
     assert float(cold.state) == pytest.approx(event["cold_request_seconds"])
 
     # What the integration sent meanwhile: spaced fast polls, never back to back.
@@ -110,7 +111,7 @@ async def test_residency_and_an_unload_by_another_client(
 ) -> None:
     await evict(ollama_url, TINY)
     entry = await add_server(hass, proxy.url)
-    resident = "binary_sensor.tiny_resident"
+    resident = model_id(entry, "binary_sensor.tiny_resident")
     assert hass.states.get(resident).state == STATE_OFF
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
     unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
@@ -121,7 +122,9 @@ async def test_residency_and_an_unload_by_another_client(
     await wait_until(lambda: loaded, INTERVAL + REGULAR_SLACK + 2 * FAST + 1, "the load")
     assert [e.data["model"] for e in loaded] == [TINY]
     assert hass.states.get(resident).state == STATE_ON
-    unloads_at = dt_util.parse_datetime(hass.states.get("sensor.tiny_unloads_at").state)
+    unloads_at = dt_util.parse_datetime(
+        hass.states.get(model_id(entry, "sensor.tiny_unloads_at")).state
+    )
     assert unloads_at is not None
     assert abs((unloads_at - preloaded_at).total_seconds() - 600) < 5
 

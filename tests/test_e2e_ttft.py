@@ -15,6 +15,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, async_
 
 from custom_components.llm_warmth.const import DOMAIN, EVENT_COLD_START, EVENT_MODEL_LOADED
 
+from .conftest import model_id
 from .e2e import drop_from_page_cache, evict, model_file, ollama_call, server_url
 
 pytestmark = pytest.mark.e2e
@@ -93,7 +94,7 @@ async def test_cold_then_warm_probe_of_the_big_model(hass: HomeAssistant, ollama
     assert loaded[0].data["load_source"] == "server"
     assert loaded[0].data["cold_request_source"] == "client"
     assert loaded[0].data["cold_request_seconds"] >= round(float(cold["ttft_ms"]) / 1000, 3)
-    sensor = hass.states.get("sensor.big_last_measured_load_duration")
+    sensor = hass.states.get(model_id(entry, "sensor.big_last_measured_load_duration"))
     assert float(sensor.state) == pytest.approx(server_load)
     await evict(ollama_url, BIG)
     await hass.config_entries.async_unload(entry.entry_id)

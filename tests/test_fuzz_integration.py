@@ -143,7 +143,7 @@ async def test_coordinator_survives_any_reply(
     assert_states_are_sane(hass)
     assert hass.states.get(CONNECTIVITY).state == "on"
     assert hass.states.get(RESIDENT_MODELS).state == "1"
-    assert hass.states.get("binary_sensor.llama3_2_3b_resident").state == "on"
+    assert hass.states.get("binary_sensor.ollama_test_llama3_2_3b_resident").state == "on"
     assert_no_traceback_since(caplog, mark)
 
 

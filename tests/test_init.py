@@ -22,12 +22,12 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, async_
 from custom_components.llm_warmth import async_remove_config_entry_device
 from custom_components.llm_warmth.const import DOMAIN
 
-from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request, start_load
+from .conftest import ENTRY_ID, LLAMA, QWEN, model_device, ollama_request, start_load
 from .ollama_emulator import EmulatedModel, OllamaEmulator
 
 SERVER_ONLINE = "binary_sensor.ollama_test_connectivity"
 RESIDENT_MODELS = "sensor.ollama_test_resident_models"
-LLAMA_RESIDENT = "binary_sensor.llama3_2_3b_resident"
+LLAMA_RESIDENT = "binary_sensor.ollama_test_llama3_2_3b_resident"
 
 
 async def test_setup_and_unload(hass: HomeAssistant, init_integration: MockConfigEntry) -> None:
@@ -168,36 +168,62 @@ async def test_model_devices_follow_the_server(
     server = device_registry.async_get_device_by_identifier((DOMAIN, ENTRY_ID), ENTRY_ID)
     assert server is not None
     assert server.sw_version == emulator.version
-    llama = device_registry.async_get_device_by_identifier(
-        (DOMAIN, f"{ENTRY_ID}_{LLAMA}"), ENTRY_ID
-    )
+    llama = model_device(device_registry, LLAMA)
     assert llama is not None
-    assert llama.via_device_id == server.id
-    assert llama.model == "llama 3.2B"
+    # A model is a part of its server: a child device, its entity ids naming the server.
+    assert llama.parent_device_id == server.id
+    assert llama.name == "llama3.2:3b"
+    warmth = hass.states.get("sensor.ollama_test_llama3_2_3b_warmth")
+    assert (warmth.attributes["family"], warmth.attributes["parameter_size"]) == ("llama", "3.2B")
 
     emulator.add_model(EmulatedModel(name="gemma3:4b", size=4 * 1024**3, family="gemma3"))
     init_integration.runtime_data.coordinator.monitor._installed_at = None
     await poll()
-    assert device_registry.async_get_device_by_identifier(
-        (DOMAIN, f"{ENTRY_ID}_gemma3:4b"), ENTRY_ID
-    )
-    assert hass.states.get("binary_sensor.gemma3_4b_resident").state == STATE_OFF
+    assert model_device(device_registry, "gemma3:4b")
+    assert hass.states.get("binary_sensor.ollama_test_gemma3_4b_resident").state == STATE_OFF
 
     emulator.remove_model(QWEN)
     init_integration.runtime_data.coordinator.monitor._installed_at = None
     await poll()
-    assert (
-        device_registry.async_get_device_by_identifier((DOMAIN, f"{ENTRY_ID}_{QWEN}"), ENTRY_ID)
-        is None
-    )
-    assert entity_registry.async_get("binary_sensor.qwen3_8b_resident") is None
-    assert hass.states.get("binary_sensor.qwen3_8b_resident") is None
+    assert model_device(device_registry, QWEN) is None
+    assert entity_registry.async_get("binary_sensor.ollama_test_qwen3_8b_resident") is None
+    assert hass.states.get("binary_sensor.ollama_test_qwen3_8b_resident") is None
 
     # Installed again: it comes back with fresh entities.
     emulator.add_model(EmulatedModel(name=QWEN, size=6 * 1024**3, family="qwen3"))
     init_integration.runtime_data.coordinator.monitor._installed_at = None
     await poll()
-    assert hass.states.get("binary_sensor.qwen3_8b_resident").state == STATE_OFF
+    assert hass.states.get("binary_sensor.ollama_test_qwen3_8b_resident").state == STATE_OFF
+
+
+async def test_model_devices_of_an_earlier_install_become_child_devices(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    device_registry: dr.DeviceRegistry,
+    entity_registry: er.EntityRegistry,
+) -> None:
+    """Up to 0.2 a model was a device of its own (via the server): it keeps its id."""
+    mock_config_entry.add_to_hass(hass)
+    server = device_registry.async_get_or_create(
+        config_entry_id=ENTRY_ID, identifiers={(DOMAIN, ENTRY_ID)}, name="Ollama test"
+    )
+    old = device_registry.async_get_or_create(
+        config_entry_id=ENTRY_ID,
+        identifiers={(DOMAIN, f"{ENTRY_ID}_{LLAMA}")},
+        name="llama3.2:3b",
+        model="llama 3.2B",
+        via_device_id=server.id,
+    )
+    # Registered by the earlier run, which ended: this run has not registered them yet.
+    device_registry.async_config_entry_unloaded(ENTRY_ID)
+    assert await hass.config_entries.async_setup(ENTRY_ID)
+    await hass.async_block_till_done()
+    child = model_device(device_registry, LLAMA)
+    assert child is not None
+    assert (child.id, child.parent_device_id) == (old.id, server.id)
+    warmth = entity_registry.async_get("sensor.ollama_test_llama3_2_3b_warmth")
+    assert warmth is not None
+    assert warmth.device_id == old.id
 
 
 async def test_resident_model_unknown_to_tags_gets_a_device(
@@ -207,7 +233,7 @@ async def test_resident_model_unknown_to_tags_gets_a_device(
     emulator.add_model(EmulatedModel(name="phi4:14b", size=2 * 1024**3, family="phi3"))
     await ollama_request(emulator, "/api/generate", {"model": "phi4:14b"})
     await poll()
-    assert hass.states.get("binary_sensor.phi4_14b_resident").state == STATE_ON
+    assert hass.states.get("binary_sensor.ollama_test_phi4_14b_resident").state == STATE_ON
 
 
 async def test_version_change_updates_the_device(
@@ -234,15 +260,15 @@ async def test_remove_config_entry_device(
     device_registry: dr.DeviceRegistry,
 ) -> None:
     server = device_registry.async_get_device_by_identifier((DOMAIN, ENTRY_ID), ENTRY_ID)
-    llama = device_registry.async_get_device_by_identifier(
-        (DOMAIN, f"{ENTRY_ID}_{LLAMA}"), ENTRY_ID
-    )
+    llama = model_device(device_registry, LLAMA)
     assert server is not None
     assert llama is not None
     assert not await async_remove_config_entry_device(hass, init_integration, server)
     assert not await async_remove_config_entry_device(hass, init_integration, llama)
-    stale = device_registry.async_get_or_create(
-        config_entry_id=init_integration.entry_id, identifiers={(DOMAIN, f"{ENTRY_ID}_old:1b")}
+    stale = device_registry.async_get_or_create_child(
+        config_entry_id=init_integration.entry_id,
+        identifiers={(DOMAIN, f"{ENTRY_ID}_old:1b")},
+        parent_device_id=server.id,
     )
     assert await async_remove_config_entry_device(hass, init_integration, stale)
 
@@ -283,11 +309,14 @@ async def test_stored_load_times_survive_a_restart(
     mock_config_entry.add_to_hass(hass)
     await hass.config_entries.async_setup(mock_config_entry.entry_id)
     await hass.async_block_till_done()
-    load = hass.states.get("sensor.llama3_2_3b_last_measured_load_duration")
+    load = hass.states.get("sensor.ollama_test_llama3_2_3b_last_measured_load_duration")
     assert (load.state, load.attributes["source"]) == ("7.25", "server")
-    cold = hass.states.get("sensor.llama3_2_3b_last_cold_request_duration")
+    cold = hass.states.get("sensor.ollama_test_llama3_2_3b_last_cold_request_duration")
     assert (cold.state, cold.attributes["source"]) == ("16.5", "client")
-    assert hass.states.get("sensor.qwen3_8b_last_measured_load_duration").state == "unknown"
+    assert (
+        hass.states.get("sensor.ollama_test_qwen3_8b_last_measured_load_duration").state
+        == "unknown"
+    )
 
 
 async def test_stored_figures_of_version_1_1_are_migrated(
@@ -304,8 +333,11 @@ async def test_stored_figures_of_version_1_1_are_migrated(
     mock_config_entry.add_to_hass(hass)
     await hass.config_entries.async_setup(mock_config_entry.entry_id)
     await hass.async_block_till_done()
-    assert hass.states.get("sensor.llama3_2_3b_last_measured_load_duration").state == "unknown"
-    cold = hass.states.get("sensor.llama3_2_3b_last_cold_request_duration")
+    assert (
+        hass.states.get("sensor.ollama_test_llama3_2_3b_last_measured_load_duration").state
+        == "unknown"
+    )
+    cold = hass.states.get("sensor.ollama_test_llama3_2_3b_last_cold_request_duration")
     assert (cold.state, cold.attributes["source"]) == ("7.25", "polling")
     timings = mock_config_entry.runtime_data.coordinator.data.timings
     assert timings[QWEN].cold_request_seconds is None
@@ -367,12 +399,16 @@ async def test_the_old_observed_load_sensor_becomes_the_cold_request_sensor(
     }
     await hass.config_entries.async_setup(mock_config_entry.entry_id)
     await hass.async_block_till_done()
+    # Entities of an earlier install keep their ids (without the server); new ones name it.
     kept = entity_registry.async_get("sensor.llama3_2_3b_last_observed_load_duration")
     assert kept is not None
     assert kept.unique_id == f"{ENTRY_ID}_{LLAMA}_last_cold_request_duration"
     state = hass.states.get("sensor.llama3_2_3b_last_observed_load_duration")
     assert (state.state, state.attributes["source"]) == ("7.25", "polling")
-    assert hass.states.get("sensor.llama3_2_3b_last_measured_load_duration").state == "unknown"
+    assert (
+        hass.states.get("sensor.ollama_test_llama3_2_3b_last_measured_load_duration").state
+        == "unknown"
+    )
     assert entity_registry.async_get("sensor.qwen3_8b_last_observed_load_duration") is None
     assert entity_registry.async_get("sensor.qwen3_8b_last_cold_request_duration") is not None
 
@@ -421,9 +457,9 @@ async def test_a_version_1_entry_becomes_an_ollama_entry_and_keeps_everything(
     assert entry.unique_id == emulator.url
     assert entity_registry.async_get(old.entity_id).unique_id == old.unique_id
     assert hass.states.get(old.entity_id) is not None
-    load = hass.states.get("sensor.llama3_2_3b_last_measured_load_duration")
+    load = hass.states.get("sensor.ollama_test_llama3_2_3b_last_measured_load_duration")
     assert (load.state, load.attributes["source"]) == ("2.5", "server")
-    cold = hass.states.get("sensor.llama3_2_3b_last_cold_request_duration")
+    cold = hass.states.get("sensor.ollama_test_llama3_2_3b_last_cold_request_duration")
     assert cold.state == "4.0"
 
 

@@ -34,6 +34,7 @@ from custom_components.llm_warmth.core.backends.events import StateWatch
 from custom_components.llm_warmth.core.backends.llama_server import LlamaServerClient
 from custom_components.llm_warmth.core.backends.types import ResidencyState
 
+from .conftest import model_id
 from .e2e import add_server, wait_until
 from .llama_server_emulator import EmulatedLlamaModel, LlamaServerEmulator
 
@@ -267,16 +268,16 @@ async def test_passive_loads_and_an_lru_eviction_on_the_integrations_timers(
     polls = server.counts["GET /models"] - polls_before
     print(f"\n{polls} polls of /models during a {load:.1f} s load")
     assert polls <= load / 2 + 1
-    assert hass.states.get("binary_sensor.big_resident").state == STATE_ON
-    assert hass.states.get("binary_sensor.tiny_resident").state == STATE_OFF
-    load_sensor = hass.states.get("sensor.big_last_measured_load_duration")
+    assert hass.states.get(model_id(entry, "binary_sensor.big_resident")).state == STATE_ON
+    assert hass.states.get(model_id(entry, "binary_sensor.tiny_resident")).state == STATE_OFF
+    load_sensor = hass.states.get(model_id(entry, "sensor.big_last_measured_load_duration"))
     assert (float(load_sensor.state), load_sensor.attributes["source"]) == (
         big["load_seconds"],
         "events",
     )
     # What llama-server does not report is not shown; probe figures wait for a probe.
     for missing in ("unloads_at", "vram", "gpu_share", "prompt_cache_reuse"):
-        assert hass.states.get(f"sensor.big_{missing}") is None
+        assert hass.states.get(model_id(entry, f"sensor.big_{missing}")) is None
     await hass.services.async_call(
         DOMAIN,
         "probe",
@@ -285,8 +286,8 @@ async def test_passive_loads_and_an_lru_eviction_on_the_integrations_timers(
         return_response=True,
     )
     await hass.async_block_till_done()
-    assert hass.states.get("sensor.big_prompt_cache_reuse") is not None
-    assert hass.states.get("sensor.big_queue_stage") is None  # llama-swap's alone
+    assert hass.states.get(model_id(entry, "sensor.big_prompt_cache_reuse")) is not None
+    assert hass.states.get(model_id(entry, "sensor.big_queue_stage")) is None  # llama-swap's alone
 
 
 async def test_without_its_event_stream_fast_polls_time_the_load(

@@ -38,6 +38,7 @@ from custom_components.llm_warmth.core.backends.llama_swap import LlamaSwapClien
 from custom_components.llm_warmth.core.backends.types import ResidencyState
 from custom_components.llm_warmth.core.gpu.exporter import ExporterKind, ExporterSource
 
+from .conftest import model_id
 from .e2e import add_server, wait_until
 from .llama_swap_emulator import LlamaSwapEmulator, SwapModel
 
@@ -257,13 +258,13 @@ async def test_loads_and_swaps_by_another_client_come_from_the_event_stream(
     big = loaded[1].data
     assert big["load_source"] == "events"
     assert big["load_seconds"] == pytest.approx(1.5, abs=0.2)
-    assert unloaded[0].data["entity_id"] == "sensor.tiny_warmth"
+    assert unloaded[0].data["entity_id"] == model_id(entry, "sensor.tiny_warmth")
     assert {k: unloaded[0].data[k] for k in ("model", "reason", "replaced_by")} == {
         "model": TINY,
         "reason": "displaced",
         "replaced_by": [BIG],
     }
-    assert hass.states.get("binary_sensor.big_resident").state == STATE_ON
+    assert hass.states.get(model_id(entry, "binary_sensor.big_resident")).state == STATE_ON
     # Only the regular 2 s polls ran meanwhile: the stream replaced fast polling.
     polls = swap.requests["GET /running"] - polls_before
     print(f"\n{polls} polls of /running during {elapsed:.1f} s of loads")
@@ -309,10 +310,11 @@ async def test_a_probe_reports_its_load_queue_and_prompt_cache(
     warm = await probe()
     assert warm["classification"] == "warm"
     assert warm["prompt_cache_reuse"] > 0
-    queue = hass.states.get("sensor.big_queue_stage")
+    queue = hass.states.get(model_id(entry, "sensor.big_queue_stage"))
     assert float(queue.state) == 0
     assert (
-        float(hass.states.get("sensor.big_prompt_cache_reuse").state) == warm["prompt_cache_reuse"]
+        float(hass.states.get(model_id(entry, "sensor.big_prompt_cache_reuse")).state)
+        == warm["prompt_cache_reuse"]
     )
 
 

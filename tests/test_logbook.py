@@ -83,6 +83,6 @@ async def test_what_the_integration_fired_reads_well(
             "name": LLAMA,
             "message": f"was unloaded: {QWEN} took its place",
             # Filed under the model's warmth: it shows on the model's device page.
-            "entity_id": "sensor.llama3_2_3b_warmth",
+            "entity_id": "sensor.ollama_test_llama3_2_3b_warmth",
         }
     ]

@@ -60,35 +60,37 @@ async def test_model_sensors_through_a_load(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
 ) -> None:
     coordinator = init_integration.runtime_data.coordinator
-    assert hass.states.get("binary_sensor.llama3_2_3b_resident").state == STATE_OFF
-    assert hass.states.get("sensor.llama3_2_3b_unloads_at").state == STATE_UNKNOWN
-    assert hass.states.get("sensor.llama3_2_3b_gpu_memory").state == "0.0"
-    assert hass.states.get("sensor.llama3_2_3b_gpu_share").state == STATE_UNKNOWN
+    assert hass.states.get("binary_sensor.ollama_test_llama3_2_3b_resident").state == STATE_OFF
+    assert hass.states.get("sensor.ollama_test_llama3_2_3b_unloads_at").state == STATE_UNKNOWN
+    assert hass.states.get("sensor.ollama_test_llama3_2_3b_gpu_memory").state == "0.0"
+    assert hass.states.get("sensor.ollama_test_llama3_2_3b_gpu_share").state == STATE_UNKNOWN
 
     load = await start_load(emulator, LLAMA, 0.4)
     await poll()
-    resident = hass.states.get("binary_sensor.llama3_2_3b_resident")
+    resident = hass.states.get("binary_sensor.ollama_test_llama3_2_3b_resident")
     assert resident.state == STATE_ON
     assert resident.attributes["loading"] is True
-    assert hass.states.get("sensor.llama3_2_3b_unloads_at").state == STATE_UNKNOWN
+    assert hass.states.get("sensor.ollama_test_llama3_2_3b_unloads_at").state == STATE_UNKNOWN
     assert coordinator.fast_polling
     await load
     await poll()
-    resident = hass.states.get("binary_sensor.llama3_2_3b_resident")
+    resident = hass.states.get("binary_sensor.ollama_test_llama3_2_3b_resident")
     assert resident.attributes["loading"] is False
     assert not coordinator.fast_polling
     expected = emulator.loaded[LLAMA].expires_at
     assert expected is not None
-    unloads_at = hass.states.get("sensor.llama3_2_3b_unloads_at")
+    unloads_at = hass.states.get("sensor.ollama_test_llama3_2_3b_unloads_at")
     assert unloads_at.state == expected.isoformat(timespec="seconds")
     assert unloads_at.attributes["kept_forever"] is False
-    assert hass.states.get("sensor.llama3_2_3b_gpu_share").state == "100.0"
-    assert float(hass.states.get("sensor.llama3_2_3b_gpu_memory").state) == pytest.approx(3.0)
-    cold = hass.states.get("sensor.llama3_2_3b_last_cold_request_duration")
+    assert hass.states.get("sensor.ollama_test_llama3_2_3b_gpu_share").state == "100.0"
+    assert float(
+        hass.states.get("sensor.ollama_test_llama3_2_3b_gpu_memory").state
+    ) == pytest.approx(3.0)
+    cold = hass.states.get("sensor.ollama_test_llama3_2_3b_last_cold_request_duration")
     assert float(cold.state) >= 0.2  # a 0.4 s load, first seen right after it started
     assert cold.attributes["source"] == "polling"
     # A load polling saw is no load the server measured.
-    assert hass.states.get("sensor.llama3_2_3b_last_measured_load_duration").state == (
+    assert hass.states.get("sensor.ollama_test_llama3_2_3b_last_measured_load_duration").state == (
         STATE_UNKNOWN
     )
 
@@ -103,8 +105,8 @@ async def test_ram_spill(
     await poll()
     assert float(hass.states.get("sensor.ollama_test_resident_memory_in_system_ram").state) == 2.0
     assert float(hass.states.get("sensor.ollama_test_resident_gpu_memory").state) == 8.0
-    assert hass.states.get("sensor.huge_70b_gpu_share").state == "80.0"
-    unloads_at = hass.states.get("sensor.huge_70b_unloads_at")
+    assert hass.states.get("sensor.ollama_test_huge_70b_gpu_share").state == "80.0"
+    unloads_at = hass.states.get("sensor.ollama_test_huge_70b_unloads_at")
     assert unloads_at.state == "2026-11-29T09:00:00+00:00"
     assert unloads_at.attributes["kept_forever"] is False
 
@@ -118,21 +120,24 @@ async def test_kept_forever(
 ) -> None:
     """Kept with no end: said so, not as a date centuries away that moves on every request."""
     await make_resident(QWEN, keep_alive=-1)
-    unloads_at = hass.states.get("sensor.qwen3_8b_unloads_at")
+    unloads_at = hass.states.get("sensor.ollama_test_qwen3_8b_unloads_at")
     assert unloads_at.attributes["kept_forever"] is True
     assert unloads_at.state == "unknown"
-    assert hass.states.get("sensor.qwen3_8b_warmth").state == "kept_warm"
+    assert hass.states.get("sensor.ollama_test_qwen3_8b_warmth").state == "kept_warm"
     # Another request moves the server's far-future expiry: nothing is written.
     await make_resident(QWEN, keep_alive=-1)
     await poll()
-    assert hass.states.get("sensor.qwen3_8b_unloads_at").last_updated == unloads_at.last_updated
+    assert (
+        hass.states.get("sensor.ollama_test_qwen3_8b_unloads_at").last_updated
+        == unloads_at.last_updated
+    )
 
 
 async def test_warmth_follows_the_model(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
 ) -> None:
     """The one entity to put on a dashboard: cold, loading, warm."""
-    warmth = "sensor.qwen3_8b_warmth"
+    warmth = "sensor.ollama_test_qwen3_8b_warmth"
     assert hass.states.get(warmth).state == "cold"
     assert hass.states.get(warmth).attributes["options"] == [
         "cold",
@@ -213,7 +218,8 @@ async def test_probe_entities_of_a_model_probed_before(
         for e in er.async_entries_for_config_entry(entity_registry, mock_config_entry.entry_id)
         if "time_to_first_token" in e.entity_id or e.entity_id.endswith("_stage")
     ]
-    assert {e.entity_id.split("_", 1)[0] for e in probed} == {"sensor.llama3"}
+    assert probed
+    assert all(e.entity_id.startswith("sensor.ollama_test_llama3_2_3b_") for e in probed)
     for entry in sorted(probed, key=lambda e: e.entity_id):
         assert entry == snapshot(name=f"{entry.entity_id}-entry")
         assert hass.states.get(entry.entity_id) == snapshot(name=f"{entry.entity_id}-state")

@@ -15,10 +15,10 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, async_
 from custom_components.llm_warmth.const import DOMAIN, EVENT_COLD_START, EVENT_MODEL_LOADED
 from custom_components.llm_warmth.services import DEFAULT_NUM_PREDICT, LONG_PROMPT
 
-from .conftest import ENTRY_ID, GIB, LLAMA, QWEN, ollama_request, start_load
+from .conftest import ENTRY_ID, GIB, LLAMA, QWEN, model_device, ollama_request, start_load
 from .ollama_emulator import EmulatedModel, OllamaEmulator
 
-PREFIX = "sensor.llama3_2_3b"
+PREFIX = "sensor.ollama_test_llama3_2_3b"
 
 
 def last_generation(emulator: OllamaEmulator) -> Any:
@@ -76,7 +76,7 @@ async def test_cold_then_warm(
     assert hass.states.get(f"{PREFIX}_last_probe_result").state == "cold"
     # Residency follows at once: the probe asked for a poll.
     await hass.async_block_till_done()
-    assert hass.states.get("binary_sensor.llama3_2_3b_resident").state == "on"
+    assert hass.states.get("binary_sensor.ollama_test_llama3_2_3b_resident").state == "on"
     assert hass.states.get(f"{PREFIX}_last_probe_result").attributes["dominant_stage"] == "load"
     # Shown in seconds (a cold TTFT runs to seconds); measured in milliseconds.
     assert float(hass.states.get(f"{PREFIX}_last_cold_time_to_first_token").state) == (
@@ -457,9 +457,7 @@ async def test_a_model_device_is_a_target(
     device_registry: dr.DeviceRegistry,
 ) -> None:
     """Pick the model's device instead of a server and a typed name."""
-    model = device_registry.async_get_device_by_identifier(
-        (DOMAIN, f"{ENTRY_ID}_{LLAMA}"), ENTRY_ID
-    )
+    model = model_device(device_registry, LLAMA)
     assert model is not None
     response = await hass.services.async_call(
         DOMAIN, "probe", {"device_id": model.id}, blocking=True, return_response=True
@@ -472,7 +470,48 @@ async def test_a_model_device_is_a_target(
         await hass.services.async_call(
             DOMAIN, "probe", {"device_id": server.id}, blocking=True, return_response=True
         )
-    assert err.value.translation_key == "not_a_model_device"
+    assert err.value.translation_key == "no_model_target"
+    # The server's device and a model's name: that model on that server.
+    response = await hass.services.async_call(
+        DOMAIN,
+        "probe",
+        {"device_id": server.id, "model": "qwen3:8b"},
+        blocking=True,
+        return_response=True,
+    )
+    assert response is not None
+    assert response["model"] == "qwen3:8b"
+    # A model's device and another model's name contradict each other.
+    with pytest.raises(ServiceValidationError) as err:
+        await hass.services.async_call(
+            DOMAIN,
+            "probe",
+            {"device_id": model.id, "model": "qwen3:8b"},
+            blocking=True,
+            return_response=True,
+        )
+    assert err.value.translation_key == "device_and_model_differ"
+    # A model's device and its own name agree.
+    response = await hass.services.async_call(
+        DOMAIN,
+        "probe",
+        {"device_id": model.id, "model": "llama3.2:3b"},
+        blocking=True,
+        return_response=True,
+    )
+    assert response is not None
+    # A device that is not the integration's is no target.
+    other_entry = MockConfigEntry(domain="other")
+    other_entry.add_to_hass(hass)
+    other = device_registry.async_get_or_create(
+        config_entry_id=other_entry.entry_id, identifiers={("other", "x")}
+    )
+    for device_id in (other.id, "no-such-device"):
+        with pytest.raises(ServiceValidationError) as err:
+            await hass.services.async_call(
+                DOMAIN, "probe", {"device_id": device_id}, blocking=True, return_response=True
+            )
+        assert err.value.translation_key == "not_a_model_device"
     with pytest.raises(ServiceValidationError) as err:
         await hass.services.async_call(
             DOMAIN, "probe", {"config_entry_id": ENTRY_ID}, blocking=True, return_response=True

@@ -138,7 +138,7 @@ async def async_remove_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -
 
 
 async def async_remove_config_entry_device(
-    hass: HomeAssistant, entry: LlmWarmthConfigEntry, device: dr.DeviceEntry
+    hass: HomeAssistant, entry: LlmWarmthConfigEntry, device: dr.AnyDeviceEntry
 ) -> bool:
     """Allow removing a model's device once the server no longer has the model."""
     if server_device_identifier(entry.entry_id) in device.identifiers:

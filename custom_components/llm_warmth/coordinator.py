@@ -54,7 +54,7 @@ from .core.monitor import (
 from .core.server_url import redact_url
 from .core.ttft import Stage
 from .data import LlmWarmthConfigEntry
-from .devices import model_device_identifier
+from .devices import model_device_identifier, server_device_identifier
 from .errors import update_failed
 from .storage import TimingStorage
 
@@ -349,8 +349,16 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         entity_id = er.async_get(self.hass).async_get_entity_id(
             Platform.SENSOR, DOMAIN, f"{entry_id}_{subject}"
         )
-        identifier = model_device_identifier(entry_id, model) if model else (DOMAIN, entry_id)
-        device = dr.async_get(self.hass).async_get_device_by_identifier(identifier, entry_id)
+        devices = dr.async_get(self.hass)
+        device: dr.AnyDeviceEntry | None = (
+            devices.async_get_child_device_by_identifier(
+                model_device_identifier(entry_id, model), entry_id
+            )
+            if model
+            else devices.async_get_device_by_identifier(
+                server_device_identifier(entry_id), entry_id
+            )
+        )
         self.hass.bus.async_fire(
             event_type,
             {

@@ -16,10 +16,12 @@ from homeassistant.helpers import entity_registry as er
 from .assistant import assistant_model
 from .const import DOMAIN
 from .data import LlmWarmthConfigEntry
+from .devices import display_name
 
-# Model sensors on the dashboard, by key: warmth first, then what a load and a probe gave.
-_LOAD_KEYS = ("last_measured_load_duration", "last_cold_request_duration")
-_PROBE_KEYS = ("last_ttft", "load_stage", "prefill_stage")
+# Model sensors on the graphs, by key, with a short label: a graph's legend would otherwise
+# read "<server> ▸ <model> ▸ <sensor name>", cut short.
+_LOAD_KEYS = {"last_measured_load_duration": "load", "last_cold_request_duration": "cold request"}
+_PROBE_KEYS = {"last_ttft": "TTFT", "load_stage": "queue and load", "prefill_stage": "prefill"}
 
 
 @callback
@@ -29,8 +31,8 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
     entries: list[LlmWarmthConfigEntry] = hass.config_entries.async_loaded_entries(DOMAIN)
     cards: list[dict[str, Any]] = []
     warmth: list[str] = []
-    loads: list[str] = []
-    probes: list[str] = []
+    loads: list[dict[str, str]] = []
+    probes: list[dict[str, str]] = []
     gpus: list[str] = []
     for entry in sorted(entries, key=lambda e: e.title):
 
@@ -59,8 +61,18 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
             }
         )
         warmth += [e for e in (server_warmth, *model_warmth) if e]
-        loads += [e for m in models for k in _LOAD_KEYS if (e := entity(m, k))]
-        probes += [e for m in models for k in _PROBE_KEYS if (e := entity(m, k))]
+        loads += [
+            {"entity": e, "name": f"{display_name(m)} {label}"}
+            for m in models
+            for k, label in _LOAD_KEYS.items()
+            if (e := entity(m, k))
+        ]
+        probes += [
+            {"entity": e, "name": f"{display_name(m)} {label}"}
+            for m in models
+            for k, label in _PROBE_KEYS.items()
+            if (e := entity(m, k))
+        ]
         gpu = entry.runtime_data.gpu
         for uuid in sorted(gpu.data.gpus) if gpu is not None and gpu.data is not None else ():
             gpus += [

@@ -51,24 +51,26 @@ def display_name(model: str) -> str:
     return model.removesuffix(":latest")
 
 
-def _model_line(details: InstalledModel | ResidentModel | None) -> str:
-    """Return the device's model line: family and size where known, else what it is."""
-    known = [p for p in (details.family, details.parameter_size) if p] if details else []
-    return " ".join(known) or "Language model"
+def model_details(details: InstalledModel | ResidentModel | None) -> dict[str, str | None]:
+    """Return what the server tells of a model's make: family, size, quantization."""
+    return {
+        "family": details.family if details else None,
+        "parameter_size": details.parameter_size if details else None,
+        "quantization": details.quantization_level if details else None,
+    }
 
 
-def model_device_info(
-    entry: LlmWarmthConfigEntry, model: str, details: InstalledModel | ResidentModel | None
-) -> dr.DeviceInfo:
-    """Return the device of one model (``via_device`` the server)."""
-    client = entry.runtime_data.client
-    return dr.DeviceInfo(
+def model_device_info(entry: LlmWarmthConfigEntry, model: str) -> dr.ChildDeviceInfo:
+    """Return the device of one model: a child device of its server.
+
+    A model is a part of its server, not a machine of its own: as a child device its
+    entity ids name the server too (``sensor.<server>_<model>_warmth``), so the same model
+    on two servers never gets ``_2`` ids, and the integration page lists it under the server.
+    """
+    return dr.ChildDeviceInfo(
         identifiers={model_device_identifier(entry.entry_id, model)},
         name=display_name(model),
-        manufacturer=MANUFACTURERS[client.kind],
-        model=_model_line(details),
-        model_id=details.quantization_level if details else None,
-        via_device_id=entry.runtime_data.server_device_id,
+        parent_device_id=entry.runtime_data.server_device_id,
     )
 
 
@@ -103,7 +105,11 @@ def async_sync_devices(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> None
     wanted = {model_device_identifier(entry.entry_id, m) for m in snapshot.models}
     wanted.add(server_device_identifier(entry.entry_id))
     keep_gpus = data.gpu is not None
-    for device in dr.async_entries_for_config_entry(registry, entry.entry_id):
+    devices: list[dr.AnyDeviceEntry] = [
+        *dr.async_entries_for_config_entry(registry, entry.entry_id),
+        *dr.async_child_entries_for_config_entry(registry, entry.entry_id),
+    ]
+    for device in devices:
         if keep_gpus and is_gpu_device(entry.entry_id, device.identifiers):
             continue
         if not device.identifiers & wanted:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, override
 
 from homeassistant.core import callback
-from homeassistant.helpers.device_registry import DeviceInfo
+from homeassistant.helpers.device_registry import ChildDeviceInfo, DeviceInfo
 from homeassistant.helpers.entity import Entity, EntityDescription
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.update_coordinator import CoordinatorEntity, DataUpdateCoordinator
@@ -32,7 +32,7 @@ class LlmWarmthEntity[CoordinatorT: DataUpdateCoordinator[Any]](CoordinatorEntit
         self,
         coordinator: CoordinatorT,
         description: EntityDescription,
-        device_info: DeviceInfo,
+        device_info: DeviceInfo | ChildDeviceInfo,
         entry_id: str,
         subject: str | None = None,
     ) -> None:
@@ -74,19 +74,17 @@ class ServerEntity(LlmWarmthEntity[LlmWarmthCoordinator]):
 
 
 class ModelEntity(ServerEntity):
-    """An entity of one model's device (``via_device`` the server)."""
+    """An entity of one model's device (a child device of the server)."""
 
     def __init__(
         self, coordinator: LlmWarmthCoordinator, description: EntityDescription, model: str
     ) -> None:
         """Attach the entity to the model's device."""
-        data = coordinator.data
-        details = data.installed.get(model) or data.resident.get(model)
         LlmWarmthEntity.__init__(
             self,
             coordinator,
             description,
-            model_device_info(coordinator.config_entry, model, details),
+            model_device_info(coordinator.config_entry, model),
             coordinator.config_entry.entry_id,
             model,
         )

@@ -28,6 +28,7 @@ from .core.monitor import ServerSnapshot
 from .core.ttft import Classification, ModelTiming, StageBreakdown
 from .core.warmth import Warmth, model_warmth
 from .data import LlmWarmthConfigEntry
+from .devices import model_details
 from .entity import (
     ModelEntity,
     ServerEntity,
@@ -155,7 +156,8 @@ def _warmth(snapshot: ServerSnapshot, model: str) -> str:
 
 def _warmth_attrs(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
     resident = snapshot.resident.get(model)
-    return {"server_state": resident.state.value if resident else None}
+    details = snapshot.installed.get(model) or resident
+    return {"server_state": resident.state.value if resident else None, **model_details(details)}
 
 
 def _kept_forever(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:

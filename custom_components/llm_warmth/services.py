@@ -17,6 +17,7 @@ from .core.server_url import redact_url
 from .core.summary import summary
 from .dashboard import build_dashboard
 from .data import LlmWarmthConfigEntry
+from .devices import server_device_identifier
 from .errors import translated_errors
 
 SERVICE_PROBE: Final = "probe"
@@ -91,26 +92,50 @@ async def _async_dashboard(call: ServiceCall) -> ServiceResponse:
 def _target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str]:
     """Return the server's entry and the model an action acts on.
 
-    A model's device names both; otherwise the entry and the ``model`` field do.
+    A model's device names both. A server's device, or the server's entry, names the
+    server; the ``model`` field then names the model.
     """
+    named = call.data.get(ATTR_MODEL)
     if device_id := call.data.get(ATTR_DEVICE_ID):
         device = dr.async_get(call.hass).async_get(device_id)
-        for entry_id in device.config_entries if device else ():
-            for domain, identifier in device.identifiers if device else ():
-                if domain == DOMAIN and identifier.startswith(f"{entry_id}_"):
-                    model = identifier.removeprefix(f"{entry_id}_")
-                    if not model.startswith("gpu_"):
-                        entry = service.async_get_config_entry(call.hass, DOMAIN, entry_id)
-                        return cast(LlmWarmthConfigEntry, entry), model
-        raise ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="not_a_model_device",
-            translation_placeholders={"device_id": device_id},
+        entry_id = device.config_entry_id if device else ""
+        entry = call.hass.config_entries.async_get_entry(entry_id)
+        if device is None or entry is None or entry.domain != DOMAIN:
+            raise ServiceValidationError(
+                translation_domain=DOMAIN,
+                translation_key="not_a_model_device",
+                translation_placeholders={"device_id": device_id},
+            )
+        server = cast(
+            LlmWarmthConfigEntry, service.async_get_config_entry(call.hass, DOMAIN, entry_id)
         )
-    if ATTR_CONFIG_ENTRY_ID not in call.data or ATTR_MODEL not in call.data:
+        # Models are their server's child devices; the server is a main device.
+        if isinstance(device, dr.ChildDeviceEntry):
+            model = next(
+                i.removeprefix(f"{entry_id}_") for d, i in device.identifiers if d == DOMAIN
+            )
+            if named and server.runtime_data.coordinator.resolve_model(named) != model:
+                raise ServiceValidationError(
+                    translation_domain=DOMAIN,
+                    translation_key="device_and_model_differ",
+                    translation_placeholders={"device": device.name or model, "model": named},
+                )
+            return server, model
+        if server_device_identifier(entry_id) not in device.identifiers:
+            raise ServiceValidationError(
+                translation_domain=DOMAIN,
+                translation_key="not_a_model_device",
+                translation_placeholders={"device_id": device_id},
+            )
+        if not named:
+            raise ServiceValidationError(
+                translation_domain=DOMAIN, translation_key="no_model_target"
+            )
+        return server, named
+    if ATTR_CONFIG_ENTRY_ID not in call.data or not named:
         raise ServiceValidationError(translation_domain=DOMAIN, translation_key="no_model_target")
     entry = service.async_get_config_entry(call.hass, DOMAIN, call.data[ATTR_CONFIG_ENTRY_ID])
-    return cast(LlmWarmthConfigEntry, entry), call.data[ATTR_MODEL]
+    return cast(LlmWarmthConfigEntry, entry), named
 
 
 async def _async_probe(call: ServiceCall) -> ServiceResponse:
