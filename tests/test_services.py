@@ -9,6 +9,7 @@ from homeassistant.const import STATE_UNKNOWN
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import device_registry as dr
+from homeassistant.helpers.service import async_get_all_descriptions
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
 
@@ -517,3 +518,27 @@ async def test_a_model_device_is_a_target(
             DOMAIN, "probe", {"config_entry_id": ENTRY_ID}, blocking=True, return_response=True
         )
     assert err.value.translation_key == "no_model_target"
+
+
+async def test_the_probe_offers_the_installed_models(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """The model field lists the servers' models (typing another stays possible)."""
+
+    async def offered() -> dict[str, Any]:
+        descriptions = await async_get_all_descriptions(hass)
+        selector: dict[str, Any] = descriptions[DOMAIN]["probe"]["fields"]["model"]["selector"]
+        return selector["select"]
+
+    select = await offered()
+    assert (select["options"], select["custom_value"]) == ([LLAMA, QWEN], True)
+    emulator.add_model(EmulatedModel(name="gemma3:4b", size=GIB, family="gemma3"))
+    init_integration.runtime_data.coordinator.monitor._installed_at = None
+    await poll()
+    assert (await offered())["options"] == ["gemma3:4b", LLAMA, QWEN]
+    # The rest of the description is services.yaml's.
+    descriptions = await async_get_all_descriptions(hass)
+    assert descriptions[DOMAIN]["probe"]["fields"]["timeout"]["default"] == 300
+    await hass.config_entries.async_unload(ENTRY_ID)
+    await hass.async_block_till_done()
+    assert (await offered())["options"] == []

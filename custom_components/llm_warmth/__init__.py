@@ -28,7 +28,7 @@ from .devices import (
     server_device_identifier,
 )
 from .gpu_coordinator import GpuCoordinator, gpu_issue_id, gpu_source_from_options
-from .services import async_setup_services
+from .services import async_offer_models, async_setup_services
 
 PLATFORMS = [Platform.BINARY_SENSOR, Platform.SENSOR]
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
@@ -36,7 +36,7 @@ CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
 async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     """Set up the integration (its actions live for as long as Home Assistant runs)."""
-    async_setup_services(hass)
+    await async_setup_services(hass)
     return True
 
 
@@ -74,8 +74,15 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     def sync_devices() -> None:
         async_sync_devices(hass, entry)
 
+    @callback
+    def offer_models() -> None:
+        async_offer_models(hass)
+
     sync_devices()
     entry.async_on_unload(coordinator.async_add_listener(sync_devices))
+    # The probe action offers the installed models: again when they or the entries change.
+    entry.async_on_unload(coordinator.async_add_listener(offer_models))
+    entry.async_on_unload(entry.async_on_state_change(offer_models))
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     coordinator.async_start_events()
     return True

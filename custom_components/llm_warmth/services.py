@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import copy
+from pathlib import Path
 from typing import Any, Final, cast
 
 from homeassistant.const import ATTR_CONFIG_ENTRY_ID
-from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
+from homeassistant.core import (
+    HomeAssistant,
+    ServiceCall,
+    ServiceResponse,
+    SupportsResponse,
+    callback,
+)
 from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import config_validation as cv, device_registry as dr, service
-from homeassistant.util.yaml import dump as yaml_dump
+from homeassistant.util.hass_dict import HassKey
+from homeassistant.util.yaml import dump as yaml_dump, load_yaml_dict
 import probatio as vol
 
 from .const import DOMAIN
@@ -65,8 +74,17 @@ PROBE_SCHEMA = vol.Schema(
 )
 
 
-def async_setup_services(hass: HomeAssistant) -> None:
+# The probe's description as services.yaml gives it, and the models offered in it last.
+_PROBE_DESCRIPTION: HassKey[dict[str, Any]] = HassKey(f"{DOMAIN}_probe_description")
+_OFFERED_MODELS: HassKey[list[str]] = HassKey(f"{DOMAIN}_offered_models")
+
+
+async def async_setup_services(hass: HomeAssistant) -> None:
     """Register the integration's actions (once, for all entries)."""
+    descriptions = await hass.async_add_executor_job(
+        load_yaml_dict, str(Path(__file__).parent / "services.yaml")
+    )
+    hass.data[_PROBE_DESCRIPTION] = descriptions[SERVICE_PROBE]
     hass.services.async_register(
         DOMAIN,
         SERVICE_PROBE,
@@ -81,6 +99,30 @@ def async_setup_services(hass: HomeAssistant) -> None:
         schema=vol.Schema({}),
         supports_response=SupportsResponse.ONLY,
     )
+
+
+@callback
+def async_offer_models(hass: HomeAssistant) -> None:
+    """Offer the loaded servers' installed models in the probe action's model field.
+
+    services.yaml cannot know them, so the action's description is set again whenever they
+    change; the field stays free to type another name (a model the server can pull).
+    """
+    models = sorted(
+        {
+            model
+            for entry in hass.config_entries.async_loaded_entries(DOMAIN)
+            for model in cast(LlmWarmthConfigEntry, entry).runtime_data.coordinator.data.installed
+        }
+    )
+    if hass.data.get(_OFFERED_MODELS) == models:
+        return
+    hass.data[_OFFERED_MODELS] = models
+    description = copy.deepcopy(hass.data[_PROBE_DESCRIPTION])
+    description["fields"][ATTR_MODEL]["selector"] = {
+        "select": {"options": models, "custom_value": True, "mode": "dropdown"}
+    }
+    service.async_set_service_schema(hass, DOMAIN, SERVICE_PROBE, description)
 
 
 async def _async_dashboard(call: ServiceCall) -> ServiceResponse:
