@@ -10,6 +10,7 @@ import time
 
 from homeassistant.const import CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers.event import async_track_state_change_event
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
 
@@ -67,7 +68,18 @@ async def test_cold_then_warm_probe_of_the_big_model(hass: HomeAssistant, ollama
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
     cold_starts = async_capture_events(hass, EVENT_COLD_START)
 
+    # Progress: the model's Warmth while the cold probe runs, on the integration's timers.
+    warmth_seen: list[tuple[str, bool]] = []
+    unsubscribe = async_track_state_change_event(
+        hass,
+        model_id(entry, "sensor.big_warmth"),
+        lambda event: warmth_seen.append(
+            (event.data["new_state"].state, event.data["new_state"].attributes["probe_running"])
+        ),
+    )
     cold = await probe(hass, entry)
+    unsubscribe()
+    assert ("loading", True) in warmth_seen, warmth_seen  # seen long before the reply
     await asyncio.sleep(2.5)  # the integration's next regular poll sees the probe's load
     warm = await probe(hass, entry)
     await asyncio.sleep(2.5)

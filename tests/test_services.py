@@ -6,9 +6,10 @@ from typing import Any
 
 from homeassistant.config_entries import SOURCE_REAUTH
 from homeassistant.const import STATE_UNKNOWN
-from homeassistant.core import HomeAssistant
+from homeassistant.core import Event, EventStateChangedData, HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import device_registry as dr
+from homeassistant.helpers.event import async_track_state_change_event
 from homeassistant.helpers.service import async_get_all_descriptions
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
@@ -542,3 +543,33 @@ async def test_the_probe_offers_the_installed_models(
     await hass.config_entries.async_unload(ENTRY_ID)
     await hass.async_block_till_done()
     assert (await offered())["options"] == []
+
+
+async def test_a_long_cold_probe_shows_its_progress(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """While a cold probe runs, the model's Warmth says so: loading, then warm.
+
+    On the integration's own timers: the probe asks for a poll right after it is sent, so
+    the load shows long before the reply (the regular interval here is 10 s).
+    """
+    emulator.models[LLAMA].load_delay = 2.0
+    warmth = "sensor.ollama_test_llama3_2_3b_warmth"
+    seen: list[tuple[str, bool]] = []
+
+    @callback
+    def record(event: Event[EventStateChangedData]) -> None:
+        if (state := event.data["new_state"]) is not None:
+            seen.append((state.state, state.attributes["probe_running"]))
+
+    unsubscribe = async_track_state_change_event(hass, warmth, record)
+    polls_before = sum(r.path == "/api/ps" for r in emulator.requests)
+    response = await probe(hass)
+    unsubscribe()
+    assert response["classification"] == "cold"
+    assert ("cold", True) in seen  # the probe was sent
+    assert ("loading", True) in seen  # its load, seen while it ran
+    assert seen[-1] == ("warm", False)  # done
+    polls = sum(r.path == "/api/ps" for r in emulator.requests) - polls_before
+    # One poll before and one after the request, and fast polls (0.5 s) during the 2 s load.
+    assert 4 <= polls <= 10

@@ -312,6 +312,14 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         model = self.resolve_model(model)
         was_resident = self.last_update_success and model in self.data.held
         self.monitor.probe_started(model, monotonic=time.monotonic())
+        self._show_probes()
+        if not was_resident and not self.events_connected:
+            # Progress of a long cold probe: poll soon, so the model shows "loading" while
+            # it loads (fast polls follow while it does), not only when the reply is there.
+            self._cancel_fast_poll()
+            self._unsub_fast_poll = async_call_later(
+                self.hass, SETTLING_SCAN_INTERVAL, self._fast_poll_job
+            )
         try:
             reply = await self.client.timed_generation(
                 api, model, prompt, options=options, timeout=timeout
@@ -321,6 +329,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             await self.async_refresh()
         except BaseException:  # failed or cancelled: no load of ours to announce
             self._handle(self.monitor.probe_failed(model))
+            self._show_probes()
             raise
         probe, changes = self.monitor.probe_finished(
             model,
@@ -336,6 +345,12 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         if self.last_update_success:  # a failed poll keeps the entities unavailable
             self.async_set_updated_data(self.monitor.with_timings(self.data))
         return probe
+
+    @callback
+    def _show_probes(self) -> None:
+        """Show which models a probe is measuring now (entities read ``probing``)."""
+        if self.last_update_success:  # a failed poll keeps the entities unavailable
+            self.async_set_updated_data(self.monitor.with_timings(self.data))
 
     def _fire(self, event_type: str, **data: Any) -> None:
         """Fire an event, naming the entity and device it is about.

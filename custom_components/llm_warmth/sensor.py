@@ -157,7 +157,11 @@ def _warmth(snapshot: ServerSnapshot, model: str) -> str:
 def _warmth_attrs(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
     resident = snapshot.resident.get(model)
     details = snapshot.installed.get(model) or resident
-    return {"server_state": resident.state.value if resident else None, **model_details(details)}
+    return {
+        "server_state": resident.state.value if resident else None,
+        "probe_running": model in snapshot.probing,
+        **model_details(details),
+    }
 
 
 def _kept_forever(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
@@ -388,6 +392,8 @@ class ModelSensor(ModelEntity, SensorEntity):
     """A sensor of one model's device."""
 
     entity_description: ModelSensorDescription
+    # Volatile: true only while a probe runs.
+    _unrecorded_attributes = frozenset({"probe_running"})
 
     @property
     @override

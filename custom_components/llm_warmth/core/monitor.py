@@ -42,6 +42,8 @@ class ServerSnapshot:
     loading: frozenset[str]
     timings: dict[str, ModelTiming]
     polled_at: datetime = field(compare=False)
+    # Models a probe of ours is measuring right now.
+    probing: frozenset[str] = frozenset()
 
     @property
     def models(self) -> frozenset[str]:
@@ -193,6 +195,7 @@ class ServerMonitor:
             loading=self._tracker.loading(),
             timings=dict(self._timings),
             polled_at=now,
+            probing=self._tracker.requesting(),
         )
         return self._last, changes
 
@@ -218,7 +221,7 @@ class ServerMonitor:
         return load
 
     def with_timings(self, snapshot: ServerSnapshot) -> ServerSnapshot:
-        """Return ``snapshot`` with the timings measured since it was taken."""
+        """Return ``snapshot`` with the timings measured, and the probes running, since."""
         return ServerSnapshot(
             version=snapshot.version,
             resident=snapshot.resident,
@@ -226,6 +229,7 @@ class ServerMonitor:
             loading=snapshot.loading,
             timings=dict(self._timings),
             polled_at=snapshot.polled_at,
+            probing=self._tracker.requesting(),
         )
 
     def resolve_model(self, model: str) -> str:

@@ -398,6 +398,10 @@ class ResidencyTracker:
         own = self._own.setdefault(model, _OwnRequests(started_at=monotonic))
         own.running += 1
 
+    def requesting(self) -> frozenset[str]:
+        """Return the models an own request is running against now."""
+        return frozenset(model for model, own in self._own.items() if own.running)
+
     def request_finished(self, model: str) -> OwnRequestEnd:
         """Note that an own request to ``model`` ended; return what polling saw meanwhile."""
         own = self._own.get(model)
