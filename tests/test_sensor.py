@@ -62,8 +62,9 @@ async def test_model_sensors_through_a_load(
     coordinator = init_integration.runtime_data.coordinator
     assert hass.states.get("binary_sensor.ollama_test_llama3_2_3b_resident").state == STATE_OFF
     assert hass.states.get("sensor.ollama_test_llama3_2_3b_unloads_at").state == STATE_UNKNOWN
-    assert hass.states.get("sensor.ollama_test_llama3_2_3b_gpu_memory").state == "0.0"
-    assert hass.states.get("sensor.ollama_test_llama3_2_3b_gpu_share").state == STATE_UNKNOWN
+    # No GPU memory sensors before the server was seen holding weights on a GPU.
+    assert hass.states.get("sensor.ollama_test_llama3_2_3b_gpu_memory") is None
+    assert hass.states.get("sensor.ollama_test_resident_gpu_memory") is None
 
     load = await start_load(emulator, LLAMA, 0.4)
     await poll()
@@ -93,6 +94,37 @@ async def test_model_sensors_through_a_load(
     assert hass.states.get("sensor.ollama_test_llama3_2_3b_last_measured_load_duration").state == (
         STATE_UNKNOWN
     )
+    # Once seen on a GPU, the GPU memory sensors stay, also across a restart with nothing
+    # resident (a model not resident holds 0 GiB there; its share is unknown).
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    assert await hass.config_entries.async_reload(init_integration.entry_id)
+    await hass.async_block_till_done()
+    assert hass.states.get("sensor.ollama_test_llama3_2_3b_gpu_memory").state == "0.0"
+    assert hass.states.get("sensor.ollama_test_qwen3_8b_gpu_share").state == STATE_UNKNOWN
+    assert hass.states.get("sensor.ollama_test_resident_gpu_memory").state == "0.0"
+
+
+async def test_a_cpu_only_server_shows_memory_where_it_is(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    make_resident,
+) -> None:
+    """On a CPU-only server the models are in system RAM: no "GPU memory 0 GiB" sensors."""
+    emulator.vram_budget = 0
+    mock_config_entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    await hass.async_block_till_done()
+    await make_resident(LLAMA)
+    assert hass.states.get("binary_sensor.ollama_test_llama3_2_3b_resident").state == STATE_ON
+    ram = hass.states.get("sensor.ollama_test_resident_memory_in_system_ram")
+    assert float(ram.state) == pytest.approx(3.0)
+    for entity_id in (
+        "sensor.ollama_test_resident_gpu_memory",
+        "sensor.ollama_test_llama3_2_3b_gpu_memory",
+        "sensor.ollama_test_llama3_2_3b_gpu_share",
+    ):
+        assert hass.states.get(entity_id) is None, entity_id
 
 
 async def test_ram_spill(

@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, override
 
-from homeassistant.core import callback
+from homeassistant.const import Platform
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.device_registry import ChildDeviceInfo, DeviceInfo
 from homeassistant.helpers.entity import Entity, EntityDescription
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.update_coordinator import CoordinatorEntity, DataUpdateCoordinator
 
+from .const import DOMAIN
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import Capabilities
 from .core.monitor import ServerSnapshot
@@ -176,6 +179,29 @@ def async_add_model_entities(
 
 
 @callback
+def async_add_server_entities(
+    entry: LlmWarmthConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+    entities: Callable[[], Iterable[Entity]],
+    when: Callable[[ServerSnapshot], bool],
+) -> None:
+    """Add server entities once ``when`` holds for a snapshot (checked now and per poll)."""
+    coordinator = entry.runtime_data.coordinator
+    added = False
+
+    @callback
+    def add_once() -> None:
+        nonlocal added
+        if not added and when(coordinator.data):
+            added = True
+            async_add_entities(entities())
+
+    add_once()
+    if not added:
+        entry.async_on_unload(coordinator.async_add_listener(add_once))
+
+
+@callback
 def async_add_gpu_entities(
     entry: LlmWarmthConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
@@ -205,3 +231,28 @@ def async_add_gpu_entities(
 
     add_new_gpus()
     entry.async_on_unload(gpu_coordinator.async_add_listener(add_new_gpus))
+
+
+@callback
+def registered_server_sensor(
+    hass: HomeAssistant, entry: LlmWarmthConfigEntry, keys: set[str]
+) -> bool:
+    """Return True when one of these server sensors is in the entity registry."""
+    registry = er.async_get(hass)
+    return any(
+        registry.async_get_entity_id(Platform.SENSOR, DOMAIN, f"{entry.entry_id}_{key}")
+        for key in keys
+    )
+
+
+@callback
+def models_with_registered(
+    hass: HomeAssistant, entry: LlmWarmthConfigEntry, keys: set[str]
+) -> set[str]:
+    """Return the models that have one of these sensors in the entity registry."""
+    prefix = f"{entry.entry_id}_"
+    models: set[str] = set()
+    for entity in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id):
+        rest = entity.unique_id.removeprefix(prefix)
+        models.update(rest.removesuffix(f"_{key}") for key in keys if rest.endswith(f"_{key}"))
+    return models

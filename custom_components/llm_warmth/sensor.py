@@ -19,7 +19,6 @@ from homeassistant.const import (
     UnitOfTime,
 )
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .assistant import ASSISTANT_WARMTH, AssistantWarmth
@@ -34,6 +33,9 @@ from .entity import (
     ServerEntity,
     async_add_gpu_entities,
     async_add_model_entities,
+    async_add_server_entities,
+    models_with_registered,
+    registered_server_sensor,
     supported,
 )
 from .gpu_sensor import GPU_SENSORS, GpuSensor, SensorValue, memory_sensor
@@ -183,12 +185,6 @@ SERVER_SENSORS: tuple[ServerSensorDescription, ...] = (
     ),
     memory_sensor(
         ServerSensorDescription,
-        "resident_vram",
-        value_fn=lambda s: _total([m.size_vram for m in s.resident.values()]),
-        has_fn=_reports_memory,
-    ),
-    memory_sensor(
-        ServerSensorDescription,
         "resident_ram_spill",
         value_fn=lambda s: _total([m.ram_spill for m in s.resident.values()]),
         has_fn=_reports_memory,
@@ -219,21 +215,6 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         value_fn=_unloads_at,
         attrs_fn=_kept_forever,
         has_fn=lambda c: c.reports_expiry,
-    ),
-    memory_sensor(
-        ModelSensorDescription,
-        "vram",
-        value_fn=lambda s, m: s.resident[m].size_vram if m in s.resident else 0,
-        has_fn=_reports_memory,
-    ),
-    ModelSensorDescription(
-        has_fn=_reports_memory,
-        key="gpu_share",
-        translation_key="gpu_share",
-        native_unit_of_measurement=PERCENTAGE,
-        state_class=SensorStateClass.MEASUREMENT,
-        suggested_display_precision=0,
-        value_fn=lambda s, m: s.resident[m].gpu_share if m in s.resident else None,
     ),
     ModelSensorDescription(
         key="context_length",
@@ -312,6 +293,35 @@ PROBE_SENSORS: tuple[ModelSensorDescription, ...] = (
 )
 
 
+# GPU memory, created once the server has held model weights on a GPU: a CPU-only server
+# would show "GPU memory 0 GiB" for ever (its models' memory is "in system RAM").
+SERVER_GPU_SENSORS: tuple[ServerSensorDescription, ...] = (
+    memory_sensor(
+        ServerSensorDescription,
+        "resident_vram",
+        value_fn=lambda s: _total([m.size_vram for m in s.resident.values()]),
+        has_fn=_reports_memory,
+    ),
+)
+MODEL_GPU_SENSORS: tuple[ModelSensorDescription, ...] = (
+    memory_sensor(
+        ModelSensorDescription,
+        "vram",
+        value_fn=lambda s, m: s.resident[m].size_vram if m in s.resident else 0,
+        has_fn=_reports_memory,
+    ),
+    ModelSensorDescription(
+        has_fn=_reports_memory,
+        key="gpu_share",
+        translation_key="gpu_share",
+        native_unit_of_measurement=PERCENTAGE,
+        state_class=SensorStateClass.MEASUREMENT,
+        suggested_display_precision=0,
+        value_fn=lambda s, m: s.resident[m].gpu_share if m in s.resident else None,
+    ),
+)
+
+
 async def async_setup_entry(
     hass: HomeAssistant,
     entry: LlmWarmthConfigEntry,
@@ -340,7 +350,7 @@ async def async_setup_entry(
     )
     # Probe figures exist once a model was probed: no wall of "unknown" before that
     # (models whose probe sensors an earlier release registered keep them).
-    registered = _models_with(hass, entry, {d.key for d in PROBE_SENSORS})
+    registered = models_with_registered(hass, entry, {d.key for d in PROBE_SENSORS})
     async_add_model_entities(
         entry,
         async_add_entities,
@@ -351,21 +361,40 @@ async def async_setup_entry(
             model in registered or _timing(snapshot, model).last is not None
         ),
     )
+    # GPU memory once the server used a GPU (or an earlier start registered its sensors).
+    gpu_seen = bool(
+        models_with_registered(hass, entry, {d.key for d in MODEL_GPU_SENSORS})
+        or registered_server_sensor(hass, entry, {d.key for d in SERVER_GPU_SENSORS})
+    )
+
+    def uses_gpu(snapshot: ServerSnapshot) -> bool:
+        nonlocal gpu_seen
+        gpu_seen = gpu_seen or any(m.size_vram for m in snapshot.resident.values())
+        return gpu_seen
+
+    async_add_server_entities(
+        entry,
+        async_add_entities,
+        lambda: (
+            ServerSensor(coordinator, description)
+            for description in supported(SERVER_GPU_SENSORS, capabilities)
+        ),
+        when=uses_gpu,
+    )
+    model_gpu_sensors = supported(MODEL_GPU_SENSORS, capabilities)
+    async_add_model_entities(
+        entry,
+        async_add_entities,
+        lambda model: (
+            ModelSensor(coordinator, description, model) for description in model_gpu_sensors
+        ),
+        when=lambda snapshot, _model: uses_gpu(snapshot),
+    )
     async_add_gpu_entities(
         entry,
         async_add_entities,
         lambda gpu, uuid: (GpuSensor(gpu, description, uuid) for description in GPU_SENSORS),
     )
-
-
-def _models_with(hass: HomeAssistant, entry: LlmWarmthConfigEntry, keys: set[str]) -> set[str]:
-    """Return the models that have one of these sensors in the entity registry."""
-    prefix = f"{entry.entry_id}_"
-    models: set[str] = set()
-    for entity in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id):
-        rest = entity.unique_id.removeprefix(prefix)
-        models.update(rest.removesuffix(f"_{key}") for key in keys if rest.endswith(f"_{key}"))
-    return models
 
 
 class ServerSensor(ServerEntity, SensorEntity):
