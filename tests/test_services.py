@@ -62,9 +62,10 @@ async def test_cold_then_warm(
     assert cold["queue_and_load_ms"] >= 600
     assert cold["prefill_ms"] >= 20
     assert cold["ttft_ms"] >= cold["queue_and_load_ms"] + cold["prefill_ms"]
+    # The response rounds each figure to 0.1 ms: the sum holds to that.
     assert cold["overhead_ms"] == pytest.approx(
         cold["ttft_ms"] - cold["queue_and_load_ms"] - cold["prefill_ms"],
-        abs=0.01,
+        abs=0.16,
     )
     assert cold["decode_rate"] > 0
     assert cold["prompt_tokens"] > 0
@@ -276,7 +277,7 @@ async def test_one_token_answer_decomposes(
     assert result["prefill_ms"] >= 50
     assert result["first_decode_ms"] > 0
     assert result["overhead_ms"] == pytest.approx(
-        result["ttft_ms"] - result["queue_and_load_ms"] - result["prefill_ms"], abs=0.01
+        result["ttft_ms"] - result["queue_and_load_ms"] - result["prefill_ms"], abs=0.16
     )
 
 

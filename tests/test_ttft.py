@@ -278,3 +278,31 @@ def test_a_summary_says_how_the_reply_went() -> None:
     assert summary(unmeasured(2000, 70), Verdict(Classification.COLD, Stage.LOAD)) == (
         "cold start: 2.0 s, 70 ms prefill"
     )
+
+
+def test_a_response_rounds_figures_as_people_read_them() -> None:
+    """Milliseconds to 0.1, and below 1 ms two significant digits (never a false 0)."""
+    sample = StageBreakdown(
+        ttft_ms=35877.2134,
+        queue_and_load_ms=7512.0491,
+        prefill_ms=344.118,
+        first_decode_ms=0.04321,
+        overhead_ms=2.7649,
+        decode_rate=5.91234,
+        prompt_tokens=78,
+        eval_tokens=16,
+    )
+    shown = sample.as_response()
+    assert (shown["ttft_ms"], shown["queue_and_load_ms"], shown["prefill_ms"]) == (
+        35877.2,
+        7512.0,
+        344.1,
+    )
+    assert (shown["first_decode_ms"], shown["overhead_ms"], shown["decode_rate"]) == (
+        0.043,
+        2.8,
+        5.9,
+    )
+    assert (shown["prompt_tokens"], shown["queue_ms"]) == (78, None)
+    # Stored figures keep their precision.
+    assert sample.as_dict()["ttft_ms"] == 35877.2134

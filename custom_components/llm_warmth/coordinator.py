@@ -276,8 +276,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             EVENT_COLD_START,
             model=model,
             source="probe" if probe else "passive",
-            ttft_ms=sample.ttft_ms if sample else None,
-            queue_and_load_ms=sample.queue_and_load_ms if sample else None,
+            ttft_ms=sample.as_response()["ttft_ms"] if sample else None,
+            queue_and_load_ms=sample.as_response()["queue_and_load_ms"] if sample else None,
             dominant_stage=(probe.verdict.dominant_stage if probe else Stage.LOAD).value,
             **figures.as_event_data(),
         )

@@ -206,5 +206,5 @@ async def _async_probe(call: ServiceCall) -> ServiceResponse:
         "summary": summary(probe.sample, probe.verdict),
         "classification": probe.verdict.classification.value,
         "dominant_stage": probe.verdict.dominant_stage.value,
-        **probe.sample.as_dict(),
+        **probe.sample.as_response(),
     }

@@ -94,6 +94,13 @@ class StageBreakdown:
             "queue_ms": self.queue_ms,
         }
 
+    def as_response(self) -> dict[str, float | int | None]:
+        """Return the breakdown for people: to 0.1, and below 1 to two significant digits."""
+        return {
+            key: _shown(value) if isinstance(value, float) else value
+            for key, value in self.as_dict().items()
+        }
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StageBreakdown:
         """Rebuild a stored breakdown; raise ``ValueError`` when it is not one."""
@@ -395,6 +402,11 @@ def _optional_float(value: object) -> float | None:
     if not math.isfinite(number):
         raise ValueError(f"not a finite number: {value!r}")
     return number
+
+
+def _shown(value: float) -> float:
+    """Return a figure rounded as people read it: 35877.2, 344.1, 2.8, 0.043."""
+    return round(value, 1) if abs(value) >= 1 else float(f"{value:.2g}")
 
 
 def _float(value: object) -> float:
