@@ -13,6 +13,8 @@ from homeassistant.helpers.event import async_track_state_change_event
 from homeassistant.helpers.service import async_get_all_descriptions
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
+from syrupy.assertion import SnapshotAssertion
+from syrupy.matchers import path_type
 
 from custom_components.llm_warmth.const import DOMAIN, EVENT_COLD_START, EVENT_MODEL_LOADED
 from custom_components.llm_warmth.services import DEFAULT_NUM_PREDICT, LONG_PROMPT
@@ -574,3 +576,24 @@ async def test_a_long_cold_probe_shows_its_progress(
     polls = sum(r.path == "/api/ps" for r in emulator.requests) - polls_before
     # One poll before and one after the request, and fast polls (0.5 s) during the 2 s load.
     assert 4 <= polls <= 10
+
+
+async def test_the_action_responses(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    snapshot: SnapshotAssertion,
+) -> None:
+    """What an automation gets back: fields, types, what is null (timings vary)."""
+    emulator.models[LLAMA].load_delay = 0.3
+    cold = await probe(hass)
+    timed = ("ttft_ms", "queue_and_load_ms", "prefill_ms", "first_decode_ms", "overhead_ms")
+    assert cold == snapshot(
+        name="probe",
+        matcher=path_type({**dict.fromkeys((*timed, "decode_rate"), (float,)), "summary": (str,)}),
+    )
+    assert cold["summary"].startswith("cold start: ")
+    dashboard = await hass.services.async_call(
+        DOMAIN, "dashboard", {}, blocking=True, return_response=True
+    )
+    assert dashboard == snapshot(name="dashboard")
