@@ -48,6 +48,41 @@ _PAGE_REPORT_JS = """
 """
 
 
+# The page's text through every shadow root, as one string (for waiting on it).
+_TEXT_JS = """(() => {
+  const parts = [];
+  const walk = (root) => {
+    for (const node of root.childNodes) {
+      if (node.nodeType === Node.TEXT_NODE) parts.push(node.textContent);
+      else if (node.nodeType === Node.ELEMENT_NODE && node.localName !== 'style') {
+        if (node.shadowRoot) walk(node.shadowRoot);
+        walk(node);
+      }
+    }
+  };
+  walk(document);
+  return parts.join(' ');
+})()"""
+
+
+def sign_in_script(url: str, access_token: str, refresh_token: str) -> str:
+    """Return a script that signs the frontend at ``url`` in with these tokens.
+
+    Home Assistant's frontend keeps its tokens in ``localStorage.hassTokens``; set before
+    the page's own scripts run, it starts signed in (the refresh token renews the access).
+    """
+    tokens = {
+        "hassUrl": url,
+        "clientId": f"{url}/",
+        "expires": 4102444800000,
+        "expires_in": 1800,
+        "refresh_token": refresh_token,
+        "access_token": access_token,
+        "token_type": "Bearer",
+    }
+    return f"localStorage.setItem('hassTokens', {json.dumps(json.dumps(tokens))});"
+
+
 class ChromiumError(Exception):
     """The browser could not be started or did not answer."""
 
@@ -143,6 +178,14 @@ class Page:
             while not await self.evaluate(expression):
                 await asyncio.sleep(0.25)
 
+    async def wait_for_text(self, expected: list[str], timeout: float = 90) -> None:
+        """Wait until the page shows every one of these texts (shadow roots included)."""
+        want = json.dumps(expected)
+        await self.wait_for(
+            f"(() => {{ const t = {_TEXT_JS}; return {want}.every((w) => t.includes(w)); }})()",
+            timeout=timeout,
+        )
+
     async def report(self) -> dict[str, list[str]]:
         """Return the page's error cards, warnings and visible text (shadow roots included)."""
         return json.loads(await self.evaluate(_PAGE_REPORT_JS))
@@ -214,3 +257,30 @@ async def chromium_page(
         if process.returncode is None:
             process.kill()
         await process.wait()
+
+
+async def look(page: Page, url: str, expected: list[str], screenshot: Path) -> str:
+    """Open a page as a person would; fail on what a person would notice; return its text.
+
+    Waits until every expected text shows, then fails on error cards, warnings, "not
+    available" and uncaught script errors. Saves ``<screenshot>.png`` (or
+    ``<screenshot>-timeout.png`` with the page's text in the failure when it never showed).
+    """
+    await page.goto(url)
+    try:
+        await page.wait_for_text(expected)
+    except TimeoutError:
+        await page.screenshot(screenshot.with_name(f"{screenshot.name}-timeout.png"))
+        shown = (await page.text())[-3000:]
+        raise AssertionError(
+            f"{url} did not show {expected}; it shows:\n{shown}\n{page.exceptions}"
+        ) from None
+    report = await page.report()
+    text = "\n".join(report["text"])
+    assert report["errors"] == [], f"error cards on {url}: {report['errors']}"
+    assert report["warnings"] == [], f"warnings on {url}: {report['warnings']}"
+    assert "not available" not in text.lower(), f"{url} shows an entity as not available"
+    assert page.exceptions == [], f"script errors on {url}: {page.exceptions}"
+    await asyncio.sleep(1.5)  # icons and charts finish drawing after the text is there
+    await page.screenshot(screenshot.with_name(f"{screenshot.name}.png"))
+    return text

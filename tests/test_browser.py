@@ -9,11 +9,9 @@ script error. ``LLM_WARMTH_SCREENSHOTS=<folder>`` also saves the screenshots the
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 import importlib.util
-import json
 import os
 from pathlib import Path
 import socket
@@ -39,7 +37,7 @@ from pytest_homeassistant_custom_component.components.recorder.common import (
 from custom_components.llm_warmth.const import CONF_ASSISTANT_MODEL, DOMAIN
 from custom_components.llm_warmth.devices import server_device_identifier
 
-from .chromium import Page, chromium_binary, chromium_page
+from .chromium import Page, chromium_binary, chromium_page, look, sign_in_script
 from .conftest import ENTRY_ID, LLAMA, QWEN, model_device
 from .ollama_emulator import OllamaEmulator
 
@@ -154,65 +152,17 @@ async def browser(
 ) -> AsyncGenerator[Browser]:
     """A browser tab signed in as an administrator."""
     refresh = await hass.auth.async_create_refresh_token(hass_admin_user, f"{frontend}/")
-    tokens = {
-        "hassUrl": frontend,
-        "clientId": f"{frontend}/",
-        "expires": 4102444800000,
-        "expires_in": 1800,
-        "refresh_token": refresh.token,
-        "access_token": hass.auth.async_create_access_token(refresh),
-        "token_type": "Bearer",
-    }
-    sign_in = f"localStorage.setItem('hassTokens', {json.dumps(json.dumps(tokens))});"
+    access_token = hass.auth.async_create_access_token(refresh)
+    sign_in = sign_in_script(frontend, access_token, refresh.token)
     screenshots = Path(os.environ.get("LLM_WARMTH_SCREENSHOTS") or tmp_path)
     # Tall enough for the whole dashboard: the logbook card renders its rows only in view.
     async with chromium_page(tmp_path / "profile", height=1500, init_script=sign_in) as page:
-        yield Browser(page, frontend, tokens["access_token"], screenshots)
+        yield Browser(page, frontend, access_token, screenshots)
 
 
 async def _look(browser: Browser, path: str, expected: list[str], name: str) -> str:
-    """Open a page, wait for what must show, fail on what must not; return its text.
-
-    Saves a screenshot as ``<name>.png`` (``<name>-timeout.png`` when it never showed).
-    """
-    page, url = browser.page, f"{browser.url}{path}"
-    await page.goto(url)
-    want = json.dumps(expected)
-    try:
-        await page.wait_for(
-            f"(() => {{ const t = {_TEXT_JS}; return {want}.every((w) => t.includes(w)); }})()",
-            timeout=90,
-        )
-    except TimeoutError:
-        await page.screenshot(browser.screenshots / f"{name}-timeout.png")
-        shown = (await page.text())[-3000:]
-        pytest.fail(f"{url} did not show {expected}; it shows:\n{shown}\n{page.exceptions}")
-    report = await page.report()
-    text = "\n".join(report["text"])
-    assert report["errors"] == [], f"error cards on {url}: {report['errors']}"
-    assert report["warnings"] == [], f"warnings on {url}: {report['warnings']}"
-    assert "not available" not in text.lower(), f"{url} shows an entity as not available"
-    assert page.exceptions == [], f"script errors on {url}: {page.exceptions}"
-    await asyncio.sleep(1.5)  # icons and charts finish drawing after the text is there
-    await page.screenshot(browser.screenshots / f"{name}.png")
-    return text
-
-
-# The page's text through every shadow root, as one string (for waiting on it).
-_TEXT_JS = """(() => {
-  const parts = [];
-  const walk = (root) => {
-    for (const node of root.childNodes) {
-      if (node.nodeType === Node.TEXT_NODE) parts.push(node.textContent);
-      else if (node.nodeType === Node.ELEMENT_NODE && node.localName !== 'style') {
-        if (node.shadowRoot) walk(node.shadowRoot);
-        walk(node);
-      }
-    }
-  };
-  walk(document);
-  return parts.join(' ');
-})()"""
+    """Open a page of the test Home Assistant: see ``chromium.look``."""
+    return await look(browser.page, f"{browser.url}{path}", expected, browser.screenshots / name)
 
 
 async def test_dashboard_and_device_pages_in_a_browser(

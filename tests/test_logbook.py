@@ -56,6 +56,20 @@ async def test_every_event_is_described(hass: HomeAssistant, snapshot: SnapshotA
         ),
         (EVENT_COLD_START, {"model": "big", "source": "passive", "ttft_ms": None}),
         (EVENT_COLD_START, {"model": "big", "source": "passive", "load_seconds": 2.5}),
+        # What polling saw of another client's load is a lower bound.
+        (
+            EVENT_MODEL_LOADED,
+            {"model": "big", "cold_request_seconds": 4.5, "cold_request_source": "polling"},
+        ),
+        (
+            EVENT_COLD_START,
+            {
+                "model": "big",
+                "source": "passive",
+                "cold_request_seconds": 4.5,
+                "cold_request_source": "polling",
+            },
+        ),
         (EVENT_SERVER_RESTARTED, {"reason": "reconnected", "version": "0.9.3"}),
         (
             EVENT_SERVER_RESTARTED,

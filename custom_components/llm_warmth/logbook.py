@@ -39,16 +39,22 @@ _STAGES = {
 }
 
 
-def _seconds(value: object) -> str | None:
-    return f"{value:.1f} s" if isinstance(value, int | float) else None
+def _seconds(data: Mapping[str, Any], figure: str) -> str | None:
+    """Return ``<figure>_seconds`` in words; "at least" when polling saw only part of it."""
+    value = data.get(f"{figure}_seconds")
+    if not isinstance(value, int | float):
+        return None
+    # Polling sees a load or a cold request from its first sighting on: a lower bound.
+    bound = "at least " if data.get(f"{figure}_source") == "polling" else ""
+    return f"{bound}{value:.1f} s"
 
 
 def _loaded(data: Mapping[str, Any]) -> str:
     verb = "reloaded" if data.get("reloaded") else "loaded"
-    load = _seconds(data.get("load_seconds"))
+    load = _seconds(data, "load")
     if load:
         return f"was {verb} in {load}"
-    request = _seconds(data.get("cold_request_seconds"))
+    request = _seconds(data, "cold_request")
     return f"was {verb} (first request took {request})" if request else f"was {verb}"
 
 
@@ -66,7 +72,7 @@ def _cold_start(data: Mapping[str, Any]) -> str:
         stage = str(data.get("dominant_stage", "load"))
         spent = _STAGES.get(stage, stage.replace("_", " "))
         return f"had a cold start: first token after {ttft / 1000:.1f} s, mostly {spent}"
-    load = _seconds(data.get("load_seconds")) or _seconds(data.get("cold_request_seconds"))
+    load = _seconds(data, "load") or _seconds(data, "cold_request")
     return f"had a cold start ({load})" if load else "had a cold start"
 
 

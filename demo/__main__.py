@@ -1,0 +1,118 @@
+"""Run the demo: ``scripts/demo [--port 8123] [--server URL]``; Ctrl+C stops it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+from pathlib import Path
+import signal
+import sys
+import webbrowser
+
+import aiohttp
+
+from tests.ollama_emulator import OllamaEmulator
+
+from . import home_assistant as ha
+from .household import ASSISTANT, gpu_box, morning
+
+
+def say(line: str) -> None:
+    """Print one line of the demo's own (Home Assistant's log goes to a file)."""
+    print(line, flush=True)
+
+
+async def run(args: argparse.Namespace) -> int:
+    """Start everything, play the morning, stay up until stopped."""
+    state: Path = args.state_dir
+    config_dir = state / "config"
+    log = state / "home-assistant.log"
+    url = f"http://127.0.0.1:{args.port}"
+    ha.write_config(config_dir, args.port)
+    server = None
+    if args.server:
+        server_url = args.server
+    else:
+        server = gpu_box()
+        server_url = await server.start()
+        say(f"Emulated Ollama (8 GiB GPU; {', '.join(sorted(server.models))}) on {server_url}")
+    say(f"Starting Home Assistant on {url} (its log: {log}); the first start takes a while")
+    process = await ha.start(config_dir, log)
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stopped.set)
+    household: asyncio.Task[None] | None = None
+    try:
+        async with aiohttp.ClientSession() as http:
+            await ha.wait_until_up(http, url, process)
+            session = await ha.onboard(http, url)
+            entry_id = await ha.add_server(session, server_url, ASSISTANT if server else None)
+            path = await ha.add_dashboard(session)
+            say(f"Sign in as '{ha.USERNAME}' with password '{ha.PASSWORD}'")
+            say(f"Dashboard: {url}{path}")
+            say("ready (Ctrl+C stops the demo)")
+            if os.environ.get("DISPLAY") and not args.no_browser:
+                webbrowser.open(f"{url}{path}")
+            if server is not None:
+
+                async def probe(model: str) -> str:
+                    return await ha.probe(session, entry_id, model)
+
+                async def refresh_dashboard() -> str:
+                    return await ha.save_dashboard(session)
+
+                household = asyncio.create_task(morning(server, probe, refresh_dashboard, say))
+            ended = asyncio.create_task(process.wait())
+            waiting = asyncio.create_task(stopped.wait())
+            await asyncio.wait({ended, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            waiting.cancel()
+            if ended.done():
+                say(f"Home Assistant exited ({process.returncode}); see {log}")
+                return 1
+    finally:
+        await _stop(process, server, household)
+    say("Demo stopped")
+    return 0
+
+
+async def _stop(
+    process: asyncio.subprocess.Process,
+    server: OllamaEmulator | None,
+    household: asyncio.Task[None] | None,
+) -> None:
+    """Stop the morning, Home Assistant (it saves its state) and the emulated server."""
+    if household is not None:
+        household.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await household
+    if process.returncode is None:
+        process.terminate()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(60):
+                await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    if server is not None:
+        await server.stop()
+
+
+def main() -> int:
+    """Parse the arguments and run the demo."""
+    parser = argparse.ArgumentParser(prog="scripts/demo", description=__doc__)
+    parser.add_argument("--port", type=int, default=8123, help="Home Assistant's port")
+    parser.add_argument(
+        "--server", help="a real server's URL (Ollama, llama-server, llama-swap) instead"
+    )
+    parser.add_argument("--state-dir", default=".demo", help="where the demo keeps its files")
+    parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    args = parser.parse_args()
+    args.state_dir = Path(args.state_dir).resolve()
+    return asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""The README's quick start, as a newcomer runs it: ``scripts/demo``, then the dashboard.
+
+Runs ``scripts/demo`` in the background (its own Home Assistant and emulated Ollama), waits
+for it, signs in with the credentials it prints, drives headless Chromium to the dashboard
+it prints, checks that the warmth entities and the morning's events are there, and stops it
+as a person would (Ctrl+C). Home Assistant's log must hold no error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+import importlib.util
+import os
+from pathlib import Path
+import re
+import signal
+import socket
+
+import aiohttp
+import pytest
+
+from .chromium import chromium_binary, chromium_page, look, sign_in_script
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_MISSING = [
+    reason
+    for reason, absent in (
+        ("Debian's chromium is not installed", chromium_binary() is None),
+        (
+            "the frontend package (home-assistant-frontend) is not installed",
+            importlib.util.find_spec("hass_frontend") is None,
+        ),
+    )
+    if absent
+]
+if _MISSING and os.environ.get("LLM_WARMTH_REQUIRE_BROWSER"):
+    pytest.fail(f"demo test required: {'; '.join(_MISSING)}", pytrace=False)
+if _MISSING:
+    pytest.skip("; ".join(_MISSING), allow_module_level=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Demo:
+    """``scripts/demo`` running in the background, and what it printed."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.lines: list[str] = []
+
+    async def until(self, pattern: str, timeout: float) -> re.Match[str]:
+        """Read the demo's output until a line matches ``pattern``."""
+        assert self.process.stdout is not None
+        async with asyncio.timeout(timeout):
+            while True:
+                for line in self.lines:
+                    if match := re.search(pattern, line):
+                        return match
+                raw = await self.process.stdout.readline()
+                if not raw:
+                    raise AssertionError(f"the demo ended early:\n{''.join(self.lines)}")
+                self.lines.append(raw.decode())
+
+
+@pytest.fixture
+async def demo(socket_enabled: None, tmp_path: Path) -> AsyncGenerator[tuple[Demo, Path]]:
+    """Start ``scripts/demo`` on a free port with its files in ``tmp_path``."""
+    process = await asyncio.create_subprocess_exec(
+        str(ROOT / "scripts" / "demo"),
+        "--port",
+        str(_free_port()),
+        "--state-dir",
+        str(tmp_path / "demo"),
+        "--no-browser",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        stdin=asyncio.subprocess.DEVNULL,
+    )
+    running = Demo(process)
+    try:
+        yield running, tmp_path / "demo"
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def _sign_in(url: str, username: str, password: str) -> tuple[str, str]:
+    """Sign in with a username and password, as the login page does; return the tokens."""
+    client_id = f"{url}/"
+    async with aiohttp.ClientSession() as http:
+        async with http.post(
+            f"{url}/auth/login_flow",
+            json={
+                "client_id": client_id,
+                "handler": ["homeassistant", None],
+                "redirect_uri": f"{url}/",
+            },
+        ) as answer:
+            flow = await answer.json()
+        async with http.post(
+            f"{url}/auth/login_flow/{flow['flow_id']}",
+            json={"client_id": client_id, "username": username, "password": password},
+        ) as answer:
+            result = await answer.json()
+        assert result["type"] == "create_entry", result
+        async with http.post(
+            f"{url}/auth/token",
+            data={
+                "grant_type": "authorization_code",
+                "code": result["result"],
+                "client_id": client_id,
+            },
+        ) as answer:
+            tokens = await answer.json()
+    return tokens["access_token"], tokens["refresh_token"]
+
+
+async def test_the_demo_shows_warmth_and_events_in_a_browser(
+    demo: tuple[Demo, Path], tmp_path: Path
+) -> None:
+    running, state = demo
+    signed = await running.until(r"Sign in as '(\w+)' with password '([\w-]+)'", timeout=420)
+    dashboard = await running.until(r"Dashboard: (http://127\.0\.0\.1:\d+)(/\S+)", timeout=30)
+    await running.until(r"^ready", timeout=30)
+    # The morning: a cold probe, an eviction, a cold start by another client, a warm probe.
+    await running.until(r"a probe of llama3\.2:3b right after: warm", timeout=120)
+    await running.until(r"^\s+warm: ", timeout=60)
+
+    url, path = dashboard.group(1), dashboard.group(2)
+    access, refresh = await _sign_in(url, signed.group(1), signed.group(2))
+    screenshots = Path(os.environ.get("LLM_WARMTH_SCREENSHOTS") or tmp_path)
+    async with chromium_page(
+        tmp_path / "profile", height=1500, init_script=sign_in_script(url, access, refresh)
+    ) as page:
+        text = await look(
+            page,
+            f"{url}{path}",
+            [
+                "Assistant",
+                "llama3.2:3b Warmth",
+                "qwen3:8b Warmth",
+                "Time to first token (probes)",
+                "had a cold start",
+                "was loaded in",
+                "was unloaded",
+            ],
+            screenshots / "demo",
+        )
+    assert "Warm" in text
+
+    # Ctrl+C: the demo stops Home Assistant and itself, cleanly.
+    running.process.send_signal(signal.SIGINT)
+    await running.until(r"^Demo stopped", timeout=120)
+    async with asyncio.timeout(30):
+        assert await running.process.wait() == 0
+    output = "".join(running.lines)
+    assert "Traceback" not in output
+    assert "ERROR" not in output
+    log = (state / "home-assistant.log").read_text()
+    errors = [line for line in log.splitlines() if " ERROR " in line]
+    assert errors == [], errors
