@@ -43,29 +43,37 @@ logger:
 
 
 def write_config(config_dir: Path, port: int) -> None:
-    """Write a fresh configuration: the YAML and the confirmed HTTP settings.
+    """Write a fresh configuration for the demo: the YAML and the first-start settings."""
+    shutil.rmtree(config_dir, ignore_errors=True)
+    config_dir.mkdir(parents=True)
+    (config_dir / "configuration.yaml").write_text(_CONFIGURATION)
+    prepare_storage(config_dir, port)
+
+
+def prepare_storage(config_dir: Path, port: int) -> None:
+    """Seed what a first start needs, where not there yet (``scripts/develop`` uses it too).
 
     The listening address goes into ``.storage/http`` as a confirmed setting: an ``http:``
     block in YAML would be a pending trial in Home Assistant 2026.10, reverted (and Home
-    Assistant restarted) unless someone confirms it in the UI within 5 minutes.
+    Assistant restarted) unless someone confirms it in the UI within 5 minutes. And only
+    onboarding's first step (the owner) is left: its other steps add the weather, radio and
+    speech integrations, which reach the internet and log errors without it.
     """
-    shutil.rmtree(config_dir, ignore_errors=True)
     storage = config_dir / ".storage"
-    storage.mkdir(parents=True)
-    (config_dir / "configuration.yaml").write_text(_CONFIGURATION)
-    (storage / "http").write_text(json.dumps(http_storage(port), indent=2))
-    # Onboarding's other steps would add the weather, radio and speech integrations, which
-    # reach the internet: only the owner is left to create (onboard() does).
-    (storage / "onboarding").write_text(
-        json.dumps(
-            {
-                "version": 4,
-                "minor_version": 1,
-                "key": "onboarding",
-                "data": {"done": ["core_config", "analytics", "integration"]},
-            }
+    storage.mkdir(parents=True, exist_ok=True)
+    if not (storage / "http").exists():
+        (storage / "http").write_text(json.dumps(http_storage(port), indent=2))
+    if not (storage / "onboarding").exists():
+        (storage / "onboarding").write_text(
+            json.dumps(
+                {
+                    "version": 4,
+                    "minor_version": 1,
+                    "key": "onboarding",
+                    "data": {"done": ["core_config", "analytics", "integration"]},
+                }
+            )
         )
-    )
 
 
 def http_storage(port: int) -> dict[str, Any]:

@@ -1,0 +1,60 @@
+"""scripts/setup on a fresh machine: it provides its own Python, and is quick the second time.
+
+The interpreter recipe (scripts/python314) unpacks Debian's python3.14 into a private
+prefix; here into a temporary one, so that the test runs it for real (it needs root and
+Debian's package archive, as a fresh Debian 12 machine has them).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_CAN_INSTALL = hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("dpkg") is not None
+
+
+def _run(*command: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(
+    not _CAN_INSTALL and not os.environ.get("LLM_WARMTH_REQUIRE_E2E"),
+    reason="scripts/python314 installs as root on Debian",
+)
+def test_python314_provides_an_interpreter_with_headers(tmp_path: Path) -> None:
+    prefix = tmp_path / "python3.14"
+    first = _run("scripts/python314", env={"PY314_PREFIX": str(prefix)})
+    assert first.returncode == 0, first.stderr
+    python = first.stdout.strip()
+    assert python == f"{prefix}/bin/python3.14"
+    version = _run(
+        python, "-c", "import sys, ssl, sqlite3; print(sys.version_info[:3] >= (3, 14, 2))"
+    )
+    assert version.stdout.strip() == "True", version.stderr
+    # With headers: Home Assistant builds C extensions (pymicro-vad) against them.
+    assert (prefix / "usr" / "include" / "python3.14" / "Python.h").is_file()
+    again = _run("scripts/python314", env={"PY314_PREFIX": str(prefix)})
+    assert (again.returncode, again.stdout.strip()) == (0, python)
+    assert "cached" in again.stderr
+    shutil.rmtree(prefix)  # 130 MB: not for pytest's kept temporary folders
+
+
+def test_setup_is_quick_the_second_time() -> None:
+    """After scripts/setup (CI runs it just before the tests) a second run only checks."""
+    second = _run("scripts/setup")
+    assert second.returncode == 0, second.stderr
+    assert "is up to date" in second.stdout, second.stdout + second.stderr
