@@ -27,6 +27,8 @@ _CONFIGURATION = """\
 # Written by scripts/demo (it is rewritten on every start).
 homeassistant:
   name: LLM Warmth demo
+  # What onboarding's location step would ask (that step is skipped: see prepare_storage).
+  country: US
 
 frontend:
 config:

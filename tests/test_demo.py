@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator
 import importlib.util
+import json
 import os
 from pathlib import Path
 import re
@@ -166,3 +167,7 @@ async def test_the_demo_shows_warmth_and_events_in_a_browser(
     log = (state / "home-assistant.log").read_text()
     errors = [line for line in log.splitlines() if " ERROR " in line]
     assert errors == [], errors
+    # Nothing waits in Settings -> Repairs either.
+    registry = state / "config" / ".storage" / "repairs.issue_registry"
+    issues = json.loads(registry.read_text())["data"]["issues"] if registry.exists() else []
+    assert [issue["issue_id"] for issue in issues] == []
