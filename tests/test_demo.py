@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
+import contextlib
 import importlib.util
 import json
 import os
 from pathlib import Path
 import re
+import shutil
 import signal
 import socket
 
@@ -22,6 +24,7 @@ import aiohttp
 import pytest
 
 from .chromium import chromium_binary, chromium_page, look, sign_in_script
+from .e2e import server_url
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -171,3 +174,82 @@ async def test_the_demo_shows_warmth_and_events_in_a_browser(
     registry = state / "config" / ".storage" / "repairs.issue_registry"
     issues = json.loads(registry.read_text())["data"]["issues"] if registry.exists() else []
     assert [issue["issue_id"] for issue in issues] == []
+
+
+async def test_develop_starts_clean(socket_enabled: None, tmp_path: Path) -> None:
+    """scripts/develop: up on loopback, no HTTP trial to confirm, no error in its log."""
+    config = tmp_path / "config"
+    config.mkdir()
+    shutil.copy(ROOT / "config" / "configuration.yaml", config)
+    port = _free_port()
+    process = await asyncio.create_subprocess_exec(
+        str(ROOT / "scripts" / "develop"),
+        "--port",
+        str(port),
+        "--config",
+        str(config),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        async with aiohttp.ClientSession() as http, asyncio.timeout(300):
+            while True:
+                with contextlib.suppress(aiohttp.ClientError):
+                    async with http.get(f"http://127.0.0.1:{port}/api/onboarding") as answer:
+                        steps = await answer.json()
+                        break
+                await asyncio.sleep(1)
+        # Only the owner is left to create (the first run's one step in the browser).
+        assert [s["step"] for s in steps if not s["done"]] == ["user"]
+        await asyncio.sleep(5)  # what the start logs after the HTTP server is up
+    finally:
+        process.send_signal(signal.SIGINT)
+        async with asyncio.timeout(60):
+            await process.wait()
+    http_store = json.loads((config / ".storage" / "http").read_text())["data"]
+    assert http_store["pending"] is None
+    assert http_store["stable"]["server_host"] == ["127.0.0.1"]
+    log = (config / "home-assistant.log").read_text()
+    assert [line for line in log.splitlines() if " ERROR " in line] == []
+
+
+@pytest.mark.e2e
+async def test_the_demo_against_a_real_server(socket_enabled: None, tmp_path: Path) -> None:
+    """``scripts/demo --server URL``: the real Ollama instead of the emulated GPU box."""
+    ollama = server_url("LLM_WARMTH_OLLAMA_URL")
+    process = await asyncio.create_subprocess_exec(
+        str(ROOT / "scripts" / "demo"),
+        "--port",
+        str(_free_port()),
+        "--state-dir",
+        str(tmp_path / "demo"),
+        "--no-browser",
+        "--server",
+        ollama,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        stdin=asyncio.subprocess.DEVNULL,
+    )
+    running = Demo(process)
+    try:
+        signed = await running.until(r"Sign in as '(\w+)' with password '([\w-]+)'", 420)
+        dashboard = await running.until(r"Dashboard: (http://127\.0\.0\.1:\d+)/", 30)
+        await running.until(r"^ready", 30)
+        url = dashboard.group(1)
+        access, _refresh = await _sign_in(url, signed.group(1), signed.group(2))
+        async with (
+            aiohttp.ClientSession(headers={"Authorization": f"Bearer {access}"}) as http,
+            http.get(f"{url}/api/states") as answer,
+        ):
+            states = {s["entity_id"]: s["state"] for s in await answer.json()}
+        # The real server's models, with their warmth, and no scripted morning.
+        assert {e for e in states if e.endswith(("_tiny_warmth", "_big_warmth"))} != set()
+        assert not any("probes the assistant model" in line for line in running.lines)
+        process.send_signal(signal.SIGINT)
+        await running.until(r"^Demo stopped", 120)
+        assert await process.wait() == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
