@@ -11,8 +11,10 @@ import asyncio
 import base64
 from collections.abc import AsyncGenerator
 import contextlib
+import importlib.util
 import itertools
 import json
+import os
 from pathlib import Path
 import re
 import shutil
@@ -90,6 +92,30 @@ class ChromiumError(Exception):
 def chromium_binary() -> str | None:
     """Return the path of Debian's chromium, if installed."""
     return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def require_browser() -> None:
+    """Skip the calling test module without chromium or the frontend; fail in CI instead.
+
+    CI sets ``LLM_WARMTH_REQUIRE_BROWSER``: there the browser tests must run.
+    """
+    import pytest  # noqa: PLC0415 (only test modules call this)
+
+    missing = [
+        reason
+        for reason, absent in (
+            ("Debian's chromium is not installed", chromium_binary() is None),
+            (
+                "the frontend package (home-assistant-frontend) is not installed",
+                importlib.util.find_spec("hass_frontend") is None,
+            ),
+        )
+        if absent
+    ]
+    if missing and os.environ.get("LLM_WARMTH_REQUIRE_BROWSER"):
+        pytest.fail(f"browser tests required: {'; '.join(missing)}", pytrace=False)
+    if missing:
+        pytest.skip("; ".join(missing), allow_module_level=True)
 
 
 def _describe(details: dict[str, Any]) -> str:

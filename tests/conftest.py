@@ -3,6 +3,7 @@
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from pathlib import Path
+import socket
 from typing import Any
 from unittest.mock import patch
 
@@ -73,6 +74,13 @@ def entity_registry_enabled_by_default() -> Generator[None]:
         "homeassistant.helpers.entity.Entity.entity_registry_enabled_default", return_value=True
     ):
         yield
+
+
+def free_port() -> int:
+    """Return a TCP port free on 127.0.0.1 now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def model_id(entry: ConfigEntry, entity_id: str) -> str:

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
-import importlib.util
 import os
 from pathlib import Path
-import socket
 from typing import Any
 
 import aiohttp
@@ -37,27 +35,13 @@ from pytest_homeassistant_custom_component.components.recorder.common import (
 from custom_components.llm_warmth.const import CONF_ASSISTANT_MODEL, DOMAIN
 from custom_components.llm_warmth.devices import server_device_identifier
 
-from .chromium import Page, chromium_binary, chromium_page, look, sign_in_script
-from .conftest import ENTRY_ID, LLAMA, QWEN, model_device
+from .chromium import Page, chromium_page, look, require_browser, sign_in_script
+from .conftest import ENTRY_ID, LLAMA, QWEN, free_port, model_device
 from .ollama_emulator import OllamaEmulator
 
 pytestmark = pytest.mark.browser
 
-_MISSING = [
-    reason
-    for reason, absent in (
-        ("Debian's chromium is not installed", chromium_binary() is None),
-        (
-            "the frontend package (home-assistant-frontend) is not installed",
-            importlib.util.find_spec("hass_frontend") is None,
-        ),
-    )
-    if absent
-]
-if _MISSING and os.environ.get("LLM_WARMTH_REQUIRE_BROWSER"):
-    pytest.fail(f"browser tests required: {'; '.join(_MISSING)}", pytrace=False)
-if _MISSING:
-    pytest.skip("; ".join(_MISSING), allow_module_level=True)
+require_browser()
 
 
 async def _websocket(url: str, token: str, *commands: dict[str, Any]) -> None:
@@ -73,12 +57,6 @@ async def _websocket(url: str, token: str, *commands: dict[str, Any]) -> None:
             await ws.send_json({"id": number, **command})
             answer = await ws.receive_json()
             assert answer["success"], answer
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -102,7 +80,7 @@ async def frontend(
     }
     # The listening address as a confirmed setting, as the UI stores it: an ``http:`` block in
     # YAML would be a pending trial with a confirmation dialog over every page.
-    port = _free_port()
+    port = free_port()
     stable = HTTP_STORAGE_SCHEMA({"server_host": ["127.0.0.1"], "server_port": port})
     hass_storage["http"] = {
         "version": STORAGE_VERSION,

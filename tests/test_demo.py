@@ -11,44 +11,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator
 import contextlib
-import importlib.util
 import json
 import os
 from pathlib import Path
 import re
 import shutil
 import signal
-import socket
 
 import aiohttp
 import pytest
 
-from .chromium import chromium_binary, chromium_page, look, sign_in_script
+from .chromium import chromium_page, look, require_browser, sign_in_script
+from .conftest import free_port
 from .e2e import server_url
 
 ROOT = Path(__file__).resolve().parent.parent
-
-_MISSING = [
-    reason
-    for reason, absent in (
-        ("Debian's chromium is not installed", chromium_binary() is None),
-        (
-            "the frontend package (home-assistant-frontend) is not installed",
-            importlib.util.find_spec("hass_frontend") is None,
-        ),
-    )
-    if absent
-]
-if _MISSING and os.environ.get("LLM_WARMTH_REQUIRE_BROWSER"):
-    pytest.fail(f"demo test required: {'; '.join(_MISSING)}", pytrace=False)
-if _MISSING:
-    pytest.skip("; ".join(_MISSING), allow_module_level=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Demo:
@@ -72,21 +49,28 @@ class Demo:
                 self.lines.append(raw.decode())
 
 
-@pytest.fixture
-async def demo(socket_enabled: None, tmp_path: Path) -> AsyncGenerator[tuple[Demo, Path]]:
-    """Start ``scripts/demo`` on a free port with its files in ``tmp_path``."""
+async def start_demo(state: Path, *arguments: str) -> Demo:
+    """Start ``scripts/demo`` on a free port with its files in ``state``."""
     process = await asyncio.create_subprocess_exec(
         str(ROOT / "scripts" / "demo"),
         "--port",
-        str(_free_port()),
+        str(free_port()),
         "--state-dir",
-        str(tmp_path / "demo"),
+        str(state),
         "--no-browser",
+        *arguments,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         stdin=asyncio.subprocess.DEVNULL,
     )
-    running = Demo(process)
+    return Demo(process)
+
+
+@pytest.fixture
+async def demo(socket_enabled: None, tmp_path: Path) -> AsyncGenerator[tuple[Demo, Path]]:
+    """Start ``scripts/demo`` with its files in ``tmp_path``; kill it if a test left it up."""
+    running = await start_demo(tmp_path / "demo")
+    process = running.process
     try:
         yield running, tmp_path / "demo"
     finally:
@@ -129,6 +113,7 @@ async def _sign_in(url: str, username: str, password: str) -> tuple[str, str]:
 async def test_the_demo_shows_warmth_and_events_in_a_browser(
     demo: tuple[Demo, Path], tmp_path: Path
 ) -> None:
+    require_browser()
     running, state = demo
     signed = await running.until(r"Sign in as '(\w+)' with password '([\w-]+)'", timeout=420)
     dashboard = await running.until(r"Dashboard: (http://127\.0\.0\.1:\d+)(/\S+)", timeout=30)
@@ -181,7 +166,7 @@ async def test_develop_starts_clean(socket_enabled: None, tmp_path: Path) -> Non
     config = tmp_path / "config"
     config.mkdir()
     shutil.copy(ROOT / "config" / "configuration.yaml", config)
-    port = _free_port()
+    port = free_port()
     process = await asyncio.create_subprocess_exec(
         str(ROOT / "scripts" / "develop"),
         "--port",
@@ -218,20 +203,8 @@ async def test_develop_starts_clean(socket_enabled: None, tmp_path: Path) -> Non
 async def test_the_demo_against_a_real_server(socket_enabled: None, tmp_path: Path) -> None:
     """``scripts/demo --server URL``: the real Ollama instead of the emulated GPU box."""
     ollama = server_url("LLM_WARMTH_OLLAMA_URL")
-    process = await asyncio.create_subprocess_exec(
-        str(ROOT / "scripts" / "demo"),
-        "--port",
-        str(_free_port()),
-        "--state-dir",
-        str(tmp_path / "demo"),
-        "--no-browser",
-        "--server",
-        ollama,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        stdin=asyncio.subprocess.DEVNULL,
-    )
-    running = Demo(process)
+    running = await start_demo(tmp_path / "demo", "--server", ollama)
+    process = running.process
     try:
         signed = await running.until(r"Sign in as '(\w+)' with password '([\w-]+)'", 420)
         dashboard = await running.until(r"Dashboard: (http://127\.0\.0\.1:\d+)/", 30)

@@ -22,9 +22,8 @@ or after its expiry; ``displaced`` when another model came in at the same time (
 explicit unload such as ``keep_alive: 0``, out of memory, a crash); ``server_restarted``
 when the server was unreachable or changed version in between.
 
-Loads caused by the integration's own requests (a probe) are announced by the caller with
-the server's own figures: while such a request runs, what polling sees of that model's
-load is held back, and handed to the caller when the request ends.
+Loads caused by the integration's own requests (a probe) are announced by the caller with the
+server's own figures: what polling sees of them meanwhile is held back for the caller.
 """
 
 from collections.abc import Iterable
@@ -68,12 +67,10 @@ class UnloadReason(StrEnum):
 class ModelLoaded:
     """A model came into memory.
 
-    ``seconds``: from the first poll that saw the new runner until the poll that saw it
-    ready; None when the load was not seen in progress. What that spans depends on the
-    server: ``load_end_seen`` when the server names a loading state that ends with the load
-    (llama-server, llama-swap), else it ends with the request that loaded the model
-    (Ollama: the cold request). ``reloaded``: the model was resident before and its runner
-    was replaced in place.
+    ``seconds``: from the first poll that saw the new runner until the poll that saw it ready
+    (None when the load was not seen in progress); it ends with the load where the server
+    names a loading state (``load_end_seen``: llama-server, llama-swap), else with the request
+    that loaded the model (Ollama: the cold request). ``reloaded``: replaced in place.
     """
 
     model: str
@@ -114,11 +111,7 @@ def _known(before: _RunnerKey, after: _RunnerKey) -> _RunnerKey:
 
 
 def _replaced(before: _RunnerKey, after: _RunnerKey) -> bool:
-    """Return True when a runner's known facts changed (unknown on either side is no change).
-
-    A fact one reading lacks (a server's event carries no context length, its list does)
-    says nothing about a new runner.
-    """
+    """Return True when a runner's known facts changed (unknown on either side is no change)."""
     return any(
         a not in (None, "") and b not in (None, "") and a != b
         for a, b in zip(before, after, strict=True)
@@ -399,8 +392,8 @@ class ResidencyTracker:
         own.running += 1
 
     def requesting(self) -> frozenset[str]:
-        """Return the models an own request is running against now."""
-        return frozenset(model for model, own in self._own.items() if own.running)
+        """Return the models an own request is running against now (done ones are dropped)."""
+        return frozenset(self._own)
 
     def request_finished(self, model: str) -> OwnRequestEnd:
         """Note that an own request to ``model`` ended; return what polling saw meanwhile."""
