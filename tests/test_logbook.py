@@ -50,6 +50,7 @@ async def test_every_event_is_described(hass: HomeAssistant, snapshot: SnapshotA
         (EVENT_MODEL_UNLOADED, {"model": "big", "reason": "expired", "replaced_by": []}),
         (EVENT_MODEL_UNLOADED, {"model": "big", "reason": "unloaded", "replaced_by": []}),
         (EVENT_MODEL_UNLOADED, {"model": "big", "reason": "server_restarted"}),
+        (EVENT_MODEL_UNLOADED, {"model": "big", "reason": "on_request", "replaced_by": []}),
         (
             EVENT_COLD_START,
             {"model": "big", "source": "probe", "ttft_ms": 35877.2, "dominant_stage": "load"},

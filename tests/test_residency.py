@@ -391,3 +391,16 @@ def test_load_figures_say_where_they_come_from() -> None:
         "reloaded": True,
     }
     assert LoadFigures.from_polling(ModelLoaded("a", None)).cold_request_source is None
+
+
+def test_a_model_evicted_on_request_leaves_for_that_reason_at_once() -> None:
+    """Gone after the caller unloaded it: ``on_request`` in that poll, no 3 s wait."""
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
+    observe(tracker, 0, model("a", at(300)), model("b", at(300)))
+    tracker.evicting("a")
+    assert observe(tracker, 1, model("b", at(300))) == [ModelUnloaded("a", UnloadReason.ON_REQUEST)]
+    # An eviction given up on: what leaves later is explained as usual.
+    tracker.evicting("b")
+    tracker.evicting("b", now=False)
+    assert observe(tracker, 2) == []  # left early, nothing in sight: wait for a replacement
+    assert observe(tracker, 6) == [ModelUnloaded("b", UnloadReason.UNLOADED)]

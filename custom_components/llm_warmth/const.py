@@ -19,6 +19,8 @@ MAX_SCAN_INTERVAL: Final = 300
 SETTLING_SCAN_INTERVAL: Final = timedelta(seconds=0.5)
 # ... for at most this long at a time; then the regular interval again until it settles.
 FAST_POLL_LIMIT: Final = timedelta(minutes=5)
+# How often an eviction reads the residency again until the server let the model go.
+EVICT_CHECK_INTERVAL: Final = 0.25
 
 # A server's event stream that fails is reconnected after this long, doubling up to the max.
 EVENTS_RETRY_MIN: Final = 1.0

@@ -25,6 +25,7 @@ _REASONS = {
     "expired": "its keep-alive ran out",
     "displaced": "another model took its place",
     "unloaded": "it left early (another client unloaded it, or the server dropped it)",
+    "on_request": "on request (llm_warmth.evict)",
     "server_restarted": "the server restarted",
 }
 

@@ -17,6 +17,7 @@ from homeassistant.core import (
 from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import config_validation as cv, device_registry as dr, service
 from homeassistant.util.hass_dict import HassKey
+from homeassistant.util.json import JsonValueType
 from homeassistant.util.yaml import dump as yaml_dump, load_yaml_dict
 import probatio as vol
 
@@ -31,6 +32,8 @@ from .errors import translated_errors
 
 SERVICE_PROBE: Final = "probe"
 SERVICE_DASHBOARD: Final = "dashboard"
+SERVICE_EVICT: Final = "evict"
+ATTR_ALL: Final = "all"
 ATTR_MODEL: Final = "model"
 ATTR_PROMPT: Final = "prompt"
 ATTR_LONG_PROMPT: Final = "long_prompt"
@@ -74,6 +77,19 @@ PROBE_SCHEMA = vol.Schema(
 )
 
 
+EVICT_SCHEMA = vol.Schema(
+    {
+        vol.Exclusive(ATTR_DEVICE_ID, "target"): cv.string,
+        vol.Exclusive(ATTR_CONFIG_ENTRY_ID, "target"): cv.string,
+        vol.Optional(ATTR_MODEL): vol.All(cv.string, vol.Length(min=1)),
+        vol.Optional(ATTR_ALL, default=False): cv.boolean,
+        vol.Optional(ATTR_TIMEOUT, default=60): vol.All(
+            vol.Coerce(float), vol.Range(min=1, max=600)
+        ),
+    }
+)
+
+
 # The probe's description as services.yaml gives it, and the models offered in it last.
 _PROBE_DESCRIPTION: HassKey[dict[str, Any]] = HassKey(f"{DOMAIN}_probe_description")
 _OFFERED_MODELS: HassKey[list[str]] = HassKey(f"{DOMAIN}_offered_models")
@@ -90,6 +106,14 @@ async def async_setup_services(hass: HomeAssistant) -> None:
         SERVICE_PROBE,
         _async_probe,
         schema=PROBE_SCHEMA,
+        supports_response=SupportsResponse.OPTIONAL,
+    )
+    service.async_register_admin_service(
+        hass,
+        DOMAIN,
+        SERVICE_EVICT,
+        _async_evict,
+        schema=EVICT_SCHEMA,
         supports_response=SupportsResponse.OPTIONAL,
     )
     hass.services.async_register(
@@ -131,8 +155,16 @@ async def _async_dashboard(call: ServiceCall) -> ServiceResponse:
     return {"yaml": yaml_dump(config), "config": config}
 
 
-def _target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str]:
-    """Return the server's entry and the model an action acts on.
+def _model_target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str]:
+    """Return the server's entry and the model an action acts on (one is needed)."""
+    entry, model = _target(call)
+    if model is None:
+        raise ServiceValidationError(translation_domain=DOMAIN, translation_key="no_model_target")
+    return entry, model
+
+
+def _target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str | None]:
+    """Return the server's entry and the model an action acts on, if it names one.
 
     A model's device names both. A server's device, or the server's entry, names the
     server; the ``model`` field then names the model.
@@ -169,12 +201,8 @@ def _target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str]:
                 translation_key="not_a_model_device",
                 translation_placeholders={"device_id": device_id},
             )
-        if not named:
-            raise ServiceValidationError(
-                translation_domain=DOMAIN, translation_key="no_model_target"
-            )
         return server, named
-    if ATTR_CONFIG_ENTRY_ID not in call.data or not named:
+    if ATTR_CONFIG_ENTRY_ID not in call.data:
         raise ServiceValidationError(translation_domain=DOMAIN, translation_key="no_model_target")
     entry = service.async_get_config_entry(call.hass, DOMAIN, call.data[ATTR_CONFIG_ENTRY_ID])
     return cast(LlmWarmthConfigEntry, entry), named
@@ -182,7 +210,7 @@ def _target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str]:
 
 async def _async_probe(call: ServiceCall) -> ServiceResponse:
     """Run one measured request against a model and return where its TTFT went."""
-    entry, requested = _target(call)
+    entry, requested = _model_target(call)
     coordinator = entry.runtime_data.coordinator
     model = coordinator.resolve_model(requested)
     prompt = call.data.get(ATTR_PROMPT) or (
@@ -207,4 +235,41 @@ async def _async_probe(call: ServiceCall) -> ServiceResponse:
         "classification": probe.verdict.classification.value,
         "dominant_stage": probe.verdict.dominant_stage.value,
         **probe.sample.as_response(),
+    }
+
+
+async def _async_evict(call: ServiceCall) -> ServiceResponse:
+    """Unload one model, or every resident one, now; say what was unloaded.
+
+    Returns once the server no longer holds them, so that the entities already show it.
+    """
+    entry, requested = _target(call)
+    every = call.data[ATTR_ALL]
+    if every == (requested is not None):  # both, or neither
+        raise ServiceValidationError(translation_domain=DOMAIN, translation_key="evict_target")
+    coordinator = entry.runtime_data.coordinator
+    models = (
+        sorted(coordinator.data.held)
+        if requested is None
+        else [coordinator.resolve_model(requested)]
+    )
+    placeholders = {
+        "model": ", ".join(models),
+        "url": redact_url(entry.runtime_data.client.base_url),
+    }
+    if unknown := [model for model in models if model not in coordinator.data.models]:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="model_not_found",
+            translation_placeholders={**placeholders, "model": ", ".join(unknown)},
+        )
+    with translated_errors(call.hass, entry, placeholders):
+        unloaded = await coordinator.async_evict(models, timeout=call.data[ATTR_TIMEOUT])
+    not_resident = [model for model in models if model not in unloaded]
+    said = [f"unloaded {', '.join(unloaded)}"] if unloaded else []
+    said += [f"not resident: {', '.join(not_resident)}"] if not_resident else []
+    return {
+        "unloaded": list[JsonValueType](unloaded),
+        "not_resident": list[JsonValueType](not_resident),
+        "summary": "; ".join(said) or "nothing was resident",
     }

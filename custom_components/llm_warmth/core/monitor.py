@@ -239,6 +239,10 @@ class ServerMonitor:
             return f"{model}:latest"
         return model
 
+    def evicting(self, model: str, *, now: bool = True) -> None:
+        """Note that the integration unloads ``model`` now, or (``now=False``) gave up."""
+        self._tracker.evicting(model, now=now)
+
     def probe_started(self, model: str, *, monotonic: float) -> None:
         """Note that a probe of ``model`` sends its request now."""
         self._tracker.request_started(model, monotonic=monotonic)

@@ -34,6 +34,7 @@ import math
 
 from .backends.base import Capabilities
 from .backends.types import ResidencyState, ResidentModel
+from .runner_key import RunnerKey, known_facts, replaced, runner_key
 
 # An expiry that moved forward by the time between two polls, within this much, floats.
 _FLOAT_TOLERANCE_SECONDS = 0.15
@@ -60,6 +61,7 @@ class UnloadReason(StrEnum):
     EXPIRED = "expired"
     DISPLACED = "displaced"
     UNLOADED = "unloaded"
+    ON_REQUEST = "on_request"  # by the integration's evict action
     SERVER_RESTARTED = "server_restarted"
 
 
@@ -91,33 +93,6 @@ class ModelUnloaded:
 type ResidencyChange = ModelLoaded | ModelUnloaded
 
 
-# What identifies a runner in /api/ps: a reload in place changes one of these.
-type _RunnerKey = tuple[int | None, int | None, int | None, str]
-
-
-def _runner_key(model: ResidentModel) -> _RunnerKey:
-    return (model.size, model.size_vram, model.context_length, model.digest)
-
-
-def _known(before: _RunnerKey, after: _RunnerKey) -> _RunnerKey:
-    """Return ``after`` with the facts it lacks taken from ``before``."""
-    size, vram, context, digest = after
-    return (
-        before[0] if size is None else size,
-        before[1] if vram is None else vram,
-        before[2] if context is None else context,
-        digest or before[3],
-    )
-
-
-def _replaced(before: _RunnerKey, after: _RunnerKey) -> bool:
-    """Return True when a runner's known facts changed (unknown on either side is no change)."""
-    return any(
-        a not in (None, "") and b not in (None, "") and a != b
-        for a, b in zip(before, after, strict=True)
-    )
-
-
 @dataclass(slots=True)
 class _Tracked:
     phase: Phase
@@ -125,7 +100,7 @@ class _Tracked:
     seen_at: datetime
     seen_mono: float
     expires_at: datetime | None
-    runner: _RunnerKey
+    runner: RunnerKey
     reloaded: bool = False
     # Until when (monotonic) a load of this model is one our own request announced:
     # polling gives no second event for it.
@@ -197,6 +172,8 @@ class ResidencyTracker:
         # Models that left early with nothing in sight: decided once a replacement shows
         # up, or REPLACEMENT_WINDOW_SECONDS later.
         self._pending: dict[str, _Gone] = {}
+        # Models the caller unloads on purpose: gone, they were evicted.
+        self._evicting: set[str] = set()
         self._own: dict[str, _OwnRequests] = {}
         # Loads our requests announced before any poll saw the runner, and until when a
         # first sighting is that load (monotonic); later it is somebody else's.
@@ -264,16 +241,36 @@ class ResidencyTracker:
                 # back for an own request, so that the two events keep their order).
                 changes.append(self._loaded(name, None, gone.reloaded))
             replacements = tuple(sorted(arriving - {name}))
-            if server_restarted:
-                changes.append(ModelUnloaded(name, UnloadReason.SERVER_RESTARTED))
-            elif _expired(gone, now):
-                changes.append(ModelUnloaded(name, UnloadReason.EXPIRED))
-            elif replacements:
-                changes.append(ModelUnloaded(name, UnloadReason.DISPLACED, replacements))
+            if left := self._left(name, gone, now, server_restarted, replacements):
+                changes.append(left)
             else:
                 self._pending[name] = _Gone(gone, monotonic)
+        self._evicting &= set(seen)
         self._models = seen
         return changes
+
+    def _left(
+        self,
+        name: str,
+        gone: _Tracked,
+        now: datetime,
+        server_restarted: bool,
+        replacements: tuple[str, ...],
+    ) -> ModelUnloaded | None:
+        """Return why a model left, where this poll can tell (else it waits in _pending)."""
+        if server_restarted:
+            return ModelUnloaded(name, UnloadReason.SERVER_RESTARTED)
+        if _expired(gone, now):
+            return ModelUnloaded(name, UnloadReason.EXPIRED)
+        if replacements:
+            return ModelUnloaded(name, UnloadReason.DISPLACED, replacements)
+        if name in self._evicting:
+            return ModelUnloaded(name, UnloadReason.ON_REQUEST)
+        return None
+
+    def evicting(self, model: str, *, now: bool = True) -> None:
+        """Note that the caller unloads ``model`` now (when it is gone, it was evicted)."""
+        (self._evicting.add if now else self._evicting.discard)(model)
 
     def _first_sight(
         self,
@@ -302,7 +299,7 @@ class ResidencyTracker:
             seen_at=now,
             seen_mono=monotonic,
             expires_at=model.expires_at,
-            runner=_runner_key(model),
+            runner=runner_key(model),
             reloaded=reloaded,
             announced_until=expected,
         )
@@ -321,12 +318,12 @@ class ResidencyTracker:
             seen_at=now,
             seen_mono=monotonic,
             expires_at=model.expires_at,
-            runner=_known(previous.runner, _runner_key(model)),
+            runner=known_facts(previous.runner, runner_key(model)),
         )
         busy = model.loading or (self._floating and _floats(previous, model.expires_at, now))
         announced = previous.announced(monotonic)
         if previous.phase is Phase.LOADED:
-            if model.loading or _replaced(previous.runner, tracked.runner):
+            if model.loading or replaced(previous.runner, tracked.runner):
                 # A new runner in place of the old one (another num_ctx, a new digest).
                 tracked.phase, tracked.first_seen, tracked.reloaded = (
                     Phase.LOADING,
