@@ -15,6 +15,7 @@ from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from homeassistant.helpers.typing import ConfigType
 
 from .const import CONF_RESERVE_GIB, CONF_SERVER_KIND, DEFAULT_RESERVE_GIB, DOMAIN, GIB, LOGGER
+from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator, async_remove_stored_data
 from .core.backends.base import ServerKind
 from .core.backends.detection import create_client
@@ -54,7 +55,10 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     await coordinator.async_config_entry_first_refresh()
     server_device_id = async_register_server(hass, entry, kind, coordinator.data.version)
     entry.runtime_data = LlmWarmthData(
-        client=client, coordinator=coordinator, server_device_id=server_device_id
+        client=client,
+        coordinator=coordinator,
+        controller=ResidencyController(coordinator),
+        server_device_id=server_device_id,
     )
     if (source := gpu_source_from_options(hass, entry.options)) is not None:
         reserve = entry.options.get(CONF_RESERVE_GIB, DEFAULT_RESERVE_GIB)

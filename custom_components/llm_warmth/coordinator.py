@@ -30,7 +30,6 @@ from .const import (
     EVENT_SERVER_RESTARTED,
     EVENTS_RETRY_MAX,
     EVENTS_RETRY_MIN,
-    EVICT_CHECK_INTERVAL,
     FAST_POLL_LIMIT,
     LOGGER,
     SETTLING_SCAN_INTERVAL,
@@ -39,7 +38,6 @@ from .core.backends.base import GENERATION_TIMEOUT, LlmBackend, PushesResidency
 from .core.backends.errors import (
     LlmServerAuthenticationError,
     LlmServerError,
-    LlmServerTimeoutError,
     LlmServerUnreachableError,
 )
 from .core.backends.types import ResidentModel
@@ -347,37 +345,6 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         if self.last_update_success:  # a failed poll keeps the entities unavailable
             self.async_set_updated_data(self.monitor.with_timings(self.data))
         return probe
-
-    async def async_evict(self, models: list[str], *, timeout: float) -> list[str]:
-        """Unload ``models`` now; return once the server no longer holds them.
-
-        The entities show it when this returns (the residency is read again until it does,
-        every ``EVICT_CHECK_INTERVAL``): a server may finish an unload after its answer.
-        Return the models that were held and are gone; raise the client's errors.
-        """
-        held = [model for model in models if model in self.data.held]
-        try:
-            await self._unload_and_wait(held, timeout)
-        except BaseException:
-            for model in held:  # what leaves later is not ours to explain
-                self.monitor.evicting(model, now=False)
-            raise
-        return held
-
-    async def _unload_and_wait(self, held: list[str], timeout: float) -> None:
-        for model in held:
-            self.monitor.evicting(model)
-            await self.client.unload(model, timeout=timeout)
-        deadline = time.monotonic() + timeout
-        while True:
-            await self.async_refresh()
-            if not self.last_update_success:  # the poll's own translated error
-                raise self.last_exception or LlmServerError("the server did not answer")
-            if not set(held) & set(self.data.held):
-                return
-            if time.monotonic() > deadline:
-                raise LlmServerTimeoutError(f"still held after {timeout:g} s: {held}")
-            await asyncio.sleep(EVICT_CHECK_INTERVAL)
 
     @callback
     def _show_probes(self) -> None:

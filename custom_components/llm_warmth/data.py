@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from homeassistant.config_entries import ConfigEntry
 
 if TYPE_CHECKING:
+    from .controller import ResidencyController
     from .coordinator import LlmWarmthCoordinator
     from .core.backends.base import LlmBackend
     from .gpu_coordinator import GpuCoordinator
@@ -15,10 +16,11 @@ if TYPE_CHECKING:
 
 @dataclass
 class LlmWarmthData:
-    """What one entry runs: its server's client and coordinators."""
+    """What one entry runs: its server's client, coordinators and residency controller."""
 
     client: LlmBackend
     coordinator: LlmWarmthCoordinator
+    controller: ResidencyController
     server_device_id: str
     gpu: GpuCoordinator | None = None
 

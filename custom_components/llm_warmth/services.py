@@ -16,13 +16,14 @@ from homeassistant.core import (
 )
 from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import config_validation as cv, device_registry as dr, service
+from homeassistant.util import dt as dt_util
 from homeassistant.util.hass_dict import HassKey
 from homeassistant.util.json import JsonValueType
 from homeassistant.util.yaml import dump as yaml_dump, load_yaml_dict
 import probatio as vol
 
 from .const import DOMAIN
-from .core.backends.base import GENERATION_TIMEOUT
+from .core.backends.base import GENERATION_TIMEOUT, KeepAlive
 from .core.server_url import redact_url
 from .core.summary import summary
 from .dashboard import build_dashboard
@@ -33,7 +34,11 @@ from .errors import translated_errors
 SERVICE_PROBE: Final = "probe"
 SERVICE_DASHBOARD: Final = "dashboard"
 SERVICE_EVICT: Final = "evict"
+SERVICE_PRELOAD: Final = "preload"
 ATTR_ALL: Final = "all"
+ATTR_KEEP_FOR: Final = "keep_for"
+ATTR_KEEP_UNTIL: Final = "keep_until"
+ATTR_KEEP_FOREVER: Final = "keep_forever"
 ATTR_MODEL: Final = "model"
 ATTR_PROMPT: Final = "prompt"
 ATTR_LONG_PROMPT: Final = "long_prompt"
@@ -90,6 +95,29 @@ EVICT_SCHEMA = vol.Schema(
 )
 
 
+PRELOAD_SCHEMA = vol.Schema(
+    {
+        vol.Exclusive(ATTR_DEVICE_ID, "target"): cv.string,
+        vol.Exclusive(ATTR_CONFIG_ENTRY_ID, "target"): cv.string,
+        vol.Optional(ATTR_MODEL): vol.All(cv.string, vol.Length(min=1)),
+        # How long to keep it (Ollama's keep_alive): one of these, or the server's default.
+        vol.Exclusive(ATTR_KEEP_FOR, "keep"): cv.positive_time_period,
+        vol.Exclusive(ATTR_KEEP_UNTIL, "keep"): cv.datetime,
+        vol.Exclusive(ATTR_KEEP_FOREVER, "keep"): vol.All(cv.boolean, True),
+        # Long: a client that gives up during a load makes Ollama abort the load.
+        vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): vol.All(
+            vol.Coerce(float), vol.Range(min=1, max=1800)
+        ),
+    }
+)
+
+# How the servers that decide by themselves keep a model, for the error that says so.
+_KEEPS_BY_ITSELF: Final = {
+    KeepAlive.LRU: "until a newer model needs its place (--models-max)",
+    KeepAlive.TTL: "for the ttl in its configuration",
+}
+
+
 # The probe's description as services.yaml gives it, and the models offered in it last.
 _PROBE_DESCRIPTION: HassKey[dict[str, Any]] = HassKey(f"{DOMAIN}_probe_description")
 _OFFERED_MODELS: HassKey[list[str]] = HassKey(f"{DOMAIN}_offered_models")
@@ -114,6 +142,14 @@ async def async_setup_services(hass: HomeAssistant) -> None:
         SERVICE_EVICT,
         _async_evict,
         schema=EVICT_SCHEMA,
+        supports_response=SupportsResponse.OPTIONAL,
+    )
+    service.async_register_admin_service(
+        hass,
+        DOMAIN,
+        SERVICE_PRELOAD,
+        _async_preload,
+        schema=PRELOAD_SCHEMA,
         supports_response=SupportsResponse.OPTIONAL,
     )
     hass.services.async_register(
@@ -264,7 +300,9 @@ async def _async_evict(call: ServiceCall) -> ServiceResponse:
             translation_placeholders={**placeholders, "model": ", ".join(unknown)},
         )
     with translated_errors(call.hass, entry, placeholders):
-        unloaded = await coordinator.async_evict(models, timeout=call.data[ATTR_TIMEOUT])
+        unloaded = await entry.runtime_data.controller.evict(
+            models, timeout=call.data[ATTR_TIMEOUT]
+        )
     not_resident = [model for model in models if model not in unloaded]
     said = [f"unloaded {', '.join(unloaded)}"] if unloaded else []
     said += [f"not resident: {', '.join(not_resident)}"] if not_resident else []
@@ -272,4 +310,58 @@ async def _async_evict(call: ServiceCall) -> ServiceResponse:
         "unloaded": list[JsonValueType](unloaded),
         "not_resident": list[JsonValueType](not_resident),
         "summary": "; ".join(said) or "nothing was resident",
+    }
+
+
+def _keep_seconds(call: ServiceCall, entry: LlmWarmthConfigEntry) -> float | None:
+    """Return how long the preload keeps the model (-1: for ever; None: as the server does)."""
+    if ATTR_KEEP_FOREVER in call.data:
+        seconds: float | None = -1
+    elif ATTR_KEEP_FOR in call.data:
+        seconds = call.data[ATTR_KEEP_FOR].total_seconds()
+    elif ATTR_KEEP_UNTIL in call.data:
+        until = dt_util.as_utc(dt_util.as_local(call.data[ATTR_KEEP_UNTIL]))
+        seconds = (until - dt_util.utcnow()).total_seconds()
+        if seconds <= 0:
+            raise ServiceValidationError(
+                translation_domain=DOMAIN,
+                translation_key="keep_until_past",
+                translation_placeholders={"until": until.isoformat()},
+            )
+    else:
+        return None
+    keeps = entry.runtime_data.client.capabilities.keep_alive
+    if keeps is not KeepAlive.IDLE_TIMER:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="keep_not_supported",
+            translation_placeholders={"server": entry.title, "how": _KEEPS_BY_ITSELF[keeps]},
+        )
+    return seconds
+
+
+async def _async_preload(call: ServiceCall) -> ServiceResponse:
+    """Load a model now (or find it loaded); say how long its load took."""
+    entry, requested = _model_target(call)
+    coordinator = entry.runtime_data.coordinator
+    model = coordinator.resolve_model(requested)
+    placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
+    if model not in coordinator.data.models:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="model_not_found",
+            translation_placeholders=placeholders,
+        )
+    keep_seconds = _keep_seconds(call, entry)
+    with translated_errors(call.hass, entry, placeholders):
+        done = await entry.runtime_data.controller.preload(
+            model, keep_seconds=keep_seconds, timeout=call.data[ATTR_TIMEOUT]
+        )
+    return {
+        "model": model,
+        "already_resident": done.already_resident,
+        "load_seconds": done.seconds,
+        "summary": f"{model} was resident already"
+        if done.already_resident
+        else f"{model} loaded in {done.seconds:.1f} s",
     }

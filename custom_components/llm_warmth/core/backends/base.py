@@ -101,8 +101,14 @@ class LlmBackend(Protocol):
         """Stream one generation and time it; the server loads the model if it must."""
         ...
 
-    async def load(self, model: str, *, timeout: float = GENERATION_TIMEOUT) -> None:
-        """Make ``model`` resident (returns once it is)."""
+    async def load(
+        self, model: str, *, keep_seconds: float | None = None, timeout: float = GENERATION_TIMEOUT
+    ) -> None:
+        """Make ``model`` resident (returns once it is).
+
+        ``keep_seconds`` (negative: for ever) is for servers whose ``keep_alive`` is
+        ``idle_timer``; the others decide by themselves and must be given None.
+        """
         ...
 
     async def unload(self, model: str, *, timeout: float | None = None) -> None:

@@ -178,8 +178,14 @@ class LlamaServerClient(HttpClient):
         except ValueError as err:
             raise unexpected("/models", err) from err
 
-    async def load(self, model: str, *, timeout: float = GENERATION_TIMEOUT) -> None:
+    async def load(
+        self, model: str, *, keep_seconds: float | None = None, timeout: float = GENERATION_TIMEOUT
+    ) -> None:
         """Start ``model`` and wait until the router reports it loaded."""
+        if keep_seconds is not None:
+            raise LlmServerNotSupportedError(
+                f"{self.kind.value} decides by itself how long to keep {model}"
+            )
         try:
             async with asyncio.timeout(timeout):
                 try:

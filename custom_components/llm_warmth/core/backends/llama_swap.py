@@ -132,8 +132,14 @@ class LlamaSwapClient(HttpClient):
             raise LlmServerResponseError("/v1/models: a model is listed twice")
         return tuple(InstalledModel(name=name) for name in names)
 
-    async def load(self, model: str, *, timeout: float = GENERATION_TIMEOUT) -> None:
+    async def load(
+        self, model: str, *, keep_seconds: float | None = None, timeout: float = GENERATION_TIMEOUT
+    ) -> None:
         """Start ``model`` (through its upstream's health check) and wait until it is ready."""
+        if keep_seconds is not None:
+            raise LlmServerNotSupportedError(
+                f"{self.kind.value} decides by itself how long to keep {model}"
+            )
         await self._http.request_body(
             "GET", f"/upstream/{quote(model, safe='')}/health", timeout=timeout
         )

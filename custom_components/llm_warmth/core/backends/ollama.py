@@ -113,9 +113,17 @@ class OllamaClient(HttpClient):
         )
         return _parse_show(model, payload)
 
-    async def load(self, model: str, *, timeout: float = GENERATION_TIMEOUT) -> None:
-        """Load ``model`` with an empty prompt (its keep_alive is left as it is)."""
-        await self._http.request("POST", "/api/generate", json={"model": model}, timeout=timeout)
+    async def load(
+        self, model: str, *, keep_seconds: float | None = None, timeout: float = GENERATION_TIMEOUT
+    ) -> None:
+        """Load ``model`` with an empty prompt; ``keep_seconds`` sets its ``keep_alive``.
+
+        Without it the model keeps the keep_alive it has (or the server's default).
+        """
+        request: dict[str, object] = {"model": model}
+        if keep_seconds is not None:
+            request["keep_alive"] = -1 if keep_seconds < 0 else round(keep_seconds)
+        await self._http.request("POST", "/api/generate", json=request, timeout=timeout)
 
     async def unload(self, model: str, *, timeout: float | None = None) -> None:
         """Unload ``model`` now (an empty prompt with ``keep_alive: 0``)."""

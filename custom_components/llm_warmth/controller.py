@@ -1,0 +1,97 @@
+"""What the integration does to a server's residency: evict and preload models.
+
+Actions call it; it calls the client and then reads the residency again through the
+coordinator, so that the entities show the result when the action returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+import time
+
+from .const import EVICT_CHECK_INTERVAL
+from .coordinator import LlmWarmthCoordinator
+from .core.backends.errors import LlmServerError, LlmServerTimeoutError
+
+
+@dataclass(frozen=True, slots=True)
+class Preloaded:
+    """What a preload did: the model was resident already, or was loaded in ``seconds``.
+
+    ``seconds`` is the wall time of the load request as the integration saw it (the server
+    answers once the model is ready).
+    """
+
+    model: str
+    already_resident: bool
+    seconds: float | None
+
+
+class ResidencyController:
+    """Evict and preload the models of one server."""
+
+    def __init__(self, coordinator: LlmWarmthCoordinator) -> None:
+        """Act through the coordinator's client; read the residency through it."""
+        self._coordinator = coordinator
+        # Preloads under way, by model and keep: a second one shares the first's request.
+        self._preloads: dict[tuple[str, float | None], asyncio.Task[Preloaded]] = {}
+
+    async def evict(self, models: list[str], *, timeout: float) -> list[str]:
+        """Unload ``models`` now; return once the server no longer holds them.
+
+        The entities show it when this returns (the residency is read again until it does,
+        every ``EVICT_CHECK_INTERVAL``): a server may finish an unload after its answer.
+        Return the models that were held and are gone; raise the client's errors.
+        """
+        coordinator = self._coordinator
+        held = [model for model in models if model in coordinator.data.held]
+        try:
+            for model in held:
+                coordinator.monitor.evicting(model)
+                await coordinator.client.unload(model, timeout=timeout)
+            await self._until(lambda: not set(held) & set(coordinator.data.held), timeout)
+        except BaseException:
+            for model in held:  # what leaves later is not ours to explain
+                coordinator.monitor.evicting(model, now=False)
+            raise
+        return held
+
+    async def preload(self, model: str, *, keep_seconds: float | None, timeout: float) -> Preloaded:
+        """Make ``model`` resident (``keep_seconds``: Ollama's keep_alive; None: as it is).
+
+        Two preloads of the same model at once share one request.
+        """
+        key = (model, keep_seconds)
+        if (running := self._preloads.get(key)) is None:
+            running = asyncio.get_running_loop().create_task(
+                self._preload(model, keep_seconds, timeout), name=f"preload {model}"
+            )
+            self._preloads[key] = running
+            running.add_done_callback(lambda _task: self._preloads.pop(key, None))
+        return await asyncio.shield(running)
+
+    async def _preload(self, model: str, keep_seconds: float | None, timeout: float) -> Preloaded:
+        coordinator = self._coordinator
+        await coordinator.async_refresh()
+        already = coordinator.last_update_success and model in coordinator.data.held
+        started = time.monotonic()
+        await coordinator.client.load(model, keep_seconds=keep_seconds, timeout=timeout)
+        seconds = None if already else round(time.monotonic() - started, 3)
+        await self._until(lambda: model in coordinator.data.held, timeout)
+        return Preloaded(model, already_resident=already, seconds=seconds)
+
+    async def _until(self, done: Callable[[], bool], timeout: float) -> None:
+        """Read the residency again until ``done`` holds; raise if the poll fails or time ends."""
+        coordinator = self._coordinator
+        deadline = time.monotonic() + timeout
+        while True:
+            await coordinator.async_refresh()
+            if not coordinator.last_update_success:  # the poll's own translated error
+                raise coordinator.last_exception or LlmServerError("the server did not answer")
+            if done():
+                return
+            if time.monotonic() > deadline:
+                raise LlmServerTimeoutError(f"the server did not show it within {timeout:g} s")
+            await asyncio.sleep(EVICT_CHECK_INTERVAL)

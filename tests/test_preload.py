@@ -1,0 +1,137 @@
+"""llm_warmth.preload: load a model now; shared when asked twice; keep as the server allows."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from homeassistant.const import STATE_ON
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.exceptions import HomeAssistantError, ServiceValidationError, Unauthorized
+from homeassistant.util import dt as dt_util
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
+
+from custom_components.llm_warmth.const import DOMAIN
+
+from .conftest import ENTRY_ID, LLAMA, QWEN, model_id
+from .e2e import add_server, ollama_get, server_url, wait_until
+from .llama_server_emulator import LlamaServerEmulator
+from .ollama_emulator import OllamaEmulator
+from .test_llama_server import server  # noqa: F401 (a fixture)
+
+
+async def preload(hass: HomeAssistant, **data: Any) -> dict[str, Any]:
+    response = await hass.services.async_call(
+        DOMAIN, "preload", data, blocking=True, return_response=True
+    )
+    assert response is not None
+    return dict(response)
+
+
+def generate_requests(emulator: OllamaEmulator) -> list[dict[str, Any]]:
+    return [r.json for r in emulator.requests if r.path == "/api/generate"]
+
+
+async def test_preload_loads_and_keeps(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    emulator.models[LLAMA].load_delay = 0.5
+    answer = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, keep_for={"hours": 2})
+    assert answer["already_resident"] is False
+    assert answer["load_seconds"] >= 0.5
+    assert answer["summary"] == f"{LLAMA} loaded in {answer['load_seconds']:.1f} s"
+    # Shown when the action returns, kept as asked (Ollama's keep_alive in seconds).
+    assert hass.states.get("binary_sensor.ollama_test_llama3_2_3b_resident").state == STATE_ON
+    assert generate_requests(emulator)[-1] == {"model": LLAMA, "keep_alive": 7200}
+    # Again: resident already, the keep renewed.
+    again = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, keep_forever=True)
+    assert (again["already_resident"], again["load_seconds"]) == (True, None)
+    assert again["summary"] == f"{LLAMA} was resident already"
+    assert generate_requests(emulator)[-1] == {"model": LLAMA, "keep_alive": -1}
+    # Until a time: the seconds from now; without a keep: the model's own.
+    until = dt_util.now() + timedelta(minutes=30)
+    await preload(hass, config_entry_id=ENTRY_ID, model=QWEN, keep_until=until.isoformat())
+    assert 1790 <= generate_requests(emulator)[-1]["keep_alive"] <= 1800
+    await preload(hass, config_entry_id=ENTRY_ID, model=QWEN)
+    assert generate_requests(emulator)[-1] == {"model": QWEN}
+
+
+async def test_two_preloads_at_once_share_one_request(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    emulator.models[LLAMA].load_delay = 0.5
+    before = len(generate_requests(emulator))
+    first, second = await asyncio.gather(
+        preload(hass, config_entry_id=ENTRY_ID, model=LLAMA),
+        preload(hass, config_entry_id=ENTRY_ID, model=LLAMA),
+    )
+    assert first == second
+    assert len(generate_requests(emulator)) - before == 1
+
+
+async def test_preload_refusals_are_translated(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    hass_read_only_user: MockUser,
+) -> None:
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"model": "nope:1b"}, "model_not_found"),
+        ({"model": LLAMA, "keep_until": "2020-01-01T00:00:00"}, "keep_until_past"),
+        ({}, "no_model_target"),
+    ]
+    for data, key in cases:
+        with pytest.raises(ServiceValidationError) as err:
+            await preload(hass, config_entry_id=ENTRY_ID, **data)
+        assert err.value.translation_key == key
+    emulator.inject("/api/generate", status=500, body="boom")
+    with pytest.raises(HomeAssistantError) as failed:
+        await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    assert failed.value.translation_domain == DOMAIN
+    with pytest.raises(Unauthorized):
+        await hass.services.async_call(
+            DOMAIN,
+            "preload",
+            {"config_entry_id": ENTRY_ID, "model": LLAMA},
+            blocking=True,
+            context=Context(user_id=hass_read_only_user.id),
+        )
+
+
+async def test_a_server_that_keeps_models_by_itself_says_so(
+    hass: HomeAssistant,
+    server: LlamaServerEmulator,  # noqa: F811 (the fixture imported above)
+) -> None:
+    """llama-server keeps a model until --models-max needs its place: no keep to give."""
+    entry = await add_server(hass, server.url)
+    with pytest.raises(ServiceValidationError) as err:
+        await preload(hass, config_entry_id=entry.entry_id, model="tiny", keep_forever=True)
+    assert err.value.translation_key == "keep_not_supported"
+    answer = await preload(hass, config_entry_id=entry.entry_id, model="tiny")
+    assert answer["already_resident"] is False
+    assert hass.states.get(model_id(entry, "binary_sensor.tiny_resident")).state == STATE_ON
+
+
+@pytest.mark.e2e
+async def test_preload_on_the_real_ollama(hass: HomeAssistant, socket_enabled: None) -> None:
+    """The real Ollama loads tiny, keeps it as asked; its own list agrees."""
+    url = server_url("LLM_WARMTH_OLLAMA_URL")
+    entry = await add_server(hass, url)
+    coordinator = entry.runtime_data.coordinator
+    name = coordinator.resolve_model("tiny")
+    await hass.services.async_call(
+        DOMAIN, "evict", {"config_entry_id": entry.entry_id, "all": True}, blocking=True
+    )
+    answer = await preload(
+        hass, config_entry_id=entry.entry_id, model="tiny", keep_for={"minutes": 7}
+    )
+    assert answer["already_resident"] is False
+    assert answer["load_seconds"] > 0
+    listed = {m["name"]: m for m in (await ollama_get(url, "/api/ps"))["models"]}
+    expires = dt_util.parse_datetime(listed[name]["expires_at"])
+    assert expires is not None
+    assert abs((expires - dt_util.utcnow()).total_seconds() - 420) < 30
+    await wait_until(lambda: name in coordinator.data.held, 1, "shown")
+    await hass.config_entries.async_unload(entry.entry_id)
