@@ -99,21 +99,6 @@ async def test_evict_needs_one_target(
         assert err.value.translation_key == "evict_target"
 
 
-async def test_evict_errors_are_translated(
-    hass: HomeAssistant,
-    init_integration: MockConfigEntry,
-    emulator: OllamaEmulator,
-    make_resident,
-) -> None:
-    await make_resident(LLAMA, keep_alive="1h")
-    emulator.inject("/api/generate", status=500, body="boom")
-    with pytest.raises(HomeAssistantError) as err:
-        await evict(hass, config_entry_id=ENTRY_ID, model=LLAMA)
-    assert err.value.translation_domain == DOMAIN
-    assert err.value.translation_key is not None
-    assert hass.states.get(RESIDENT.format("llama3_2_3b")).state == STATE_ON
-
-
 async def test_evict_is_for_administrators(
     hass: HomeAssistant, init_integration: MockConfigEntry, hass_read_only_user: MockUser
 ) -> None:
@@ -199,8 +184,13 @@ async def test_a_server_that_keeps_the_model_or_fails_meanwhile(
     emulator: OllamaEmulator,
     make_resident,
 ) -> None:
-    """An unload the server answers but does not do, or a poll failing meanwhile: translated."""
+    """A failed unload, one the server answers but does not do, a poll failing meanwhile."""
     await make_resident(LLAMA, keep_alive="1h")
+    emulator.inject("/api/generate", status=500, body="boom")
+    with pytest.raises(HomeAssistantError) as err:
+        await evict(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    assert err.value.translation_domain == DOMAIN
+    assert hass.states.get(RESIDENT.format("llama3_2_3b")).state == STATE_ON
     # Answered, not done: still held when the timeout runs out.
     emulator.inject("/api/generate", status=200, body='{"done": true}')
     with pytest.raises(HomeAssistantError) as err:

@@ -383,3 +383,9 @@ async def test_the_event_task_survives_an_unexpected_error(
         "the stream followed again",
     )
     assert TINY in coordinator.data.held
+
+
+async def test_a_keep_is_refused(client: LlamaServerClient) -> None:
+    """The router keeps a model until --models-max needs its place: no keep to give."""
+    with pytest.raises(LlmServerNotSupportedError, match="decides by itself"):
+        await client.load(TINY, keep_seconds=60)

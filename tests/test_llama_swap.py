@@ -335,3 +335,9 @@ async def test_a_server_that_answers_any_path_is_not_llama_swap(
     swap.fail_next("/running", 200, '{"error": "Unexpected endpoint or method. (GET /running)"}')
     with pytest.raises(LlmServerNotSupportedError):
         await client.version()
+
+
+async def test_a_keep_is_refused(client: LlamaSwapClient) -> None:
+    """llama-swap keeps a model for the ttl in its configuration: no keep to give."""
+    with pytest.raises(LlmServerNotSupportedError, match="decides by itself"):
+        await client.load(TINY, keep_seconds=60)

@@ -52,3 +52,9 @@ class LlmServerBusyError(LlmServerError):
 
 class LlmServerOutOfMemoryError(LlmServerError):
     """The server could not fit the model in memory."""
+
+
+def refuse_keep(kind: str, model: str, keep_seconds: float | None) -> None:
+    """Raise for a keep given to a server that decides by itself how long it keeps a model."""
+    if keep_seconds is not None:
+        raise LlmServerNotSupportedError(f"{kind} decides by itself how long to keep {model}")

@@ -44,6 +44,7 @@ from .errors import (
     LlmServerResponseError,
     LlmServerSetupNotSupportedError,
     LlmServerTimeoutError,
+    refuse_keep,
 )
 from .events import CONNECTED, sse_payloads
 from .http import HttpClient, status_error, unexpected
@@ -182,10 +183,7 @@ class LlamaServerClient(HttpClient):
         self, model: str, *, keep_seconds: float | None = None, timeout: float = GENERATION_TIMEOUT
     ) -> None:
         """Start ``model`` and wait until the router reports it loaded."""
-        if keep_seconds is not None:
-            raise LlmServerNotSupportedError(
-                f"{self.kind.value} decides by itself how long to keep {model}"
-            )
+        refuse_keep(self.kind.value, model, keep_seconds)
         try:
             async with asyncio.timeout(timeout):
                 try:

@@ -29,6 +29,7 @@ from .errors import (
     LlmServerError,
     LlmServerNotSupportedError,
     LlmServerResponseError,
+    refuse_keep,
 )
 from .events import StateWatch, sse_payloads
 from .http import HttpClient, status_error, unexpected
@@ -136,10 +137,7 @@ class LlamaSwapClient(HttpClient):
         self, model: str, *, keep_seconds: float | None = None, timeout: float = GENERATION_TIMEOUT
     ) -> None:
         """Start ``model`` (through its upstream's health check) and wait until it is ready."""
-        if keep_seconds is not None:
-            raise LlmServerNotSupportedError(
-                f"{self.kind.value} decides by itself how long to keep {model}"
-            )
+        refuse_keep(self.kind.value, model, keep_seconds)
         await self._http.request_body(
             "GET", f"/upstream/{quote(model, safe='')}/health", timeout=timeout
         )
