@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+import time
 from typing import Any
 
 from homeassistant.const import STATE_ON
@@ -16,9 +17,10 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUs
 from custom_components.llm_warmth.const import DOMAIN
 
 from .conftest import ENTRY_ID, LLAMA, QWEN, model_id
-from .e2e import add_server, ollama_get, server_url, wait_until
+from .e2e import add_server, ollama_call, ollama_get, server_url, wait_until
 from .llama_server_emulator import LlamaServerEmulator
 from .ollama_emulator import OllamaEmulator
+from .recording_proxy import RecordingProxy
 from .test_llama_server import server  # noqa: F401 (a fixture)
 
 
@@ -116,22 +118,42 @@ async def test_a_server_that_keeps_models_by_itself_says_so(
 
 @pytest.mark.e2e
 async def test_preload_on_the_real_ollama(hass: HomeAssistant, socket_enabled: None) -> None:
-    """The real Ollama loads tiny, keeps it as asked; its own list agrees."""
+    """The real Ollama, through a proxy that counts what the integration sent.
+
+    Evict sends one unload; two preloads at once send one load, kept as asked (Ollama's own
+    expires_at agrees); the entities show each result when the action returns.
+    """
     url = server_url("LLM_WARMTH_OLLAMA_URL")
-    entry = await add_server(hass, url)
-    coordinator = entry.runtime_data.coordinator
-    name = coordinator.resolve_model("tiny")
-    await hass.services.async_call(
-        DOMAIN, "evict", {"config_entry_id": entry.entry_id, "all": True}, blocking=True
-    )
-    answer = await preload(
-        hass, config_entry_id=entry.entry_id, model="tiny", keep_for={"minutes": 7}
-    )
-    assert answer["already_resident"] is False
-    assert answer["load_seconds"] > 0
-    listed = {m["name"]: m for m in (await ollama_get(url, "/api/ps"))["models"]}
-    expires = dt_util.parse_datetime(listed[name]["expires_at"])
-    assert expires is not None
-    assert abs((expires - dt_util.utcnow()).total_seconds() - 420) < 30
-    await wait_until(lambda: name in coordinator.data.held, 1, "shown")
-    await hass.config_entries.async_unload(entry.entry_id)
+    proxy = RecordingProxy(url)
+    await proxy.start()
+    try:
+        entry = await add_server(hass, proxy.url)
+        coordinator = entry.runtime_data.coordinator
+        name = coordinator.resolve_model("tiny")
+        await ollama_call(url, "/api/generate", {"model": "tiny", "keep_alive": "10m"})
+        await wait_until(lambda: name in coordinator.data.held, 10, "tiny resident")
+        started = time.monotonic()
+        await hass.services.async_call(
+            DOMAIN, "evict", {"config_entry_id": entry.entry_id, "model": "tiny"}, blocking=True
+        )
+        assert name not in coordinator.data.held
+        assert len(proxy.sent("/api/generate", started)) == 1
+        started = time.monotonic()
+        first, second = await asyncio.gather(
+            *(
+                preload(hass, config_entry_id=entry.entry_id, model="tiny", keep_for={"minutes": 7})
+                for _ in range(2)
+            )
+        )
+        assert first == second
+        assert first["already_resident"] is False
+        assert first["load_seconds"] > 0
+        assert len(proxy.sent("/api/generate", started)) == 1  # one request for both
+        assert name in coordinator.data.held
+        listed = {m["name"]: m for m in (await ollama_get(url, "/api/ps"))["models"]}
+        expires = dt_util.parse_datetime(listed[name]["expires_at"])
+        assert expires is not None
+        assert abs((expires - dt_util.utcnow()).total_seconds() - 420) < 30
+        await hass.config_entries.async_unload(entry.entry_id)
+    finally:
+        await proxy.stop()
