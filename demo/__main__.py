@@ -25,12 +25,15 @@ def say(line: str) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    """Start everything, play the morning, stay up until stopped."""
+    """Start everything, play the morning, stay up until stopped (Ctrl+C, also while starting)."""
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stopped.set)
     state: Path = args.state_dir
-    config_dir = state / "config"
     log = state / "home-assistant.log"
     url = f"http://127.0.0.1:{args.port}"
-    ha.write_config(config_dir, args.port)
+    ha.write_config(state, args.port)
     server = None
     if args.server:
         server_url = args.server
@@ -39,18 +42,21 @@ async def run(args: argparse.Namespace) -> int:
         server_url = await server.start()
         say(f"Emulated Ollama (8 GiB GPU; {', '.join(sorted(server.models))}) on {server_url}")
     say(f"Starting Home Assistant on {url} (its log: {log}); the first start takes a while")
-    process = await ha.start(config_dir, log)
-    stopped = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stopped.set)
+    process = await ha.start(state / "config", log)
     household: asyncio.Task[None] | None = None
     try:
         async with aiohttp.ClientSession() as http:
-            await ha.wait_until_up(http, url, process)
-            session = await ha.onboard(http, url)
-            entry_id = await ha.add_server(session, server_url, ASSISTANT if server else None)
-            path = await ha.add_dashboard(session)
+            setup = asyncio.create_task(_set_up(http, url, process, server_url, server is not None))
+            waiting = asyncio.create_task(stopped.wait())
+            await asyncio.wait({setup, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            if not setup.done():  # stopped while starting
+                setup.cancel()
+                return _stopped()
+            waiting.cancel()
+            if setup.exception() is not None:
+                say(f"The demo could not start: {setup.exception()}; see {log}")
+                return 1
+            session, entry_id, path = setup.result()
             say(f"Sign in as '{ha.USERNAME}' with password '{ha.PASSWORD}'")
             say(f"Dashboard: {url}{path}")
             say("ready (Ctrl+C stops the demo)")
@@ -74,8 +80,26 @@ async def run(args: argparse.Namespace) -> int:
                 return 1
     finally:
         await _stop(process, server, household)
+    return _stopped()
+
+
+def _stopped() -> int:
     say("Demo stopped")
     return 0
+
+
+async def _set_up(
+    http: aiohttp.ClientSession,
+    url: str,
+    process: asyncio.subprocess.Process,
+    server_url: str,
+    emulated: bool,
+) -> tuple[ha.Session, str, str]:
+    """Wait for Home Assistant, create the owner, add the server, save the dashboard."""
+    await ha.wait_until_up(http, url, process)
+    session = await ha.onboard(http, url)
+    entry_id = await ha.add_server(session, server_url, ASSISTANT if emulated else None)
+    return session, entry_id, await ha.add_dashboard(session)
 
 
 async def _stop(
@@ -85,6 +109,8 @@ async def _stop(
 ) -> None:
     """Stop the morning, Home Assistant (it saves its state) and the emulated server."""
     if household is not None:
+        if household.done() and not household.cancelled() and household.exception():
+            say(f"The scripted morning stopped early: {household.exception()!r}")
         household.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await household

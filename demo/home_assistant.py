@@ -44,10 +44,20 @@ logger:
 """
 
 
-def write_config(config_dir: Path, port: int) -> None:
-    """Write a fresh configuration for the demo: the YAML and the first-start settings."""
+def write_config(state: Path, port: int) -> None:
+    """Write a fresh configuration for the demo under ``state/config``.
+
+    Only a folder the demo made (it leaves a marker) is wiped: ``--state-dir`` pointing at
+    a real Home Assistant's folder is refused.
+    """
+    marker = state / ".llm-warmth-demo"
+    config_dir = state / "config"
+    if state.exists() and any(state.iterdir()) and not marker.exists():
+        raise SystemExit(f"{state} is not a folder scripts/demo made: choose another --state-dir")
+    state.mkdir(parents=True, exist_ok=True)
+    marker.touch()
     shutil.rmtree(config_dir, ignore_errors=True)
-    config_dir.mkdir(parents=True)
+    config_dir.mkdir()
     (config_dir / "configuration.yaml").write_text(_CONFIGURATION)
     prepare_storage(config_dir, port)
 

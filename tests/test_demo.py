@@ -21,6 +21,8 @@ import signal
 import aiohttp
 import pytest
 
+from demo.home_assistant import write_config
+
 from .chromium import chromium_page, look, require_browser, sign_in_script
 from .conftest import free_port
 from .e2e import server_url
@@ -226,3 +228,27 @@ async def test_the_demo_against_a_real_server(socket_enabled: None, tmp_path: Pa
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def test_ctrl_c_while_the_demo_starts(socket_enabled: None, tmp_path: Path) -> None:
+    """Stopped before Home Assistant is up: it still stops everything, cleanly."""
+    running = await start_demo(tmp_path / "demo")
+    try:
+        await running.until(r"^Starting Home Assistant", timeout=60)
+        running.process.send_signal(signal.SIGINT)
+        await running.until(r"^Demo stopped", timeout=120)
+        async with asyncio.timeout(30):
+            assert await running.process.wait() == 0
+        assert "Traceback" not in "".join(running.lines)
+    finally:
+        if running.process.returncode is None:
+            running.process.kill()
+            await running.process.wait()
+
+
+def test_the_demo_refuses_a_folder_it_did_not_make(tmp_path: Path) -> None:
+    """--state-dir pointing at a real Home Assistant's folder is refused, not wiped."""
+    (tmp_path / "configuration.yaml").write_text("homeassistant:\n")
+    with pytest.raises(SystemExit, match="not a folder scripts/demo made"):
+        write_config(tmp_path, 8123)
+    assert (tmp_path / "configuration.yaml").exists()

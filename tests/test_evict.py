@@ -18,7 +18,7 @@ from pytest_homeassistant_custom_component.common import (
 
 from custom_components.llm_warmth.const import DOMAIN, EVENT_MODEL_UNLOADED
 
-from .conftest import ENTRY_ID, LLAMA, QWEN, model_device, model_id
+from .conftest import ENTRY_ID, LLAMA, QWEN, model_device, model_id, ollama_request
 from .e2e import add_server, ollama_call, ollama_get, server_url, wait_until
 from .llama_server_emulator import LlamaServerEmulator
 from .llama_swap_emulator import LlamaSwapEmulator
@@ -202,3 +202,14 @@ async def test_a_server_that_keeps_the_model_or_fails_meanwhile(
         await evict(hass, config_entry_id=ENTRY_ID, model=LLAMA)
     assert err.value.translation_domain == DOMAIN
     assert err.value.translation_key is not None
+
+
+async def test_evict_reads_the_server_first(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """A model another client loaded since the last poll is unloaded too (not 'not resident')."""
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": "1h"})
+    assert LLAMA not in init_integration.runtime_data.coordinator.data.held  # not polled yet
+    answer = await evict(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    assert answer["unloaded"] == [LLAMA]
+    assert LLAMA not in emulator.loaded

@@ -11,6 +11,7 @@ from homeassistant.const import STATE_ON
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError, Unauthorized
 from homeassistant.util import dt as dt_util
+import probatio as vol
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 
@@ -82,12 +83,16 @@ async def test_preload_refusals_are_translated(
     cases: list[tuple[dict[str, Any], str]] = [
         ({"model": "nope:1b"}, "model_not_found"),
         ({"model": LLAMA, "keep_until": "2020-01-01T00:00:00"}, "keep_until_past"),
+        ({"model": LLAMA, "keep_until": dt_util.now().isoformat()}, "keep_until_past"),
         ({}, "no_model_target"),
     ]
     for data, key in cases:
         with pytest.raises(ServiceValidationError) as err:
             await preload(hass, config_entry_id=ENTRY_ID, **data)
         assert err.value.translation_key == key
+    # A keep under a second would be keep_alive 0: an unload.
+    with pytest.raises(vol.Invalid):
+        await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, keep_for={"seconds": 0})
     emulator.inject("/api/generate", status=500, body="boom")
     with pytest.raises(HomeAssistantError) as failed:
         await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA)

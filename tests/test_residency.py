@@ -404,3 +404,11 @@ def test_a_model_evicted_on_request_leaves_for_that_reason_at_once() -> None:
     tracker.evicting("b", now=False)
     assert observe(tracker, 2) == []  # left early, nothing in sight: wait for a replacement
     assert observe(tracker, 6) == [ModelUnloaded("b", UnloadReason.UNLOADED)]
+
+
+def test_an_eviction_is_on_request_even_while_another_model_loads() -> None:
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
+    observe(tracker, 0, model("a", at(300)))
+    tracker.evicting("a")
+    # b is loading in the same poll: a's leaving is still the eviction, not a displacement.
+    assert observe(tracker, 1, model("b", None)) == [ModelUnloaded("a", UnloadReason.ON_REQUEST)]

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import re
 from typing import Any
 
 from homeassistant.config_entries import SOURCE_REAUTH
@@ -54,10 +55,14 @@ async def test_cold_then_warm(
     assert hass.states.get(f"{PREFIX}_last_time_to_first_token") is None
 
     cold = await probe(hass)
-    assert cold["summary"] == (
-        f"cold start: {cold['ttft_ms']:.0f} ms, {cold['queue_and_load_ms']:.0f} ms of it loading, "
-        f"{cold['prefill_ms']:.0f} ms prefill"
+    # The one-line verdict, its figures as in the response (each rounded once: within 1 ms).
+    said = re.fullmatch(
+        r"cold start: (\d+) ms, (\d+) ms of it loading, (\d+) ms prefill", cold["summary"]
     )
+    assert said is not None, cold["summary"]
+    keys = ("ttft_ms", "queue_and_load_ms", "prefill_ms")
+    for figure, key in zip(said.groups(), keys, strict=True):
+        assert abs(int(figure) - cold[key]) <= 1
     assert cold["model"] == LLAMA
     assert cold["classification"] == "cold"
     assert cold["dominant_stage"] == "load"

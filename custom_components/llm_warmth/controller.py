@@ -11,7 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 import time
 
-from .const import EVICT_CHECK_INTERVAL
+from homeassistant.config_entries import ConfigEntryState
+from homeassistant.exceptions import HomeAssistantError
+
+from .const import DOMAIN, EVICT_CHECK_INTERVAL
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.errors import LlmServerError, LlmServerTimeoutError
 
@@ -38,15 +41,16 @@ class ResidencyController:
         # Preloads under way, by model and keep: a second one shares the first's request.
         self._preloads: dict[tuple[str, float | None], asyncio.Task[Preloaded]] = {}
 
-    async def evict(self, models: list[str], *, timeout: float) -> list[str]:
-        """Unload ``models`` now; return once the server no longer holds them.
+    async def evict(self, models: list[str] | None, *, timeout: float) -> list[str]:
+        """Unload ``models`` (None: all it holds) now; return once the server lets them go.
 
         The entities show it when this returns (the residency is read again until it does,
         every ``EVICT_CHECK_INTERVAL``): a server may finish an unload after its answer.
         Return the models that were held and are gone; raise the client's errors.
         """
         coordinator = self._coordinator
-        held = [model for model in models if model in coordinator.data.held]
+        await self._read()  # another client may have loaded one since the last poll
+        held = sorted(model for model in coordinator.data.held if models is None or model in models)
         try:
             for model in held:
                 coordinator.monitor.evicting(model)
@@ -65,33 +69,57 @@ class ResidencyController:
         """
         key = (model, keep_seconds)
         if (running := self._preloads.get(key)) is None:
-            running = asyncio.get_running_loop().create_task(
-                self._preload(model, keep_seconds, timeout), name=f"preload {model}"
+            # The entry's task: it goes on if the action is cancelled (a client that gives up
+            # makes Ollama abort the load), and is cancelled when the entry unloads.
+            coordinator = self._coordinator
+            running = coordinator.config_entry.async_create_background_task(
+                coordinator.hass,
+                self._preload(model, keep_seconds, timeout),
+                f"llm_warmth preload {model}",
             )
             self._preloads[key] = running
             running.add_done_callback(lambda _task: self._preloads.pop(key, None))
-        return await asyncio.shield(running)
+        try:
+            return await asyncio.shield(running)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if running.cancelled() and not (current and current.cancelling()):
+                raise _entry_unloaded() from None  # the entry unloaded, not the caller
+            raise
 
     async def _preload(self, model: str, keep_seconds: float | None, timeout: float) -> Preloaded:
         coordinator = self._coordinator
-        await coordinator.async_refresh()
-        already = coordinator.last_update_success and model in coordinator.data.held
+        await self._read()
+        already = model in coordinator.data.held
         started = time.monotonic()
         await coordinator.client.load(model, keep_seconds=keep_seconds, timeout=timeout)
         seconds = None if already else round(time.monotonic() - started, 3)
         await self._until(lambda: model in coordinator.data.held, timeout)
         return Preloaded(model, already_resident=already, seconds=seconds)
 
+    async def _read(self) -> None:
+        """Read the residency now; raise when the entry unloaded or the poll failed."""
+        coordinator = self._coordinator
+        if coordinator.config_entry.state is not ConfigEntryState.LOADED:
+            raise _entry_unloaded()
+        await coordinator.async_refresh()
+        if not coordinator.last_update_success:
+            failure = coordinator.last_exception
+            if isinstance(failure, HomeAssistantError):  # the poll's own translated error
+                raise failure
+            raise LlmServerError(str(failure)) from failure
+
     async def _until(self, done: Callable[[], bool], timeout: float) -> None:
         """Read the residency again until ``done`` holds; raise if the poll fails or time ends."""
-        coordinator = self._coordinator
         deadline = time.monotonic() + timeout
         while True:
-            await coordinator.async_refresh()
-            if not coordinator.last_update_success:  # the poll's own translated error
-                raise coordinator.last_exception or LlmServerError("the server did not answer")
+            await self._read()
             if done():
                 return
             if time.monotonic() > deadline:
                 raise LlmServerTimeoutError(f"the server did not show it within {timeout:g} s")
             await asyncio.sleep(EVICT_CHECK_INTERVAL)
+
+
+def _entry_unloaded() -> HomeAssistantError:
+    return HomeAssistantError(translation_domain=DOMAIN, translation_key="entry_unloaded")

@@ -313,7 +313,12 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         was_resident = self.last_update_success and model in self.data.held
         self.monitor.probe_started(model, monotonic=time.monotonic())
         self._show_probes()
-        if not was_resident and not self.events_connected:
+        if (
+            not was_resident
+            and self.last_update_success
+            and not self.events_connected
+            and not self.config_entry.pref_disable_polling
+        ):
             # Progress of a long cold probe: poll soon, so the model shows "loading" while
             # it loads (fast polls follow while it does), not only when the reply is there.
             self._cancel_fast_poll()

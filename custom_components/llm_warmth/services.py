@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -101,7 +102,9 @@ PRELOAD_SCHEMA = vol.Schema(
         vol.Exclusive(ATTR_CONFIG_ENTRY_ID, "target"): cv.string,
         vol.Optional(ATTR_MODEL): vol.All(cv.string, vol.Length(min=1)),
         # How long to keep it (Ollama's keep_alive): one of these, or the server's default.
-        vol.Exclusive(ATTR_KEEP_FOR, "keep"): cv.positive_time_period,
+        vol.Exclusive(ATTR_KEEP_FOR, "keep"): vol.All(
+            cv.positive_time_period, vol.Range(min=timedelta(seconds=1))
+        ),
         vol.Exclusive(ATTR_KEEP_UNTIL, "keep"): cv.datetime,
         vol.Exclusive(ATTR_KEEP_FOREVER, "keep"): vol.All(cv.boolean, True),
         # Long: a client that gives up during a load makes Ollama abort the load.
@@ -284,26 +287,23 @@ async def _async_evict(call: ServiceCall) -> ServiceResponse:
     if every == (requested is not None):  # both, or neither
         raise ServiceValidationError(translation_domain=DOMAIN, translation_key="evict_target")
     coordinator = entry.runtime_data.coordinator
-    models = (
-        sorted(coordinator.data.held)
-        if requested is None
-        else [coordinator.resolve_model(requested)]
-    )
+    # None: all the server holds when the controller reads it again.
+    models = None if requested is None else [coordinator.resolve_model(requested)]
     placeholders = {
-        "model": ", ".join(models),
+        "model": ", ".join(models or ["all"]),
         "url": redact_url(entry.runtime_data.client.base_url),
     }
-    if unknown := [model for model in models if model not in coordinator.data.models]:
+    if models and models[0] not in coordinator.data.models:
         raise ServiceValidationError(
             translation_domain=DOMAIN,
             translation_key="model_not_found",
-            translation_placeholders={**placeholders, "model": ", ".join(unknown)},
+            translation_placeholders=placeholders,
         )
     with translated_errors(call.hass, entry, placeholders):
         unloaded = await entry.runtime_data.controller.evict(
             models, timeout=call.data[ATTR_TIMEOUT]
         )
-    not_resident = [model for model in models if model not in unloaded]
+    not_resident = [model for model in models or [] if model not in unloaded]
     said = [f"unloaded {', '.join(unloaded)}"] if unloaded else []
     said += [f"not resident: {', '.join(not_resident)}"] if not_resident else []
     return {
@@ -322,7 +322,7 @@ def _keep_seconds(call: ServiceCall, entry: LlmWarmthConfigEntry) -> float | Non
     elif ATTR_KEEP_UNTIL in call.data:
         until = dt_util.as_utc(dt_util.as_local(call.data[ATTR_KEEP_UNTIL]))
         seconds = (until - dt_util.utcnow()).total_seconds()
-        if seconds <= 0:
+        if seconds < 1:
             raise ServiceValidationError(
                 translation_domain=DOMAIN,
                 translation_key="keep_until_past",

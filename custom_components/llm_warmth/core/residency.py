@@ -260,12 +260,12 @@ class ResidencyTracker:
         """Return why a model left, where this poll can tell (else it waits in _pending)."""
         if server_restarted:
             return ModelUnloaded(name, UnloadReason.SERVER_RESTARTED)
+        if name in self._evicting:  # whatever else loads or expires meanwhile
+            return ModelUnloaded(name, UnloadReason.ON_REQUEST)
         if _expired(gone, now):
             return ModelUnloaded(name, UnloadReason.EXPIRED)
         if replacements:
             return ModelUnloaded(name, UnloadReason.DISPLACED, replacements)
-        if name in self._evicting:
-            return ModelUnloaded(name, UnloadReason.ON_REQUEST)
         return None
 
     def evicting(self, model: str, *, now: bool = True) -> None:

@@ -5,6 +5,7 @@ API facts this client relies on.
 """
 
 from collections.abc import Mapping
+import math
 import time
 from typing import Any, Final, Literal
 
@@ -122,7 +123,8 @@ class OllamaClient(HttpClient):
         """
         request: dict[str, object] = {"model": model}
         if keep_seconds is not None:
-            request["keep_alive"] = -1 if keep_seconds < 0 else round(keep_seconds)
+            # Whole seconds, never 0 (that would unload it at once).
+            request["keep_alive"] = -1 if keep_seconds < 0 else max(1, math.ceil(keep_seconds))
         await self._http.request("POST", "/api/generate", json=request, timeout=timeout)
 
     async def unload(self, model: str, *, timeout: float | None = None) -> None:
