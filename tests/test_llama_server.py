@@ -389,3 +389,5 @@ async def test_a_keep_is_refused(client: LlamaServerClient) -> None:
     """The router keeps a model until --models-max needs its place: no keep to give."""
     with pytest.raises(LlmServerNotSupportedError, match="decides by itself"):
         await client.load(TINY, keep_seconds=60)
+    with pytest.raises(LlmServerNotSupportedError, match="configured context"):
+        await client.load(TINY, num_ctx=8192)

@@ -116,6 +116,9 @@ async def test_a_server_that_keeps_models_by_itself_says_so(
     with pytest.raises(ServiceValidationError) as err:
         await preload(hass, config_entry_id=entry.entry_id, model="tiny", keep_forever=True)
     assert err.value.translation_key == "keep_not_supported"
+    with pytest.raises(ServiceValidationError) as err:
+        await preload(hass, config_entry_id=entry.entry_id, model="tiny", num_ctx=8192)
+    assert err.value.translation_key == "num_ctx_not_supported"
     answer = await preload(hass, config_entry_id=entry.entry_id, model="tiny")
     assert answer["already_resident"] is False
     assert hass.states.get(model_id(entry, "binary_sensor.tiny_resident")).state == STATE_ON
@@ -162,3 +165,31 @@ async def test_preload_on_the_real_ollama(hass: HomeAssistant, socket_enabled: N
         await hass.config_entries.async_unload(entry.entry_id)
     finally:
         await proxy.stop()
+
+
+async def test_preload_loads_with_the_agents_context(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """Home Assistant's Ollama agent sends num_ctx on every turn: the preload loads with it."""
+    MockConfigEntry(
+        domain="ollama",
+        data={"url": emulator.url},
+        subentries_data=[
+            {
+                "data": {"model": LLAMA, "num_ctx": 16384.0, "keep_alive": -1},
+                "subentry_type": "conversation",
+                "title": "Kitchen assistant",
+                "unique_id": None,
+            }
+        ],
+    ).add_to_hass(hass)
+    answer = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    assert (answer["num_ctx"], answer["agent"]) == (16384, "Kitchen assistant")
+    assert generate_requests(emulator)[-1] == {"model": LLAMA, "options": {"num_ctx": 16384}}
+    assert emulator.loaded[LLAMA].num_ctx == 16384
+    # The call's own context wins; a model no agent uses gets none.
+    answer = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, num_ctx=4096)
+    assert (answer["num_ctx"], answer["agent"]) == (4096, None)
+    answer = await preload(hass, config_entry_id=ENTRY_ID, model=QWEN)
+    assert (answer["num_ctx"], answer["agent"]) == (None, None)
+    assert generate_requests(emulator)[-1] == {"model": QWEN}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, override
+from typing import Any, override
 
 from homeassistant.components.sensor import (
     SensorDeviceClass,
@@ -15,19 +15,14 @@ from homeassistant.config_entries import (
     ConfigEntry,
     ConfigEntryChange,
 )
-from homeassistant.const import CONF_URL
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers.dispatcher import async_dispatcher_connect
 
+from .agents import OLLAMA_DOMAIN, ollama_agents
 from .const import CONF_ASSISTANT_MODEL
-from .core.server_url import normalize_url, unique_id_for
 from .core.warmth import Warmth, model_warmth
 from .data import LlmWarmthConfigEntry
 from .entity import ServerEntity
-
-# Home Assistant's own Ollama integration: its conversation agents name their model.
-OLLAMA_DOMAIN: Final = "ollama"
-_AGENT_SUBENTRY: Final = "conversation"
 
 
 @callback
@@ -37,22 +32,8 @@ def assistant_model(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> tuple[s
     ``agent``: a conversation agent of Home Assistant's Ollama integration at the same
     address uses it; ``option``: the one chosen in the options; ``none``: neither.
     """
-    # Entries in use only (not disabled, not ignored), in a fixed order.
-    for ollama in hass.config_entries.async_entries(
-        OLLAMA_DOMAIN, include_ignore=False, include_disabled=False
-    ):
-        url = ollama.data.get(CONF_URL)
-        try:
-            same = isinstance(url, str) and unique_id_for(normalize_url(url, 11434)) == (
-                entry.unique_id
-            )
-        except ValueError:
-            continue
-        subentries = sorted(ollama.subentries.values(), key=lambda s: s.subentry_id)
-        for subentry in subentries if same else ():
-            model = subentry.data.get("model")
-            if subentry.subentry_type == _AGENT_SUBENTRY and isinstance(model, str) and model:
-                return model, "agent"
+    if agents := ollama_agents(hass, entry):
+        return agents[0].model, "agent"
     if chosen := entry.options.get(CONF_ASSISTANT_MODEL):
         return str(chosen), "option"
     return None, "none"

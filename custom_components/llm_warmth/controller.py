@@ -39,7 +39,7 @@ class ResidencyController:
         """Act through the coordinator's client; read the residency through it."""
         self._coordinator = coordinator
         # Preloads under way, by model and keep: a second one shares the first's request.
-        self._preloads: dict[tuple[str, float | None], asyncio.Task[Preloaded]] = {}
+        self._preloads: dict[tuple[str, float | None, int | None], asyncio.Task[Preloaded]] = {}
 
     async def evict(self, models: list[str] | None, *, timeout: float) -> list[str]:
         """Unload ``models`` (None: all it holds) now; return once the server lets them go.
@@ -62,19 +62,21 @@ class ResidencyController:
             raise
         return held
 
-    async def preload(self, model: str, *, keep_seconds: float | None, timeout: float) -> Preloaded:
-        """Make ``model`` resident (``keep_seconds``: Ollama's keep_alive; None: as it is).
+    async def preload(
+        self, model: str, *, keep_seconds: float | None, num_ctx: int | None, timeout: float
+    ) -> Preloaded:
+        """Make ``model`` resident (``keep_seconds``, ``num_ctx``: Ollama's; None: as it is).
 
-        Two preloads of the same model at once share one request.
+        Two preloads of the same model (and settings) at once share one request.
         """
-        key = (model, keep_seconds)
+        key = (model, keep_seconds, num_ctx)
         if (running := self._preloads.get(key)) is None:
             # The entry's task: it goes on if the action is cancelled (a client that gives up
             # makes Ollama abort the load), and is cancelled when the entry unloads.
             coordinator = self._coordinator
             running = coordinator.config_entry.async_create_background_task(
                 coordinator.hass,
-                self._preload(model, keep_seconds, timeout),
+                self._preload(model, keep_seconds, num_ctx, timeout),
                 f"llm_warmth preload {model}",
             )
             self._preloads[key] = running
@@ -87,12 +89,16 @@ class ResidencyController:
                 raise _entry_unloaded() from None  # the entry unloaded, not the caller
             raise
 
-    async def _preload(self, model: str, keep_seconds: float | None, timeout: float) -> Preloaded:
+    async def _preload(
+        self, model: str, keep_seconds: float | None, num_ctx: int | None, timeout: float
+    ) -> Preloaded:
         coordinator = self._coordinator
         await self._read()
         already = model in coordinator.data.held
         started = time.monotonic()
-        await coordinator.client.load(model, keep_seconds=keep_seconds, timeout=timeout)
+        await coordinator.client.load(
+            model, keep_seconds=keep_seconds, num_ctx=num_ctx, timeout=timeout
+        )
         seconds = None if already else round(time.monotonic() - started, 3)
         await self._until(lambda: model in coordinator.data.held, timeout)
         return Preloaded(model, already_resident=already, seconds=seconds)

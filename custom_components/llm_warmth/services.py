@@ -23,6 +23,7 @@ from homeassistant.util.json import JsonValueType
 from homeassistant.util.yaml import dump as yaml_dump, load_yaml_dict
 import probatio as vol
 
+from .agents import ollama_agents
 from .const import DOMAIN
 from .core.backends.base import GENERATION_TIMEOUT, KeepAlive
 from .core.server_url import redact_url
@@ -107,6 +108,8 @@ PRELOAD_SCHEMA = vol.Schema(
         ),
         vol.Exclusive(ATTR_KEEP_UNTIL, "keep"): cv.datetime,
         vol.Exclusive(ATTR_KEEP_FOREVER, "keep"): vol.All(cv.boolean, True),
+        # Ollama: the context to load it with (default: its agent's, so no reload follows).
+        vol.Optional(ATTR_NUM_CTX): vol.All(vol.Coerce(int), vol.Range(min=256, max=1_048_576)),
         # Long: a client that gives up during a load makes Ollama abort the load.
         vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): vol.All(
             vol.Coerce(float), vol.Range(min=1, max=1800)
@@ -340,6 +343,32 @@ def _keep_seconds(call: ServiceCall, entry: LlmWarmthConfigEntry) -> float | Non
     return seconds
 
 
+def _context(
+    call: ServiceCall, entry: LlmWarmthConfigEntry, model: str
+) -> tuple[int | None, str | None]:
+    """Return the context to load with, and the agent it comes from.
+
+    Ollama reloads a model loaded with another ``num_ctx``: unless the call says otherwise,
+    the model is loaded with the context of Home Assistant's Ollama agent that uses it.
+    """
+    keeps_by_itself = entry.runtime_data.client.capabilities.keep_alive is not KeepAlive.IDLE_TIMER
+    if ATTR_NUM_CTX in call.data:
+        if keeps_by_itself:
+            raise ServiceValidationError(
+                translation_domain=DOMAIN,
+                translation_key="num_ctx_not_supported",
+                translation_placeholders={"server": entry.title},
+            )
+        return call.data[ATTR_NUM_CTX], None
+    if keeps_by_itself:
+        return None, None
+    resolve = entry.runtime_data.coordinator.resolve_model
+    for agent in ollama_agents(call.hass, entry):
+        if resolve(agent.model) == model:
+            return agent.num_ctx, agent.name
+    return None, None
+
+
 async def _async_preload(call: ServiceCall) -> ServiceResponse:
     """Load a model now (or find it loaded); say how long its load took."""
     entry, requested = _model_target(call)
@@ -353,14 +382,17 @@ async def _async_preload(call: ServiceCall) -> ServiceResponse:
             translation_placeholders=placeholders,
         )
     keep_seconds = _keep_seconds(call, entry)
+    num_ctx, agent = _context(call, entry, model)
     with translated_errors(call.hass, entry, placeholders):
         done = await entry.runtime_data.controller.preload(
-            model, keep_seconds=keep_seconds, timeout=call.data[ATTR_TIMEOUT]
+            model, keep_seconds=keep_seconds, num_ctx=num_ctx, timeout=call.data[ATTR_TIMEOUT]
         )
     return {
         "model": model,
         "already_resident": done.already_resident,
         "load_seconds": done.seconds,
+        "num_ctx": num_ctx,
+        "agent": agent,
         "summary": f"{model} was resident already"
         if done.already_resident
         else f"{model} loaded in {done.seconds:.1f} s",

@@ -102,12 +102,18 @@ class LlmBackend(Protocol):
         ...
 
     async def load(
-        self, model: str, *, keep_seconds: float | None = None, timeout: float = GENERATION_TIMEOUT
+        self,
+        model: str,
+        *,
+        keep_seconds: float | None = None,
+        num_ctx: int | None = None,
+        timeout: float = GENERATION_TIMEOUT,
     ) -> None:
         """Make ``model`` resident (returns once it is).
 
-        ``keep_seconds`` (negative: for ever) is for servers whose ``keep_alive`` is
-        ``idle_timer``; the others decide by themselves and must be given None.
+        ``keep_seconds`` (negative: for ever) and ``num_ctx`` are for servers whose
+        ``keep_alive`` is ``idle_timer`` (Ollama); the others decide both by themselves
+        (their configuration) and must be given None.
         """
         ...
 

@@ -54,7 +54,9 @@ class LlmServerOutOfMemoryError(LlmServerError):
     """The server could not fit the model in memory."""
 
 
-def refuse_keep(kind: str, model: str, keep_seconds: float | None) -> None:
-    """Raise for a keep given to a server that decides by itself how long it keeps a model."""
+def refuse_keep(kind: str, model: str, keep_seconds: float | None, num_ctx: int | None) -> None:
+    """Raise for a keep or a context given to a server that decides both by itself."""
     if keep_seconds is not None:
         raise LlmServerNotSupportedError(f"{kind} decides by itself how long to keep {model}")
+    if num_ctx is not None:
+        raise LlmServerNotSupportedError(f"{kind} loads {model} with its configured context")

@@ -180,10 +180,15 @@ class LlamaServerClient(HttpClient):
             raise unexpected("/models", err) from err
 
     async def load(
-        self, model: str, *, keep_seconds: float | None = None, timeout: float = GENERATION_TIMEOUT
+        self,
+        model: str,
+        *,
+        keep_seconds: float | None = None,
+        num_ctx: int | None = None,
+        timeout: float = GENERATION_TIMEOUT,
     ) -> None:
         """Start ``model`` and wait until the router reports it loaded."""
-        refuse_keep(self.kind.value, model, keep_seconds)
+        refuse_keep(self.kind.value, model, keep_seconds, num_ctx)
         try:
             async with asyncio.timeout(timeout):
                 try:

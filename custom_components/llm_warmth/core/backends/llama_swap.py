@@ -134,10 +134,15 @@ class LlamaSwapClient(HttpClient):
         return tuple(InstalledModel(name=name) for name in names)
 
     async def load(
-        self, model: str, *, keep_seconds: float | None = None, timeout: float = GENERATION_TIMEOUT
+        self,
+        model: str,
+        *,
+        keep_seconds: float | None = None,
+        num_ctx: int | None = None,
+        timeout: float = GENERATION_TIMEOUT,
     ) -> None:
         """Start ``model`` (through its upstream's health check) and wait until it is ready."""
-        refuse_keep(self.kind.value, model, keep_seconds)
+        refuse_keep(self.kind.value, model, keep_seconds, num_ctx)
         await self._http.request_body(
             "GET", f"/upstream/{quote(model, safe='')}/health", timeout=timeout
         )

@@ -115,13 +115,21 @@ class OllamaClient(HttpClient):
         return _parse_show(model, payload)
 
     async def load(
-        self, model: str, *, keep_seconds: float | None = None, timeout: float = GENERATION_TIMEOUT
+        self,
+        model: str,
+        *,
+        keep_seconds: float | None = None,
+        num_ctx: int | None = None,
+        timeout: float = GENERATION_TIMEOUT,
     ) -> None:
         """Load ``model`` with an empty prompt; ``keep_seconds`` sets its ``keep_alive``.
 
         Without it the model keeps the keep_alive it has (or the server's default).
+        ``num_ctx``: the context to load it with (a resident model with another is reloaded).
         """
         request: dict[str, object] = {"model": model}
+        if num_ctx is not None:
+            request["options"] = {"num_ctx": num_ctx}
         if keep_seconds is not None:
             # Whole seconds, never 0 (that would unload it at once).
             request["keep_alive"] = -1 if keep_seconds < 0 else max(1, math.ceil(keep_seconds))
