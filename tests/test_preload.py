@@ -16,6 +16,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 
 from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.diagnostics import async_get_config_entry_diagnostics
 
 from .conftest import ENTRY_ID, LLAMA, QWEN, model_id
 from .e2e import add_server, ollama_call, ollama_get, server_url, wait_until
@@ -187,6 +188,11 @@ async def test_preload_loads_with_the_agents_context(
     assert (answer["num_ctx"], answer["agent"]) == (16384, "Kitchen assistant")
     assert generate_requests(emulator)[-1] == {"model": LLAMA, "options": {"num_ctx": 16384}}
     assert emulator.loaded[LLAMA].num_ctx == 16384
+    # Diagnostics name the agents and their settings.
+    diagnostics = await async_get_config_entry_diagnostics(hass, init_integration)
+    assert diagnostics["agents"] == [
+        {"name": "Kitchen assistant", "model": LLAMA, "num_ctx": 16384, "keep_alive": -1}
+    ]
     # The call's own context wins; a model no agent uses gets none.
     answer = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, num_ctx=4096)
     assert (answer["num_ctx"], answer["agent"]) == (4096, None)

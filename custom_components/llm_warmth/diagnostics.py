@@ -9,6 +9,7 @@ from homeassistant.components.diagnostics import async_redact_data
 from homeassistant.const import CONF_API_KEY, CONF_URL
 from homeassistant.core import HomeAssistant
 
+from .agents import ollama_agents
 from .const import CONF_EXPORTER_URL
 from .core.server_url import redact_url
 from .data import LlmWarmthConfigEntry
@@ -37,6 +38,8 @@ async def async_get_config_entry_diagnostics(
         "fast_polling": coordinator.fast_polling,
         "events_connected": coordinator.events_connected,
         "capabilities": asdict(entry.runtime_data.client.capabilities),
+        # Home Assistant's Ollama agents at this address: their models and how they ask.
+        "agents": [asdict(agent) for agent in ollama_agents(hass, entry)],
         "snapshot": {
             "version": snapshot.version,
             "polled_at": snapshot.polled_at.isoformat(),
