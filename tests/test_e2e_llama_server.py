@@ -176,7 +176,7 @@ async def test_detect_probe_cold_then_warm_and_a_displacement(
     # The same prompt again: the server's prompt cache served all but the last token.
     assert warm["prompt_cache_reuse"] > 50
     reuse = hass.states.get(model_id(entry, "sensor.big_prompt_cache_reuse"))
-    assert float(reuse.state) == warm["prompt_cache_reuse"]
+    assert float(reuse.state) == pytest.approx(warm["prompt_cache_reuse"], abs=0.05)
     assert len(loaded) == 1
 
     # Another client asks for the other model: with one model allowed, big has to go.

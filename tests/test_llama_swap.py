@@ -312,10 +312,8 @@ async def test_a_probe_reports_its_load_queue_and_prompt_cache(
     assert warm["prompt_cache_reuse"] > 0
     queue = hass.states.get(model_id(entry, "sensor.big_queue_stage"))
     assert float(queue.state) == 0
-    assert (
-        float(hass.states.get(model_id(entry, "sensor.big_prompt_cache_reuse")).state)
-        == warm["prompt_cache_reuse"]
-    )
+    reuse = float(hass.states.get(model_id(entry, "sensor.big_prompt_cache_reuse")).state)
+    assert reuse == pytest.approx(warm["prompt_cache_reuse"], abs=0.05)  # the response: to 0.1
 
 
 async def test_gpu_headroom_from_llama_swaps_metrics(
