@@ -191,12 +191,18 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         now = time.monotonic()
         if self._settling_since is None:
             self._settling_since = now
-        if (
-            self._shut_down
-            or self.events_connected
-            or self.config_entry.pref_disable_polling
-            or now - self._settling_since > FAST_POLL_LIMIT.total_seconds()
-        ):
+        if now - self._settling_since <= FAST_POLL_LIMIT.total_seconds():
+            self._poll_soon()
+
+    @callback
+    def _poll_soon(self) -> None:
+        """Poll again SETTLING_SCAN_INTERVAL from now, unless no fast poll is wanted.
+
+        Not while the entry shuts down, while the event stream reports residency, or when
+        the user disabled polling.
+        """
+        self._cancel_fast_poll()
+        if self._shut_down or self.events_connected or self.config_entry.pref_disable_polling:
             return
         self._unsub_fast_poll = async_call_later(
             self.hass, SETTLING_SCAN_INTERVAL, self._fast_poll_job
@@ -312,19 +318,11 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         model = self.resolve_model(model)
         was_resident = self.last_update_success and model in self.data.held
         self.monitor.probe_started(model, monotonic=time.monotonic())
-        self._show_probes()
-        if (
-            not was_resident
-            and self.last_update_success
-            and not self.events_connected
-            and not self.config_entry.pref_disable_polling
-        ):
+        self._publish_timings()
+        if not was_resident and self.last_update_success:
             # Progress of a long cold probe: poll soon, so the model shows "loading" while
             # it loads (fast polls follow while it does), not only when the reply is there.
-            self._cancel_fast_poll()
-            self._unsub_fast_poll = async_call_later(
-                self.hass, SETTLING_SCAN_INTERVAL, self._fast_poll_job
-            )
+            self._poll_soon()
         try:
             reply = await self.client.timed_generation(
                 api, model, prompt, options=options, timeout=timeout
@@ -334,7 +332,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             await self.async_refresh()
         except BaseException:  # failed or cancelled: no load of ours to announce
             self._handle(self.monitor.probe_failed(model))
-            self._show_probes()
+            self._publish_timings()
             raise
         probe, changes = self.monitor.probe_finished(
             model,
@@ -347,13 +345,12 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         )
         self._handle(changes)
         self._storage.async_delay_save(lambda: self.monitor.timings)
-        if self.last_update_success:  # a failed poll keeps the entities unavailable
-            self.async_set_updated_data(self.monitor.with_timings(self.data))
+        self._publish_timings()
         return probe
 
     @callback
-    def _show_probes(self) -> None:
-        """Show which models a probe is measuring now (entities read ``probing``)."""
+    def _publish_timings(self) -> None:
+        """Show the timings measured and the probes running since the last poll."""
         if self.last_update_success:  # a failed poll keeps the entities unavailable
             self.async_set_updated_data(self.monitor.with_timings(self.data))
 
