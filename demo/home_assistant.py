@@ -17,6 +17,11 @@ import sys
 from typing import Any
 
 import aiohttp
+from homeassistant.components.http.config import (
+    HTTP_STORAGE_SCHEMA,
+    STORAGE_MINOR_VERSION,
+    STORAGE_VERSION,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 USERNAME = "demo"
@@ -89,21 +94,18 @@ def prepare_storage(config_dir: Path, port: int) -> None:
 
 
 def http_storage(port: int) -> dict[str, Any]:
-    """Return Home Assistant's HTTP store with 127.0.0.1:``port`` as the confirmed setting."""
+    """Return Home Assistant's HTTP store with 127.0.0.1:``port`` as the confirmed setting.
+
+    Its defaults come from Home Assistant's own schema of that store.
+    """
+    stable = HTTP_STORAGE_SCHEMA({"server_host": ["127.0.0.1"], "server_port": port})
     return {
-        "version": 2,
-        "minor_version": 2,
+        "version": STORAGE_VERSION,
+        "minor_version": STORAGE_MINOR_VERSION,
         "key": "http",
         "data": {
             "stable": {
-                "server_host": ["127.0.0.1"],
-                "server_port": port,
-                "cors_allowed_origins": ["https://cast.home-assistant.io"],
-                "ip_ban_enabled": False,
-                "login_attempts_threshold": -1,
-                "use_x_forwarded_for": False,
-                "use_x_frame_options": True,
-                "ssl_profile": "modern",
+                **stable,
                 "created_at": "2026-11-30T00:00:00+00:00",
                 "error": None,
                 "error_message": None,

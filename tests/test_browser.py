@@ -16,11 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from homeassistant.components.http.config import (
-    HTTP_STORAGE_SCHEMA,
-    STORAGE_MINOR_VERSION,
-    STORAGE_VERSION,
-)
 from homeassistant.components.onboarding.const import STEPS
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr
@@ -34,6 +29,7 @@ from pytest_homeassistant_custom_component.components.recorder.common import (
 
 from custom_components.llm_warmth.const import CONF_ASSISTANT_MODEL, DOMAIN
 from custom_components.llm_warmth.devices import server_device_identifier
+from demo.home_assistant import http_storage
 
 from .chromium import Page, chromium_page, look, require_browser, sign_in_script
 from .conftest import ENTRY_ID, LLAMA, QWEN, free_port, model_device
@@ -81,22 +77,7 @@ async def frontend(
     # The listening address as a confirmed setting, as the UI stores it: an ``http:`` block in
     # YAML would be a pending trial with a confirmation dialog over every page.
     port = free_port()
-    stable = HTTP_STORAGE_SCHEMA({"server_host": ["127.0.0.1"], "server_port": port})
-    hass_storage["http"] = {
-        "version": STORAGE_VERSION,
-        "minor_version": STORAGE_MINOR_VERSION,
-        "key": "http",
-        "data": {
-            "stable": {
-                **stable,
-                "created_at": "2026-11-30T00:00:00+00:00",
-                "error": None,
-                "error_message": None,
-            },
-            "pending": None,
-            "yaml_migration_done": True,
-        },
-    }
+    hass_storage["http"] = http_storage(port)
     assert await async_setup_component(hass, "http", {})
     # What a real installation always loads beside the frontend (its pages call them).
     for component in (
