@@ -7,6 +7,7 @@ the ``llm_warmth.dashboard`` action returns it, as YAML to paste into a new dash
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from homeassistant.const import Platform
@@ -61,18 +62,8 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
             }
         )
         warmth += [e for e in (server_warmth, *model_warmth) if e]
-        loads += [
-            {"entity": e, "name": f"{display_name(m)} {label}"}
-            for m in models
-            for k, label in _LOAD_KEYS.items()
-            if (e := entity(m, k))
-        ]
-        probes += [
-            {"entity": e, "name": f"{display_name(m)} {label}"}
-            for m in models
-            for k, label in _PROBE_KEYS.items()
-            if (e := entity(m, k))
-        ]
+        loads += _graphed(models, _LOAD_KEYS, entity)
+        probes += _graphed(models, _PROBE_KEYS, entity)
         gpu = entry.runtime_data.gpu
         for uuid in sorted(gpu.data.gpus) if gpu is not None and gpu.data is not None else ():
             gpus += [
@@ -107,3 +98,15 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
         "title": "LLM Warmth",
         "views": [{"title": "Warmth", "path": "llm-warmth", "cards": cards}],
     }
+
+
+def _graphed(
+    models: list[str], keys: dict[str, str], entity: Callable[[str, str], str | None]
+) -> list[dict[str, str]]:
+    """Return a graph's lines: each model's sensors of ``keys``, named model and label."""
+    return [
+        {"entity": entity_id, "name": f"{display_name(model)} {label}"}
+        for model in models
+        for key, label in keys.items()
+        if (entity_id := entity(model, key))
+    ]

@@ -333,14 +333,22 @@ def _keep_seconds(call: ServiceCall, entry: LlmWarmthConfigEntry) -> float | Non
             )
     else:
         return None
-    keeps = entry.runtime_data.client.capabilities.keep_alive
-    if keeps is not KeepAlive.IDLE_TIMER:
+    if _decides_by_itself(entry):
+        how = _KEEPS_BY_ITSELF[entry.runtime_data.client.capabilities.keep_alive]
         raise ServiceValidationError(
             translation_domain=DOMAIN,
             translation_key="keep_not_supported",
-            translation_placeholders={"server": entry.title, "how": _KEEPS_BY_ITSELF[keeps]},
+            translation_placeholders={"server": entry.title, "how": how},
         )
     return seconds
+
+
+def _decides_by_itself(entry: LlmWarmthConfigEntry) -> bool:
+    """Return True when the server's configuration sets keep and context (not a request).
+
+    llama-server (``--models-max``, ``--ctx-size``) and llama-swap (``ttl``, its commands).
+    """
+    return entry.runtime_data.client.capabilities.keep_alive is not KeepAlive.IDLE_TIMER
 
 
 def _context(
@@ -351,16 +359,15 @@ def _context(
     Ollama reloads a model loaded with another ``num_ctx``: unless the call says otherwise,
     the model is loaded with the context of Home Assistant's Ollama agent that uses it.
     """
-    keeps_by_itself = entry.runtime_data.client.capabilities.keep_alive is not KeepAlive.IDLE_TIMER
     if ATTR_NUM_CTX in call.data:
-        if keeps_by_itself:
+        if _decides_by_itself(entry):
             raise ServiceValidationError(
                 translation_domain=DOMAIN,
                 translation_key="num_ctx_not_supported",
                 translation_placeholders={"server": entry.title},
             )
         return call.data[ATTR_NUM_CTX], None
-    if keeps_by_itself:
+    if _decides_by_itself(entry):
         return None, None
     resolve = entry.runtime_data.coordinator.resolve_model
     for agent in ollama_agents(call.hass, entry):
