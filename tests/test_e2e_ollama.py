@@ -127,6 +127,17 @@ async def test_residency_and_an_unload_by_another_client(
     )
     assert unloads_at is not None
     assert abs((unloads_at - preloaded_at).total_seconds() - 600) < 5
+    # This Ollama runs on the CPU: its models' memory shows where it is, in system RAM, as
+    # much as /api/ps says; no "GPU memory 0 GiB" sensors.
+    listed = (await ollama_get(ollama_url, "/api/ps"))["models"]
+    assert listed
+    assert all(m["size_vram"] == 0 for m in listed)
+    in_ram = sum(m["size"] - m["size_vram"] for m in listed) / 1024**3
+    ram = hass.states.get(model_id(entry, "sensor.resident_memory_in_system_ram"))
+    assert float(ram.state) == pytest.approx(in_ram, abs=0.01)
+    for gpu_sensor in ("sensor.tiny_gpu_memory", "sensor.tiny_gpu_share"):
+        assert hass.states.get(model_id(entry, gpu_sensor)) is None
+    assert hass.states.get(model_id(entry, "sensor.resident_gpu_memory")) is None
 
     # Another client unloads it (keep_alive 0): early, and nothing came in.
     await ollama_call(ollama_url, "/api/generate", {"model": TINY, "keep_alive": 0})
