@@ -343,7 +343,7 @@ async def test_stored_figures_of_version_1_1_are_migrated(
     assert timings[QWEN].cold_request_seconds is None
     await hass.config_entries.async_unload(mock_config_entry.entry_id)
     stored = hass_storage[f"{DOMAIN}.{ENTRY_ID}"]
-    assert stored["minor_version"] == 3  # type: ignore[index]
+    assert stored["minor_version"] == 4  # type: ignore[index]
     assert stored["data"]["models"][LLAMA]["cold_request_seconds"] == 7.25  # type: ignore[index]
 
 

@@ -31,7 +31,7 @@ from .devices import (
 from .gpu_coordinator import GpuCoordinator, gpu_issue_id, gpu_source_from_options
 from .services import async_offer_models, async_setup_services
 
-PLATFORMS = [Platform.BINARY_SENSOR, Platform.SENSOR]
+PLATFORMS = [Platform.BINARY_SENSOR, Platform.SENSOR, Platform.SWITCH]
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
 
@@ -89,6 +89,8 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     entry.async_on_unload(entry.async_on_state_change(offer_models))
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     coordinator.async_start_events()
+    # Pins are asserted after each poll (the first right away: a restart loses none).
+    entry.async_on_unload(entry.runtime_data.controller.async_start())
     return True
 
 

@@ -14,6 +14,7 @@ from typing import Final
 from homeassistant.const import CONF_URL
 from homeassistant.core import HomeAssistant, callback
 
+from .core.backends.base import KeepAlive
 from .core.server_url import normalize_url, unique_id_for
 from .data import LlmWarmthConfigEntry
 
@@ -74,3 +75,22 @@ def _whole(value: object, default: int) -> int:
     if isinstance(value, int | float) and not isinstance(value, bool) and value == int(value):
         return int(value)
     return default
+
+
+@callback
+def agent_context(
+    hass: HomeAssistant, entry: LlmWarmthConfigEntry, model: str
+) -> tuple[int | None, str | None]:
+    """Return the context to load ``model`` with, and the agent it comes from.
+
+    Ollama reloads a model loaded with another ``num_ctx``: a model one of Home Assistant's
+    Ollama agents uses is loaded with that agent's. The other servers set the context in
+    their own configuration: None.
+    """
+    runtime = entry.runtime_data
+    if runtime.client.capabilities.keep_alive is not KeepAlive.IDLE_TIMER:
+        return None, None
+    for agent in ollama_agents(hass, entry):
+        if runtime.coordinator.resolve_model(agent.model) == model:
+            return agent.num_ctx, agent.name
+    return None, None

@@ -22,6 +22,10 @@ FAST_POLL_LIMIT: Final = timedelta(minutes=5)
 # How often an eviction reads the residency again until the server let the model go.
 EVICT_CHECK_INTERVAL: Final = 0.25
 
+# A pinned model found gone is asserted again after this long (seconds), if still gone:
+# a server that switches models may list none in between.
+PIN_SETTLE_SECONDS: Final = 1.0
+
 # A server's event stream that fails is reconnected after this long, doubling up to the max.
 EVENTS_RETRY_MIN: Final = 1.0
 EVENTS_RETRY_MAX: Final = 60.0
@@ -30,6 +34,7 @@ EVENT_MODEL_LOADED: Final = "llm_warmth_model_loaded"
 EVENT_MODEL_UNLOADED: Final = "llm_warmth_model_unloaded"
 EVENT_SERVER_RESTARTED: Final = "llm_warmth_server_restarted"
 EVENT_COLD_START: Final = "llm_warmth_cold_start"
+EVENT_PIN_REASSERTED: Final = "llm_warmth_pin_reasserted"
 
 # The household's assistant model, when no conversation agent names it (options flow).
 CONF_ASSISTANT_MODEL: Final = "assistant_model"

@@ -1,7 +1,8 @@
-"""What the integration does to a server's residency: evict and preload models.
+"""What the integration does to a server's residency: evict, preload and pin models.
 
-Actions call it; it calls the client and then reads the residency again through the
-coordinator, so that the entities show the result when the action returns.
+Actions and the keep-warm switches call it; it calls the client and then reads the
+residency again through the coordinator, so that the entities show the result when the
+action returns. After each poll it asserts again the pins the server let go.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from dataclasses import dataclass
 import time
 
 from homeassistant.config_entries import ConfigEntryState
+from homeassistant.core import CALLBACK_TYPE, callback
 from homeassistant.exceptions import HomeAssistantError
 
-from .const import DOMAIN, EVICT_CHECK_INTERVAL
+from .const import DOMAIN, EVENT_PIN_REASSERTED, EVICT_CHECK_INTERVAL, LOGGER, PIN_SETTLE_SECONDS
 from .coordinator import LlmWarmthCoordinator
+from .core.backends.base import GENERATION_TIMEOUT, KeepAlive
 from .core.backends.errors import LlmServerError, LlmServerTimeoutError
+from .core.pins import Pin, Reassertion, ReassertReason
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,24 +37,153 @@ class Preloaded:
 
 
 class ResidencyController:
-    """Evict and preload the models of one server."""
+    """Evict, preload and pin the models of one server."""
 
     def __init__(self, coordinator: LlmWarmthCoordinator) -> None:
         """Act through the coordinator's client; read the residency through it."""
         self._coordinator = coordinator
         # Preloads under way, by model and keep: a second one shares the first's request.
         self._preloads: dict[tuple[str, float | None, int | None], asyncio.Task[Preloaded]] = {}
+        # Pins being asserted again, and the models whose last attempt failed (logged once).
+        self._reasserting: set[str] = set()
+        self._failing: set[str] = set()
+
+    @callback
+    def async_start(self) -> CALLBACK_TYPE:
+        """Assert the pins after each poll and push from now on; return what stops it."""
+        self.async_check_pins()
+        unsubs = (
+            self._coordinator.async_add_poll_listener(self.async_check_pins),
+            self._coordinator.async_add_listener(self.async_check_pins),
+        )
+
+        @callback
+        def stop() -> None:
+            for unsub in unsubs:
+                unsub()
+
+        return stop
+
+    @property
+    def _idle_timer(self) -> bool:
+        return self._coordinator.client.capabilities.keep_alive is KeepAlive.IDLE_TIMER
+
+    async def pin(self, pin: Pin, *, timeout: float) -> Preloaded:
+        """Load ``pin.model`` to be kept to the pin's end, then keep the pin (stored).
+
+        Ollama is asked for the pin's keep_alive and context; the other servers keep the
+        model by their own rule, and the pin asks again whenever they let it go.
+        """
+        coordinator = self._coordinator
+        keep = pin.keep_seconds(coordinator.utcnow()) if self._idle_timer else None
+        num_ctx = pin.num_ctx if self._idle_timer else None
+        done = await self.preload(pin.model, keep_seconds=keep, num_ctx=num_ctx, timeout=timeout)
+        coordinator.pins.pin(pin)
+        await coordinator.async_save_pins()
+        coordinator.async_update_listeners()
+        return done
+
+    async def unpin(self, model: str, *, evict: bool, timeout: float) -> tuple[Pin | None, str]:
+        """Remove the pin of ``model``; say what became of the model.
+
+        ``unloaded`` (``evict``), ``handed_back`` (Ollama: asked once more without a
+        keep_alive, so the server's default idle time counts from now), ``kept`` (the
+        other servers keep it by their own rule), ``not_resident``, or ``unchanged`` (it
+        was not pinned).
+        """
+        coordinator = self._coordinator
+        pin = coordinator.pins.unpin(model)
+        if pin is not None:
+            await coordinator.async_save_pins()
+            coordinator.async_update_listeners()
+        if evict:
+            return pin, "unloaded" if await self.evict([model], timeout=timeout) else "not_resident"
+        await self._read()
+        if model not in coordinator.data.held:
+            return pin, "not_resident"
+        if pin is None:
+            return None, "unchanged"
+        if not self._idle_timer:
+            return pin, "kept"
+        await coordinator.client.load(model, num_ctx=pin.num_ctx, timeout=timeout)
+        return pin, "handed_back"
+
+    @callback
+    def async_check_pins(self) -> None:
+        """Drop the pins that ended; assert again those the server let go (after a poll)."""
+        coordinator = self._coordinator
+        if not coordinator.last_update_success or coordinator.data is None:
+            return
+        now = coordinator.utcnow()
+        if coordinator.pins.drop_expired(now):
+            coordinator.hass.async_create_task(coordinator.async_save_pins())
+            coordinator.async_update_listeners()
+        for due in self._due():
+            self._reasserting.add(due.pin.model)
+            coordinator.config_entry.async_create_background_task(
+                coordinator.hass, self._reassert(due), f"llm_warmth pin {due.pin.model}"
+            )
+
+    def _due(self, *, running: bool = False) -> list[Reassertion]:
+        """Return the pins to assert again (``running``: those being asserted too)."""
+        snapshot = self._coordinator.data
+        due = self._coordinator.pins.due(
+            snapshot.resident, snapshot.models, self._coordinator.utcnow()
+        )
+        return [d for d in due if running or d.pin.model not in self._reasserting]
+
+    async def _reassert(self, due: Reassertion) -> None:
+        coordinator = self._coordinator
+        model = due.pin.model
+        try:
+            if due.reason is ReassertReason.GONE:
+                # A server that switches models may list none for a moment: look again.
+                await asyncio.sleep(PIN_SETTLE_SECONDS)
+                await self._read()
+                if not any(d.pin.model == model for d in self._due(running=True)):
+                    return
+            coordinator.pins.asserted(due, coordinator.utcnow())
+            started = time.monotonic()
+            await coordinator.client.load(
+                model,
+                keep_seconds=due.pin.keep_seconds(coordinator.utcnow())
+                if self._idle_timer
+                else None,
+                num_ctx=due.pin.num_ctx if self._idle_timer else None,
+                timeout=GENERATION_TIMEOUT,
+            )
+        except (LlmServerError, HomeAssistantError) as err:
+            if model not in self._failing:  # once per failing streak
+                self._failing.add(model)
+                LOGGER.warning("%s: could not keep %s pinned: %s", coordinator.name, model, err)
+            return
+        finally:
+            self._reasserting.discard(model)
+        if model in self._failing:
+            self._failing.discard(model)
+            LOGGER.info("%s: %s is pinned again", coordinator.name, model)
+        coordinator.fire(
+            EVENT_PIN_REASSERTED,
+            model=model,
+            reason=due.reason.value,
+            seconds=round(time.monotonic() - started, 3),
+        )
+        await coordinator.async_refresh()
 
     async def evict(self, models: list[str] | None, *, timeout: float) -> list[str]:
         """Unload ``models`` (None: all it holds) now; return once the server lets them go.
 
         The entities show it when this returns (the residency is read again until it does,
         every ``EVICT_CHECK_INTERVAL``): a server may finish an unload after its answer.
-        Return the models that were held and are gone; raise the client's errors.
+        Return the models that were held and are gone; raise the client's errors. Their
+        pins go too: a pin would load them again at the next poll.
         """
         coordinator = self._coordinator
         await self._read()  # another client may have loaded one since the last poll
         held = sorted(model for model in coordinator.data.held if models is None or model in models)
+        if [coordinator.pins.unpin(model) for model in held if model in coordinator.pins.pins]:
+            await coordinator.async_save_pins()
+            coordinator.async_update_listeners()
         try:
             for model in held:
                 coordinator.monitor.evicting(model)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 import contextlib
 from datetime import datetime, timedelta
 import time
-from typing import Any, Literal
+from typing import Any, Literal, override
 
 from homeassistant.const import CONF_SCAN_INTERVAL, Platform
 from homeassistant.core import CALLBACK_TYPE, HassJob, HomeAssistant, callback
@@ -51,12 +51,13 @@ from .core.monitor import (
     ServerRestarted,
     ServerSnapshot,
 )
+from .core.pins import PinBook
 from .core.server_url import redact_url
 from .core.ttft import Stage
 from .data import LlmWarmthConfigEntry
 from .devices import model_device_identifier, server_device_identifier
 from .errors import update_failed
-from .storage import TimingStorage
+from .storage import EntryStorage, StoredEntry
 
 
 class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
@@ -83,7 +84,9 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         )
         self.client = client
         self.monitor = ServerMonitor(client.capabilities)
-        self._storage = TimingStorage(hass, entry.entry_id)
+        self._storage = EntryStorage(hass, entry.entry_id)
+        # The models the household wants kept resident (the controller asserts them).
+        self.pins = PinBook(client.capabilities)
         # While a model loads the server is polled every SETTLING_SCAN_INTERVAL by this
         # one-shot timer, armed after each poll; the coordinator's own interval stays the
         # normal one (Home Assistant rounds it to whole seconds, so a sub-second interval
@@ -98,19 +101,41 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self.events_connected = False
         # How many snapshots it pushed, and the last one.
         self._pushed: tuple[int, tuple[ResidentModel, ...]] = (0, ())
+        # Called after every poll, changed or not (listeners hear of changes only).
+        self._poll_listeners: list[CALLBACK_TYPE] = []
 
     async def _async_setup(self) -> None:
-        """Read what earlier runs measured."""
-        timings = await self._storage.async_load()
-        self.monitor = ServerMonitor(self.client.capabilities, timings=timings)
+        """Read what earlier runs measured and pinned."""
+        stored = await self._storage.async_load()
+        self.monitor = ServerMonitor(self.client.capabilities, timings=stored.timings)
+        self.pins = PinBook(self.client.capabilities, stored.pins)
 
     async def async_shutdown(self) -> None:
         """Stop polling and write what was measured (the entry unloads)."""
         self._shut_down = True
         self._cancel_fast_poll()
         await super().async_shutdown()
-        if timings := self.monitor.timings:
-            await self._storage.async_save(timings)
+        if self.monitor.timings or self.pins.pins:
+            await self._storage.async_save(self._stored())
+
+    def _stored(self) -> StoredEntry:
+        return StoredEntry(timings=self.monitor.timings, pins=self.pins.pins)
+
+    async def async_save_pins(self) -> None:
+        """Write the pins now (a restart right after a pin must not lose it)."""
+        await self._storage.async_save(self._stored())
+
+    @callback
+    def async_add_poll_listener(self, listener: CALLBACK_TYPE) -> CALLBACK_TYPE:
+        """Call ``listener`` after every poll, even one that changed nothing; return unsub."""
+        self._poll_listeners.append(listener)
+        return lambda: self._poll_listeners.remove(listener)
+
+    @override
+    @callback
+    def _async_refresh_finished(self) -> None:
+        for listener in list(self._poll_listeners):
+            listener()
 
     @property
     def fast_polling(self) -> bool:
@@ -254,22 +279,22 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         for change in changes:
             match change:
                 case ServerRestarted():
-                    self._fire(
+                    self.fire(
                         EVENT_SERVER_RESTARTED,
                         reason="version_changed" if change.version_changed else "reconnected",
                         version=change.version,
                         previous_version=change.previous_version,
                     )
                 case LoadObserved():
-                    self._storage.async_delay_save(lambda: self.monitor.timings)
-                    self._fire(
+                    self._storage.async_delay_save(self._stored)
+                    self.fire(
                         EVENT_MODEL_LOADED, model=change.model, **change.figures.as_event_data()
                     )
                     self._fire_cold_start(change.model, change.figures, change.probe)
                 case ColdStartObserved():
                     self._fire_cold_start(change.model, LoadFigures(), change.probe)
                 case _:
-                    self._fire(
+                    self.fire(
                         EVENT_MODEL_UNLOADED,
                         model=change.model,
                         reason=change.reason.value,
@@ -278,7 +303,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
 
     def _fire_cold_start(self, model: str, figures: LoadFigures, probe: ProbeResult | None) -> None:
         sample = probe.sample if probe else None
-        self._fire(
+        self.fire(
             EVENT_COLD_START,
             model=model,
             source="probe" if probe else "passive",
@@ -344,7 +369,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             announce_window=2 * self.normal_interval.total_seconds() + 5,
         )
         self._handle(changes)
-        self._storage.async_delay_save(lambda: self.monitor.timings)
+        self._storage.async_delay_save(self._stored)
         self._publish_timings()
         return probe
 
@@ -354,7 +379,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         if self.last_update_success:  # a failed poll keeps the entities unavailable
             self.async_set_updated_data(self.monitor.with_timings(self.data))
 
-    def _fire(self, event_type: str, **data: Any) -> None:
+    def fire(self, event_type: str, **data: Any) -> None:
         """Fire an event, naming the entity and device it is about.
 
         The logbook files an event under an entity or device only when its data names
@@ -389,5 +414,5 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
 
 
 async def async_remove_stored_data(hass: HomeAssistant, entry_id: str) -> None:
-    """Delete what an entry measured and stored (the entry is being removed)."""
-    await TimingStorage(hass, entry_id).async_remove()
+    """Delete what an entry measured and pinned (the entry is being removed)."""
+    await EntryStorage(hass, entry_id).async_remove()

@@ -1,14 +1,20 @@
-"""What an entry measured, kept across restarts: one versioned store, with its migrations."""
+"""What an entry measured and decided, kept across restarts: one versioned store.
+
+It holds the per-model measurements and the pins (with their keep-warm switches); its
+migrations bring older files up to date.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final, override
 
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.storage import Store
 
 from .const import DOMAIN, LOGGER
+from .core.pins import Pin
 from .core.ttft import ModelTiming
 
 STORAGE_VERSION: Final = 1
@@ -16,12 +22,13 @@ STORAGE_VERSION: Final = 1
 # polls saw it) became "cold_request_seconds"; "load_seconds" is now the server's own.
 # 1.3: "load_source" says who measured "load_seconds" (until then only Ollama: "server");
 # stages a server did not report are null.
-STORAGE_MINOR_VERSION: Final = 3
+# 1.4: "pins" (by model) added; files without it have none.
+STORAGE_MINOR_VERSION: Final = 4
 # Seconds to gather writes to the store.
 STORE_DELAY: Final = 5
 
 
-class _TimingStore(Store[dict[str, Any]]):
+class _EntryStore(Store[dict[str, Any]]):
     @override
     async def _async_migrate_func(
         self, old_major_version: int, old_minor_version: int, old_data: dict[str, Any]
@@ -40,39 +47,57 @@ class _TimingStore(Store[dict[str, Any]]):
         return old_data
 
 
-class TimingStorage:
-    """Reads and writes the per-model measurements of one config entry."""
+@dataclass(frozen=True, slots=True)
+class StoredEntry:
+    """What one entry keeps: measurements and pins, by model."""
+
+    timings: Mapping[str, ModelTiming] = field(default_factory=dict)
+    pins: Mapping[str, Pin] = field(default_factory=dict)
+
+
+class EntryStorage:
+    """Reads and writes what one config entry keeps."""
 
     def __init__(self, hass: HomeAssistant, entry_id: str) -> None:
         """Use the entry's own store file."""
-        self._store = _TimingStore(
+        self._store = _EntryStore(
             hass, STORAGE_VERSION, f"{DOMAIN}.{entry_id}", minor_version=STORAGE_MINOR_VERSION
         )
 
-    async def async_load(self) -> dict[str, ModelTiming]:
-        """Return what earlier runs measured; a damaged record is dropped, not fatal."""
+    async def async_load(self) -> StoredEntry:
+        """Return what earlier runs kept; a damaged record is dropped, not fatal."""
         stored = await self._store.async_load() or {}
-        models = stored.get("models")
-        timings: dict[str, ModelTiming] = {}
-        for name, values in (models if isinstance(models, dict) else {}).items():
-            try:
-                timings[name] = ModelTiming.from_dict(values)
-            except ValueError as err:
-                LOGGER.warning("Ignoring the stored measurements of %s: %s", name, err)
-        return timings
+        return StoredEntry(
+            timings=_records(stored.get("models"), ModelTiming.from_dict, "measurements"),
+            pins=_records(stored.get("pins"), Pin.from_dict, "pin"),
+        )
 
-    def async_delay_save(self, timings: Callable[[], Mapping[str, ModelTiming]]) -> None:
-        """Write the measurements a few seconds from now (writes close together merge)."""
-        self._store.async_delay_save(lambda: _as_stored(timings()), STORE_DELAY)
+    def async_delay_save(self, entry: Callable[[], StoredEntry]) -> None:
+        """Write a few seconds from now (writes close together merge)."""
+        self._store.async_delay_save(lambda: _as_stored(entry()), STORE_DELAY)
 
-    async def async_save(self, timings: Mapping[str, ModelTiming]) -> None:
-        """Write the measurements now."""
-        await self._store.async_save(_as_stored(timings))
+    async def async_save(self, entry: StoredEntry) -> None:
+        """Write now."""
+        await self._store.async_save(_as_stored(entry))
 
     async def async_remove(self) -> None:
         """Delete the store file (the entry is being removed)."""
         await self._store.async_remove()
 
 
-def _as_stored(timings: Mapping[str, ModelTiming]) -> dict[str, Any]:
-    return {"models": {name: timing.as_dict() for name, timing in timings.items()}}
+def _records[T](records: object, read: Callable[[Any], T], what: str) -> dict[str, T]:
+    """Return the readable records of a by-model mapping; log and drop the others."""
+    readable: dict[str, T] = {}
+    for name, values in (records if isinstance(records, dict) else {}).items():
+        try:
+            readable[name] = read(values)
+        except (ValueError, TypeError) as err:
+            LOGGER.warning("Ignoring the stored %s of %s: %s", what, name, err)
+    return readable
+
+
+def _as_stored(entry: StoredEntry) -> dict[str, Any]:
+    return {
+        "models": {name: timing.as_dict() for name, timing in entry.timings.items()},
+        "pins": {name: pin.as_dict() for name, pin in entry.pins.items()},
+    }

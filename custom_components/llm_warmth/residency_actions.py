@@ -1,0 +1,332 @@
+"""Actions on residency: ``evict``, ``preload``, ``pin`` and ``unpin`` a model.
+
+Thin: they check the call, act through the entry's ``ResidencyController`` and answer in
+Home Assistant's words (``errors.translated_errors``). All change what the server holds, so
+only administrators may call them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Final
+
+from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
+from homeassistant.exceptions import ServiceValidationError
+from homeassistant.helpers import config_validation as cv, service
+from homeassistant.util import dt as dt_util
+from homeassistant.util.json import JsonValueType
+import probatio as vol
+
+from .agents import agent_context
+from .const import DOMAIN
+from .core.backends.base import GENERATION_TIMEOUT, KeepAlive
+from .core.pins import PRIORITY_MAX, PRIORITY_MIN, REASSERT_COST, Pin
+from .core.server_url import redact_url
+from .data import LlmWarmthConfigEntry
+from .errors import translated_errors
+from .targets import TARGET_FIELDS, model_target, target
+
+SERVICE_EVICT: Final = "evict"
+SERVICE_PRELOAD: Final = "preload"
+SERVICE_PIN: Final = "pin"
+SERVICE_UNPIN: Final = "unpin"
+ATTR_ALL: Final = "all"
+ATTR_EVICT: Final = "evict"
+ATTR_KEEP_FOR: Final = "keep_for"
+ATTR_KEEP_UNTIL: Final = "keep_until"
+ATTR_KEEP_FOREVER: Final = "keep_forever"
+ATTR_NUM_CTX: Final = "num_ctx"
+ATTR_PRIORITY: Final = "priority"
+ATTR_TIMEOUT: Final = "timeout"
+ATTR_UNTIL: Final = "until"
+ATTR_FOR: Final = "for"
+
+_NUM_CTX = vol.All(vol.Coerce(int), vol.Range(min=256, max=1_048_576))
+# Long: a client that gives up during a load makes Ollama abort the load.
+_LOAD_TIMEOUT = vol.All(vol.Coerce(float), vol.Range(min=1, max=1800))
+_DURATION = vol.All(cv.positive_time_period, vol.Range(min=timedelta(seconds=1)))
+
+EVICT_SCHEMA = vol.Schema(
+    {
+        **TARGET_FIELDS,
+        vol.Optional(ATTR_ALL, default=False): cv.boolean,
+        vol.Optional(ATTR_TIMEOUT, default=60): vol.All(
+            vol.Coerce(float), vol.Range(min=1, max=600)
+        ),
+    }
+)
+
+
+PRELOAD_SCHEMA = vol.Schema(
+    {
+        **TARGET_FIELDS,
+        # How long to keep it (Ollama's keep_alive): one of these, or the server's default.
+        vol.Exclusive(ATTR_KEEP_FOR, "keep"): vol.All(
+            cv.positive_time_period, vol.Range(min=timedelta(seconds=1))
+        ),
+        vol.Exclusive(ATTR_KEEP_UNTIL, "keep"): cv.datetime,
+        vol.Exclusive(ATTR_KEEP_FOREVER, "keep"): vol.All(cv.boolean, True),
+        # Ollama: the context to load it with (default: its agent's, so no reload follows).
+        vol.Optional(ATTR_NUM_CTX): vol.All(vol.Coerce(int), vol.Range(min=256, max=1_048_576)),
+        # Long: a client that gives up during a load makes Ollama abort the load.
+        vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): vol.All(
+            vol.Coerce(float), vol.Range(min=1, max=1800)
+        ),
+    }
+)
+
+PRELOAD_SCHEMA = vol.Schema(
+    {
+        **TARGET_FIELDS,
+        # How long to keep it (Ollama's keep_alive): one of these, or the server's default.
+        vol.Exclusive(ATTR_KEEP_FOR, "keep"): _DURATION,
+        vol.Exclusive(ATTR_KEEP_UNTIL, "keep"): cv.datetime,
+        vol.Exclusive(ATTR_KEEP_FOREVER, "keep"): vol.All(cv.boolean, True),
+        # Ollama: the context to load it with (default: its agent's, so no reload follows).
+        vol.Optional(ATTR_NUM_CTX): _NUM_CTX,
+        vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): _LOAD_TIMEOUT,
+    }
+)
+
+PIN_SCHEMA = vol.Schema(
+    {
+        **TARGET_FIELDS,
+        # Until unpinned, or until a time (or for a while from now).
+        vol.Exclusive(ATTR_UNTIL, "end"): cv.datetime,
+        vol.Exclusive(ATTR_FOR, "end"): _DURATION,
+        # The household guard releases the lowest priority first.
+        vol.Optional(ATTR_PRIORITY, default=0): vol.All(
+            vol.Coerce(int), vol.Range(min=PRIORITY_MIN, max=PRIORITY_MAX)
+        ),
+        vol.Optional(ATTR_NUM_CTX): _NUM_CTX,
+        vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): _LOAD_TIMEOUT,
+    }
+)
+
+UNPIN_SCHEMA = vol.Schema(
+    {
+        **TARGET_FIELDS,
+        # Unload it now rather than hand it back to the server's own idle time.
+        vol.Optional(ATTR_EVICT, default=False): cv.boolean,
+        vol.Optional(ATTR_TIMEOUT, default=60): vol.All(
+            vol.Coerce(float), vol.Range(min=1, max=600)
+        ),
+    }
+)
+
+# How the servers that decide by themselves keep a model, for the error that says so.
+_KEEPS_BY_ITSELF: Final = {
+    KeepAlive.LRU: "until a newer model needs its place (--models-max)",
+    KeepAlive.TTL: "for the ttl in its configuration",
+}
+
+
+def async_register_residency_actions(hass: HomeAssistant) -> None:
+    """Register the actions that change residency (administrators only)."""
+    for name, handler, schema in (
+        (SERVICE_EVICT, _async_evict, EVICT_SCHEMA),
+        (SERVICE_PRELOAD, _async_preload, PRELOAD_SCHEMA),
+        (SERVICE_PIN, _async_pin, PIN_SCHEMA),
+        (SERVICE_UNPIN, _async_unpin, UNPIN_SCHEMA),
+    ):
+        service.async_register_admin_service(
+            hass, DOMAIN, name, handler, schema=schema, supports_response=SupportsResponse.OPTIONAL
+        )
+
+
+async def _async_evict(call: ServiceCall) -> ServiceResponse:
+    """Unload one model, or every resident one, now; say what was unloaded.
+
+    Returns once the server no longer holds them, so that the entities already show it.
+    """
+    entry, requested = target(call)
+    every = call.data[ATTR_ALL]
+    if every == (requested is not None):  # both, or neither
+        raise ServiceValidationError(translation_domain=DOMAIN, translation_key="evict_target")
+    coordinator = entry.runtime_data.coordinator
+    # None: all the server holds when the controller reads it again.
+    models = None if requested is None else [coordinator.resolve_model(requested)]
+    placeholders = {
+        "model": ", ".join(models or ["all"]),
+        "url": redact_url(entry.runtime_data.client.base_url),
+    }
+    if models and models[0] not in coordinator.data.models:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="model_not_found",
+            translation_placeholders=placeholders,
+        )
+    with translated_errors(call.hass, entry, placeholders):
+        unloaded = await entry.runtime_data.controller.evict(
+            models, timeout=call.data[ATTR_TIMEOUT]
+        )
+    not_resident = [model for model in models or [] if model not in unloaded]
+    said = [f"unloaded {', '.join(unloaded)}"] if unloaded else []
+    said += [f"not resident: {', '.join(not_resident)}"] if not_resident else []
+    return {
+        "unloaded": list[JsonValueType](unloaded),
+        "not_resident": list[JsonValueType](not_resident),
+        "summary": "; ".join(said) or "nothing was resident",
+    }
+
+
+def _keep_seconds(call: ServiceCall, entry: LlmWarmthConfigEntry) -> float | None:
+    """Return how long the preload keeps the model (-1: for ever; None: as the server does)."""
+    if ATTR_KEEP_FOREVER in call.data:
+        seconds: float | None = -1
+    elif ATTR_KEEP_FOR in call.data:
+        seconds = call.data[ATTR_KEEP_FOR].total_seconds()
+    elif ATTR_KEEP_UNTIL in call.data:
+        until = dt_util.as_utc(dt_util.as_local(call.data[ATTR_KEEP_UNTIL]))
+        seconds = (until - dt_util.utcnow()).total_seconds()
+        if seconds < 1:
+            raise ServiceValidationError(
+                translation_domain=DOMAIN,
+                translation_key="keep_until_past",
+                translation_placeholders={"until": until.isoformat()},
+            )
+    else:
+        return None
+    if _decides_by_itself(entry):
+        how = _KEEPS_BY_ITSELF[entry.runtime_data.client.capabilities.keep_alive]
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="keep_not_supported",
+            translation_placeholders={"server": entry.title, "how": how},
+        )
+    return seconds
+
+
+def _decides_by_itself(entry: LlmWarmthConfigEntry) -> bool:
+    """Return True when the server's configuration sets keep and context (not a request).
+
+    llama-server (``--models-max``, ``--ctx-size``) and llama-swap (``ttl``, its commands).
+    """
+    return entry.runtime_data.client.capabilities.keep_alive is not KeepAlive.IDLE_TIMER
+
+
+def _context(
+    call: ServiceCall, entry: LlmWarmthConfigEntry, model: str
+) -> tuple[int | None, str | None]:
+    """Return the context to load with (the call's, else its agent's), and the agent."""
+    if ATTR_NUM_CTX in call.data:
+        if _decides_by_itself(entry):
+            raise ServiceValidationError(
+                translation_domain=DOMAIN,
+                translation_key="num_ctx_not_supported",
+                translation_placeholders={"server": entry.title},
+            )
+        return call.data[ATTR_NUM_CTX], None
+    return agent_context(call.hass, entry, model)
+
+
+async def _async_preload(call: ServiceCall) -> ServiceResponse:
+    """Load a model now (or find it loaded); say how long its load took."""
+    entry, requested = model_target(call)
+    coordinator = entry.runtime_data.coordinator
+    model = coordinator.resolve_model(requested)
+    placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
+    if model not in coordinator.data.models:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="model_not_found",
+            translation_placeholders=placeholders,
+        )
+    keep_seconds = _keep_seconds(call, entry)
+    num_ctx, agent = _context(call, entry, model)
+    with translated_errors(call.hass, entry, placeholders):
+        done = await entry.runtime_data.controller.preload(
+            model, keep_seconds=keep_seconds, num_ctx=num_ctx, timeout=call.data[ATTR_TIMEOUT]
+        )
+    return {
+        "model": model,
+        "already_resident": done.already_resident,
+        "load_seconds": done.seconds,
+        "num_ctx": num_ctx,
+        "agent": agent,
+        "summary": f"{model} was resident already"
+        if done.already_resident
+        else f"{model} loaded in {done.seconds:.1f} s",
+    }
+
+
+def _pin_end(call: ServiceCall) -> datetime | None:
+    """Return when the pin ends (None: when unpinned)."""
+    if ATTR_FOR in call.data:
+        duration: timedelta = call.data[ATTR_FOR]
+        return dt_util.utcnow() + duration
+    if ATTR_UNTIL not in call.data:
+        return None
+    until = dt_util.as_utc(dt_util.as_local(call.data[ATTR_UNTIL]))
+    if (until - dt_util.utcnow()).total_seconds() < 1:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="keep_until_past",
+            translation_placeholders={"until": until.isoformat()},
+        )
+    return until
+
+
+async def _async_pin(call: ServiceCall) -> ServiceResponse:
+    """Keep a model resident until unpinned or until a time; load it now."""
+    entry, requested = model_target(call)
+    coordinator = entry.runtime_data.coordinator
+    model = coordinator.resolve_model(requested)
+    placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
+    if model not in coordinator.data.models:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="model_not_found",
+            translation_placeholders=placeholders,
+        )
+    until = _pin_end(call)
+    num_ctx, agent = _context(call, entry, model)
+    pin = Pin(
+        model=model,
+        priority=call.data[ATTR_PRIORITY],
+        until=until,
+        num_ctx=num_ctx,
+        since=dt_util.utcnow(),
+    )
+    with translated_errors(call.hass, entry, placeholders):
+        done = await entry.runtime_data.controller.pin(pin, timeout=call.data[ATTR_TIMEOUT])
+    end = (
+        f"until {dt_util.as_local(until).isoformat(timespec='minutes')}"
+        if until
+        else "until unpinned"
+    )
+    return {
+        "model": model,
+        "already_resident": done.already_resident,
+        "load_seconds": done.seconds,
+        "until": until.isoformat() if until else None,
+        "priority": pin.priority,
+        "num_ctx": num_ctx,
+        "agent": agent,
+        "reassert_cost": REASSERT_COST[entry.runtime_data.client.capabilities.keep_alive],
+        "summary": f"{model} pinned {end}",
+    }
+
+
+async def _async_unpin(call: ServiceCall) -> ServiceResponse:
+    """Stop keeping a model resident; hand it back to the server (or unload it)."""
+    entry, requested = model_target(call)
+    model = entry.runtime_data.coordinator.resolve_model(requested)
+    placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
+    with translated_errors(call.hass, entry, placeholders):
+        pin, residency = await entry.runtime_data.controller.unpin(
+            model, evict=call.data[ATTR_EVICT], timeout=call.data[ATTR_TIMEOUT]
+        )
+    said = {
+        "unloaded": "unloaded",
+        "handed_back": "kept for the server's default idle time from now",
+        "kept": "kept until the server needs its place",
+        "not_resident": "not resident",
+        "unchanged": "left as the server keeps it",
+    }[residency]
+    return {
+        "model": model,
+        "was_pinned": pin is not None,
+        "residency": residency,
+        "summary": f"{model} {'unpinned' if pin else 'was not pinned'}; {said}",
+    }

@@ -1,0 +1,79 @@
+"""Which server and model an action acts on: a model's device, or a server and a name."""
+
+from __future__ import annotations
+
+from typing import Any, Final, cast
+
+from homeassistant.const import ATTR_CONFIG_ENTRY_ID
+from homeassistant.core import ServiceCall
+from homeassistant.exceptions import ServiceValidationError
+from homeassistant.helpers import config_validation as cv, device_registry as dr, service
+import probatio as vol
+
+from .const import DOMAIN
+from .data import LlmWarmthConfigEntry
+from .devices import server_device_identifier
+
+ATTR_DEVICE_ID: Final = "device_id"
+ATTR_MODEL: Final = "model"
+
+# The fields that name the target of every action on a model.
+TARGET_FIELDS: Final[dict[Any, Any]] = {
+    # A model's device, or a server's (device or entry) and the model's name.
+    vol.Exclusive(ATTR_DEVICE_ID, "target"): cv.string,
+    vol.Exclusive(ATTR_CONFIG_ENTRY_ID, "target"): cv.string,
+    vol.Optional(ATTR_MODEL): vol.All(cv.string, vol.Length(min=1)),
+}
+
+
+def model_target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str]:
+    """Return the server's entry and the model an action acts on (one is needed)."""
+    entry, model = target(call)
+    if model is None:
+        raise ServiceValidationError(translation_domain=DOMAIN, translation_key="no_model_target")
+    return entry, model
+
+
+def target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str | None]:
+    """Return the server's entry and the model an action acts on, if it names one.
+
+    A model's device names both. A server's device, or the server's entry, names the
+    server; the ``model`` field then names the model.
+    """
+    named = call.data.get(ATTR_MODEL)
+    if device_id := call.data.get(ATTR_DEVICE_ID):
+        device = dr.async_get(call.hass).async_get(device_id)
+        entry_id = device.config_entry_id if device else ""
+        entry = call.hass.config_entries.async_get_entry(entry_id)
+        if device is None or entry is None or entry.domain != DOMAIN:
+            raise ServiceValidationError(
+                translation_domain=DOMAIN,
+                translation_key="not_a_model_device",
+                translation_placeholders={"device_id": device_id},
+            )
+        server = cast(
+            LlmWarmthConfigEntry, service.async_get_config_entry(call.hass, DOMAIN, entry_id)
+        )
+        # Models are their server's child devices; the server is a main device.
+        if isinstance(device, dr.ChildDeviceEntry):
+            model = next(
+                i.removeprefix(f"{entry_id}_") for d, i in device.identifiers if d == DOMAIN
+            )
+            if named and server.runtime_data.coordinator.resolve_model(named) != model:
+                raise ServiceValidationError(
+                    translation_domain=DOMAIN,
+                    translation_key="device_and_model_differ",
+                    translation_placeholders={"device": device.name or model, "model": named},
+                )
+            return server, model
+        if server_device_identifier(entry_id) not in device.identifiers:
+            raise ServiceValidationError(
+                translation_domain=DOMAIN,
+                translation_key="not_a_model_device",
+                translation_placeholders={"device_id": device_id},
+            )
+        return server, named
+    if ATTR_CONFIG_ENTRY_ID not in call.data:
+        raise ServiceValidationError(translation_domain=DOMAIN, translation_key="no_model_target")
+    entry = service.async_get_config_entry(call.hass, DOMAIN, call.data[ATTR_CONFIG_ENTRY_ID])
+    return cast(LlmWarmthConfigEntry, entry), named

@@ -1,0 +1,75 @@
+"""A pin across a restart of the real Ollama and the real llama-server (e2e)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+
+from homeassistant.core import HomeAssistant
+import pytest
+from pytest_homeassistant_custom_component.common import async_capture_events
+
+from custom_components.llm_warmth.const import EVENT_PIN_REASSERTED, PIN_SETTLE_SECONDS
+
+from .e2e import add_server, server_url, wait_until
+from .recording_proxy import RecordingProxy
+from .test_pin import call
+
+
+def restart_command(variable: str) -> str:
+    """Return the command that restarts a real server (CI sets it; it must not skip there)."""
+    command = os.environ.get(variable)
+    if not command:
+        reason = f"{variable} (a command that restarts the server) is not set"
+        if os.environ.get("LLM_WARMTH_REQUIRE_E2E"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return command
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    ("kind", "load_path"), [("OLLAMA", "/api/generate"), ("LLAMA", "/models/load")]
+)
+async def test_a_pin_survives_a_real_server_restart(
+    hass: HomeAssistant, socket_enabled: None, kind: str, load_path: str
+) -> None:
+    """Pin tiny, kill and start the real server: tiny is loaded again within one poll.
+
+    On the integration's own timers (polls every 2 s), through a proxy that counts what it
+    sent: one load for the pin, one after the restart, sent right after the first poll
+    that reached the server again (one poll, plus the pin's settle time).
+    """
+    url = server_url(f"LLM_WARMTH_{kind}_URL")
+    restart = restart_command(f"LLM_WARMTH_{kind}_RESTART")
+    proxy = RecordingProxy(url)
+    await proxy.start()
+    try:
+        entry = await add_server(hass, proxy.url, interval=2.0)
+        coordinator = entry.runtime_data.coordinator
+        name = coordinator.resolve_model("tiny")
+        started = time.monotonic()
+        await call(hass, "pin", config_entry_id=entry.entry_id, model="tiny")
+        assert name in coordinator.data.held
+        assert len(proxy.sent(load_path, started)) == 1
+        reasserted = async_capture_events(hass, EVENT_PIN_REASSERTED)
+        process = await asyncio.create_subprocess_shell(
+            restart, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        await wait_until(lambda: not coordinator.last_update_success, 60, "the server down")
+        assert await process.wait() == 0
+        await wait_until(lambda: coordinator.last_update_success, 60, "the server back")
+        back = time.monotonic()
+        await wait_until(lambda: reasserted, 60, "the pin asserted again")
+        assert [e.data["reason"] for e in reasserted] == ["gone"]
+        await wait_until(lambda: name in coordinator.data.held, 10, "tiny resident")
+        loads = proxy.sent(load_path, started)
+        print(f"\n{kind}: load sent {loads[-1] - back:.2f} s after the first poll back")
+        assert len(loads) == 2
+        assert loads[-1] - back <= 2.0 + PIN_SETTLE_SECONDS + 1.0
+        await call(hass, "unpin", config_entry_id=entry.entry_id, model="tiny", evict=True)
+        await hass.config_entries.async_unload(entry.entry_id)
+    finally:
+        await proxy.stop()
