@@ -218,10 +218,28 @@ async def test_options_flow(hass: HomeAssistant, init_integration: MockConfigEnt
         "exporter_url": "",
         "exporter_kind": "auto",
         "reserve_gib": 1.0,
+        "protected_entities": [],
+        "guard_clear_minutes": 10,
     }
     await hass.async_block_till_done()
     coordinator = init_integration.runtime_data.coordinator
     assert coordinator.update_interval.total_seconds() == 30
+    # The household guard's entities and wait, as the guard reads them.
+    result = await hass.config_entries.options.async_init(init_integration.entry_id)
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"],
+        {
+            CONF_SCAN_INTERVAL: 30,
+            "protected_entities": ["binary_sensor.plex_transcoding", "switch.game_pc"],
+            "guard_clear_minutes": 15.0,
+        },
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    guard = init_integration.runtime_data.guard
+    assert guard is not None
+    assert guard.protected == ["binary_sensor.plex_transcoding", "switch.game_pc"]
+    assert guard.guard.clear_for.total_seconds() == 15 * 60
 
 
 class _Nothing:

@@ -17,7 +17,7 @@ from .ollama_emulator import EmulatedModel, OllamaEmulator
 
 
 @pytest.mark.usefixtures("entity_registry_enabled_by_default")
-@pytest.mark.parametrize("platform", [Platform.SENSOR, Platform.BINARY_SENSOR])
+@pytest.mark.parametrize("platform", [Platform.SENSOR, Platform.BINARY_SENSOR, Platform.SWITCH])
 async def test_entities(
     hass: HomeAssistant,
     emulator: OllamaEmulator,

@@ -29,6 +29,7 @@ from .devices import (
     server_device_identifier,
 )
 from .gpu_coordinator import GpuCoordinator, gpu_issue_id, gpu_source_from_options
+from .household_guard import HouseholdGuard, releases_issue_id
 from .services import async_offer_models, async_setup_services
 
 PLATFORMS = [Platform.BINARY_SENSOR, Platform.SENSOR, Platform.SWITCH]
@@ -89,7 +90,12 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     entry.async_on_unload(entry.async_on_state_change(offer_models))
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     coordinator.async_start_events()
-    # Pins are asserted after each poll (the first right away: a restart loses none).
+    # The household guard decides before the pins are asserted after each poll; the
+    # first assertion right away (a restart loses no pin).
+    guard = entry.runtime_data.guard = HouseholdGuard(
+        hass, entry, coordinator, entry.runtime_data.controller
+    )
+    entry.async_on_unload(guard.async_start())
     entry.async_on_unload(entry.runtime_data.controller.async_start())
     return True
 
@@ -147,6 +153,7 @@ async def async_unload_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -
 async def async_remove_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> None:
     """Delete what the entry stored when it is removed."""
     ir.async_delete_issue(hass, DOMAIN, gpu_issue_id(entry.entry_id))
+    ir.async_delete_issue(hass, DOMAIN, releases_issue_id(entry.entry_id))
     await async_remove_stored_data(hass, entry.entry_id)
 
 

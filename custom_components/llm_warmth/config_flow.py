@@ -14,6 +14,8 @@ from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF
 from homeassistant.core import callback
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from homeassistant.helpers.selector import (
+    EntitySelector,
+    EntitySelectorConfig,
     NumberSelector,
     NumberSelectorConfig,
     NumberSelectorMode,
@@ -30,8 +32,11 @@ from .const import (
     CONF_EXPORTER_KIND,
     CONF_EXPORTER_URL,
     CONF_GPU_SOURCE,
+    CONF_GUARD_CLEAR_MINUTES,
+    CONF_PROTECTED_ENTITIES,
     CONF_RESERVE_GIB,
     CONF_SERVER_KIND,
+    DEFAULT_GUARD_CLEAR_MINUTES,
     DEFAULT_RESERVE_GIB,
     DEFAULT_SCAN_INTERVAL,
     DOMAIN,
@@ -240,6 +245,8 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
                 CONF_SCAN_INTERVAL: int(user_input[CONF_SCAN_INTERVAL]),
                 CONF_GPU_SOURCE: user_input[CONF_GPU_SOURCE],
                 CONF_RESERVE_GIB: float(user_input[CONF_RESERVE_GIB]),
+                CONF_PROTECTED_ENTITIES: list(user_input.get(CONF_PROTECTED_ENTITIES) or []),
+                CONF_GUARD_CLEAR_MINUTES: int(user_input[CONF_GUARD_CLEAR_MINUTES]),
             }
             if self._options[CONF_GPU_SOURCE] == GPU_SOURCE_EXPORTER:
                 return await self.async_step_exporter()
@@ -309,6 +316,8 @@ _DEFAULT_OPTIONS: dict[str, Any] = {
     CONF_EXPORTER_URL: "",
     CONF_EXPORTER_KIND: ExporterKind.AUTO.value,
     CONF_RESERVE_GIB: DEFAULT_RESERVE_GIB,
+    CONF_PROTECTED_ENTITIES: [],
+    CONF_GUARD_CLEAR_MINUTES: DEFAULT_GUARD_CLEAR_MINUTES,
 }
 _OPTIONS_SCHEMA = vol.Schema(
     {
@@ -330,6 +339,14 @@ _OPTIONS_SCHEMA = vol.Schema(
         vol.Required(CONF_RESERVE_GIB, default=DEFAULT_RESERVE_GIB): NumberSelector(
             NumberSelectorConfig(
                 min=0, max=256, step=0.25, unit_of_measurement="GiB", mode=NumberSelectorMode.BOX
+            )
+        ),
+        # The household guard: what says "the GPU is needed now", and how long to wait
+        # after it before pins are re-applied.
+        vol.Optional(CONF_PROTECTED_ENTITIES): EntitySelector(EntitySelectorConfig(multiple=True)),
+        vol.Required(CONF_GUARD_CLEAR_MINUTES, default=DEFAULT_GUARD_CLEAR_MINUTES): NumberSelector(
+            NumberSelectorConfig(
+                min=0, max=1440, step=1, unit_of_measurement="min", mode=NumberSelectorMode.BOX
             )
         ),
     }

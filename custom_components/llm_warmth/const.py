@@ -35,6 +35,8 @@ EVENT_MODEL_UNLOADED: Final = "llm_warmth_model_unloaded"
 EVENT_SERVER_RESTARTED: Final = "llm_warmth_server_restarted"
 EVENT_COLD_START: Final = "llm_warmth_cold_start"
 EVENT_PIN_REASSERTED: Final = "llm_warmth_pin_reasserted"
+EVENT_PIN_RELEASED: Final = "llm_warmth_pin_released"
+EVENT_PIN_REAPPLIED: Final = "llm_warmth_pin_reapplied"
 
 # The household's assistant model, when no conversation agent names it (options flow).
 CONF_ASSISTANT_MODEL: Final = "assistant_model"
@@ -48,4 +50,10 @@ GPU_SOURCE_NONE: Final = "none"
 GPU_SOURCE_NVML: Final = "nvml"
 GPU_SOURCE_EXPORTER: Final = "exporter"
 DEFAULT_RESERVE_GIB: Final = 1.0
+
+# The household guard (options flow): entities whose "on" means "the GPU is needed now",
+# and how long the need must be gone before released pins are re-applied (minutes).
+CONF_PROTECTED_ENTITIES: Final = "protected_entities"
+CONF_GUARD_CLEAR_MINUTES: Final = "guard_clear_minutes"
+DEFAULT_GUARD_CLEAR_MINUTES: Final = 10
 GIB: Final = 1024**3

@@ -20,6 +20,7 @@ from .const import DOMAIN, EVENT_PIN_REASSERTED, EVICT_CHECK_INTERVAL, LOGGER, P
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import GENERATION_TIMEOUT, KeepAlive
 from .core.backends.errors import LlmServerError, LlmServerTimeoutError
+from .core.guard import GpuNeed
 from .core.pins import Pin, Reassertion, ReassertReason
 
 
@@ -47,6 +48,8 @@ class ResidencyController:
         # Pins being asserted again, and the models whose last attempt failed (logged once).
         self._reasserting: set[str] = set()
         self._failing: set[str] = set()
+        # Says why the household needs the GPU now (the guard's): pins wait meanwhile.
+        self.held_back: Callable[[], GpuNeed | None] | None = None
 
     @callback
     def async_start(self) -> CALLBACK_TYPE:
@@ -126,6 +129,8 @@ class ResidencyController:
 
     def _due(self, *, running: bool = False) -> list[Reassertion]:
         """Return the pins to assert again (``running``: those being asserted too)."""
+        if self.held_back is not None and self.held_back() is not None:
+            return []
         snapshot = self._coordinator.data
         due = self._coordinator.pins.due(
             snapshot.resident, snapshot.models, self._coordinator.utcnow()

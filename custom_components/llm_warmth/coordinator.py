@@ -41,6 +41,7 @@ from .core.backends.errors import (
     LlmServerUnreachableError,
 )
 from .core.backends.types import ResidentModel
+from .core.guard import GuardRecord
 from .core.load_figures import LoadFigures
 from .core.monitor import (
     ColdStartObserved,
@@ -87,6 +88,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self._storage = EntryStorage(hass, entry.entry_id)
         # The models the household wants kept resident (the controller asserts them).
         self.pins = PinBook(client.capabilities)
+        # What the household guard counted (it decides; the coordinator keeps it stored).
+        self.guard_record = GuardRecord()
         # While a model loads the server is polled every SETTLING_SCAN_INTERVAL by this
         # one-shot timer, armed after each poll; the coordinator's own interval stays the
         # normal one (Home Assistant rounds it to whole seconds, so a sub-second interval
@@ -109,17 +112,24 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         stored = await self._storage.async_load()
         self.monitor = ServerMonitor(self.client.capabilities, timings=stored.timings)
         self.pins = PinBook(self.client.capabilities, stored.pins)
+        self.guard_record = stored.guard
 
     async def async_shutdown(self) -> None:
         """Stop polling and write what was measured (the entry unloads)."""
         self._shut_down = True
         self._cancel_fast_poll()
         await super().async_shutdown()
-        if self.monitor.timings or self.pins.pins:
-            await self._storage.async_save(self._stored())
+        await self._storage.async_save(self._stored())
 
     def _stored(self) -> StoredEntry:
-        return StoredEntry(timings=self.monitor.timings, pins=self.pins.pins)
+        return StoredEntry(
+            timings=self.monitor.timings, pins=self.pins.pins, guard=self.guard_record
+        )
+
+    @callback
+    def async_save_soon(self) -> None:
+        """Write what is kept a few seconds from now (writes close together merge)."""
+        self._storage.async_delay_save(self._stored)
 
     async def async_save_pins(self) -> None:
         """Write the pins now (a restart right after a pin must not lose it)."""

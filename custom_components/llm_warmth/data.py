@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from .coordinator import LlmWarmthCoordinator
     from .core.backends.base import LlmBackend
     from .gpu_coordinator import GpuCoordinator
+    from .household_guard import HouseholdGuard
 
 
 @dataclass
@@ -23,6 +24,7 @@ class LlmWarmthData:
     controller: ResidencyController
     server_device_id: str
     gpu: GpuCoordinator | None = None
+    guard: HouseholdGuard | None = None
 
 
 type LlmWarmthConfigEntry = ConfigEntry[LlmWarmthData]

@@ -40,6 +40,15 @@ async def async_get_config_entry_diagnostics(
         "capabilities": asdict(entry.runtime_data.client.capabilities),
         # Home Assistant's Ollama agents at this address: their models and how they ask.
         "agents": [asdict(agent) for agent in ollama_agents(hass, entry)],
+        "pins": {model: pin.as_dict() for model, pin in coordinator.pins.pins.items()},
+        "guard": None
+        if (guard := entry.runtime_data.guard) is None
+        else {
+            "protected": guard.protected,
+            "clear_for_seconds": guard.guard.clear_for.total_seconds(),
+            "household": asdict(guard.household()),
+            **guard.guard.record.as_dict(),
+        },
         "snapshot": {
             "version": snapshot.version,
             "polled_at": snapshot.polled_at.isoformat(),

@@ -40,6 +40,7 @@ ATTR_PRIORITY: Final = "priority"
 ATTR_TIMEOUT: Final = "timeout"
 ATTR_UNTIL: Final = "until"
 ATTR_FOR: Final = "for"
+ATTR_FORCE: Final = "force"
 
 _NUM_CTX = vol.All(vol.Coerce(int), vol.Range(min=256, max=1_048_576))
 # Long: a client that gives up during a load makes Ollama abort the load.
@@ -84,6 +85,8 @@ PRELOAD_SCHEMA = vol.Schema(
         vol.Exclusive(ATTR_KEEP_FOREVER, "keep"): vol.All(cv.boolean, True),
         # Ollama: the context to load it with (default: its agent's, so no reload follows).
         vol.Optional(ATTR_NUM_CTX): _NUM_CTX,
+        # Load even when the household guard says the house needs the GPU.
+        vol.Optional(ATTR_FORCE, default=False): cv.boolean,
         vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): _LOAD_TIMEOUT,
     }
 )
@@ -99,6 +102,7 @@ PIN_SCHEMA = vol.Schema(
             vol.Coerce(int), vol.Range(min=PRIORITY_MIN, max=PRIORITY_MAX)
         ),
         vol.Optional(ATTR_NUM_CTX): _NUM_CTX,
+        vol.Optional(ATTR_FORCE, default=False): cv.boolean,
         vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): _LOAD_TIMEOUT,
     }
 )
@@ -234,6 +238,7 @@ async def _async_preload(call: ServiceCall) -> ServiceResponse:
         )
     keep_seconds = _keep_seconds(call, entry)
     num_ctx, agent = _context(call, entry, model)
+    _guard_check(entry, model, force=call.data[ATTR_FORCE])
     with translated_errors(call.hass, entry, placeholders):
         done = await entry.runtime_data.controller.preload(
             model, keep_seconds=keep_seconds, num_ctx=num_ctx, timeout=call.data[ATTR_TIMEOUT]
@@ -248,6 +253,12 @@ async def _async_preload(call: ServiceCall) -> ServiceResponse:
         if done.already_resident
         else f"{model} loaded in {done.seconds:.1f} s",
     }
+
+
+def _guard_check(entry: LlmWarmthConfigEntry, model: str, *, force: bool) -> None:
+    """Refuse (translated, with the numbers) a load that would starve the household."""
+    if (guard := entry.runtime_data.guard) is not None:
+        guard.check(model, force=force)
 
 
 def _pin_end(call: ServiceCall) -> datetime | None:
@@ -288,6 +299,7 @@ async def _async_pin(call: ServiceCall) -> ServiceResponse:
         num_ctx=num_ctx,
         since=dt_util.utcnow(),
     )
+    _guard_check(entry, model, force=call.data[ATTR_FORCE])
     with translated_errors(call.hass, entry, placeholders):
         done = await entry.runtime_data.controller.pin(pin, timeout=call.data[ATTR_TIMEOUT])
     end = (

@@ -39,6 +39,7 @@ from .entity import (
     supported,
 )
 from .gpu_sensor import GPU_SENSORS, GpuSensor, SensorValue, memory_sensor
+from .guard_sensor import GPU_CONTENTION, GpuContention
 
 PARALLEL_UPDATES = 0
 
@@ -335,6 +336,7 @@ async def async_setup_entry(
     async_add_entities(
         [
             AssistantWarmth(coordinator, ASSISTANT_WARMTH),
+            GpuContention(coordinator, GPU_CONTENTION),
             *(
                 ServerSensor(coordinator, description)
                 for description in supported(SERVER_SENSORS, capabilities)

@@ -14,6 +14,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.storage import Store
 
 from .const import DOMAIN, LOGGER
+from .core.guard import GuardRecord
 from .core.pins import Pin
 from .core.ttft import ModelTiming
 
@@ -22,7 +23,8 @@ STORAGE_VERSION: Final = 1
 # polls saw it) became "cold_request_seconds"; "load_seconds" is now the server's own.
 # 1.3: "load_source" says who measured "load_seconds" (until then only Ollama: "server");
 # stages a server did not report are null.
-# 1.4: "pins" (by model) added; files without it have none.
+# 1.4: "pins" (by model) and "guard" (the household guard's record) added; files
+# without them have none.
 STORAGE_MINOR_VERSION: Final = 4
 # Seconds to gather writes to the store.
 STORE_DELAY: Final = 5
@@ -53,6 +55,7 @@ class StoredEntry:
 
     timings: Mapping[str, ModelTiming] = field(default_factory=dict)
     pins: Mapping[str, Pin] = field(default_factory=dict)
+    guard: GuardRecord = field(default_factory=GuardRecord)
 
 
 class EntryStorage:
@@ -70,6 +73,7 @@ class EntryStorage:
         return StoredEntry(
             timings=_records(stored.get("models"), ModelTiming.from_dict, "measurements"),
             pins=_records(stored.get("pins"), Pin.from_dict, "pin"),
+            guard=_guard(stored.get("guard")),
         )
 
     def async_delay_save(self, entry: Callable[[], StoredEntry]) -> None:
@@ -96,8 +100,19 @@ def _records[T](records: object, read: Callable[[Any], T], what: str) -> dict[st
     return readable
 
 
+def _guard(record: object) -> GuardRecord:
+    if record is None:
+        return GuardRecord()
+    try:
+        return GuardRecord.from_dict(record)
+    except (ValueError, TypeError) as err:
+        LOGGER.warning("Ignoring the household guard's stored record: %s", err)
+        return GuardRecord()
+
+
 def _as_stored(entry: StoredEntry) -> dict[str, Any]:
     return {
         "models": {name: timing.as_dict() for name, timing in entry.timings.items()},
         "pins": {name: pin.as_dict() for name, pin in entry.pins.items()},
+        "guard": entry.guard.as_dict(),
     }
