@@ -1,0 +1,166 @@
+"""The blueprints: loaded by Home Assistant's blueprint machinery, run against the integration."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+from pathlib import Path
+import shutil
+from typing import Any
+
+from freezegun.api import FrozenDateTimeFactory
+from homeassistant.components.automation import helpers as automation_helpers
+from homeassistant.components.blueprint import models as blueprint_models
+from homeassistant.const import STATE_OFF, STATE_ON
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import device_registry as dr
+from homeassistant.setup import async_setup_component
+from homeassistant.util import dt as dt_util
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
+
+from .conftest import LLAMA, QWEN, model_device
+from .e2e import wait_until
+from .ollama_emulator import OllamaEmulator
+
+BLUEPRINTS = Path(__file__).parent.parent / "blueprints" / "automation" / "llm_warmth"
+PLEX = "binary_sensor.plex_transcoding"
+
+
+@pytest.fixture(autouse=True)
+def blueprint_folder(hass: HomeAssistant, tmp_path: Path) -> None:
+    """Home Assistant's configuration folder with the blueprints where users import them."""
+    hass.config.config_dir = str(tmp_path)
+    shutil.copytree(BLUEPRINTS, tmp_path / "blueprints" / "automation" / "llm_warmth")
+
+
+def keep_alives(emulator: OllamaEmulator, model: str) -> list[Any]:
+    return [
+        r.json.get("keep_alive")
+        for r in emulator.requests
+        if r.path == "/api/generate" and r.json.get("model") == model
+    ]
+
+
+def automation(path: str, **inputs: Any) -> dict[str, Any]:
+    return {"use_blueprint": {"path": f"llm_warmth/{path}", "input": inputs}}
+
+
+async def test_both_blueprints_are_valid(hass: HomeAssistant) -> None:
+    """Home Assistant's own loader reads them with their inputs."""
+    assert await async_setup_component(hass, "automation", {})
+    loaded = await automation_helpers.async_get_blueprints(hass).async_get_blueprints()
+    assert sorted(loaded) == [
+        "llm_warmth/free_gpu_for_household.yaml",
+        "llm_warmth/warm_before_use.yaml",
+    ]
+    for blueprint in loaded.values():
+        assert isinstance(blueprint, blueprint_models.Blueprint)
+        assert blueprint.metadata["source_url"].startswith("https://github.com/")
+
+
+async def test_warm_before_use_pins_ahead_of_the_window_and_releases_after(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    device_registry: dr.DeviceRegistry,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    # Tuesday 1 December 2026, 06:55 local time; the window starts at 07:00 for an hour.
+    zone = dt_util.get_default_time_zone()
+    freezer.move_to(datetime(2026, 12, 1, 6, 55, tzinfo=zone))
+    emulator.clock.set(dt_util.utcnow())
+    llama = model_device(device_registry, LLAMA)
+    qwen = model_device(device_registry, QWEN)
+    assert llama is not None
+    assert qwen is not None
+    assert await async_setup_component(
+        hass,
+        "automation",
+        {
+            "automation": [
+                automation(
+                    "warm_before_use.yaml",
+                    model=llama.id,
+                    start="07:00:00",
+                    duration=60,
+                    weekdays=["mon", "tue"],
+                    priority=7,
+                ),
+                # The same window on Wednesdays only: not today.
+                automation(
+                    "warm_before_use.yaml", model=qwen.id, start="07:00:00", weekdays=["wed"]
+                ),
+            ]
+        },
+    )
+    await hass.async_block_till_done()
+    pins = init_integration.runtime_data.coordinator.pins
+
+    async def at(hour: int, minute: int) -> None:
+        freezer.move_to(datetime(2026, 12, 1, hour, minute, tzinfo=zone))
+        emulator.clock.set(dt_util.utcnow())
+        async_fire_time_changed(hass)
+        await hass.async_block_till_done()
+
+    # Never measured: 60 s of load assumed, 60 s of margin: pinned from 06:58.
+    await at(6, 57)
+    assert pins.pins == {}
+    await at(6, 58)
+    await wait_until(lambda: pins.get(LLAMA) is not None, 5, "the pin")
+    pin = pins.get(LLAMA)
+    assert pin is not None
+    assert pin.priority == 7
+    assert pin.until == dt_util.as_utc(datetime(2026, 12, 1, 8, 0, tzinfo=zone))
+    assert keep_alives(emulator, LLAMA) == [3720]  # kept by Ollama to the window's end
+    assert LLAMA in emulator.loaded
+    assert pins.get(QWEN) is None  # Wednesdays only
+    # The window ends: released.
+    await at(8, 0)
+    await wait_until(lambda: pins.get(LLAMA) is None, 5, "the release")
+    assert hass.states.get("switch.ollama_test_llama3_2_3b_keep_warm").state == STATE_OFF
+    # (Their time triggers must not outlive the test.)
+    await hass.services.async_call("automation", "turn_off", {"entity_id": "all"}, blocking=True)
+
+
+async def test_free_gpu_unloads_then_pins_again_what_was_kept_warm(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    device_registry: dr.DeviceRegistry,
+) -> None:
+    emulator.clock.set(dt_util.utcnow())
+    llama = model_device(device_registry, LLAMA)
+    qwen = model_device(device_registry, QWEN)
+    assert llama is not None
+    assert qwen is not None
+    hass.states.async_set(PLEX, STATE_OFF)
+    assert await async_setup_component(
+        hass,
+        "automation",
+        {
+            "automation": [
+                automation(
+                    "free_gpu_for_household.yaml",
+                    trigger_entity=PLEX,
+                    models=[llama.id, qwen.id],
+                    restore_after=1,
+                )
+            ]
+        },
+    )
+    switch = "switch.ollama_test_llama3_2_3b_keep_warm"
+    await hass.services.async_call("switch", "turn_on", {"entity_id": switch}, blocking=True)
+    await hass.async_block_till_done()
+    assert LLAMA in emulator.loaded
+    # (No waiting for Home Assistant to be idle: the automation waits for Plex.)
+    hass.states.async_set(PLEX, STATE_ON)
+    await wait_until(lambda: LLAMA not in emulator.loaded, 5, "llama unloaded")
+    assert hass.states.get(switch).state == STATE_OFF
+    # Off for a minute: what was kept warm is pinned again (qwen was not).
+    hass.states.async_set(PLEX, STATE_OFF)
+    await asyncio.sleep(0.1)  # the automation's wait for "off" starts its minute
+    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=1, seconds=1))
+    await wait_until(lambda: hass.states.get(switch).state == STATE_ON, 5, "llama pinned again")
+    assert LLAMA in emulator.loaded
+    assert QWEN not in emulator.loaded
