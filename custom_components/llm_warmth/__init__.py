@@ -30,6 +30,7 @@ from .devices import (
 )
 from .gpu_coordinator import GpuCoordinator, gpu_issue_id, gpu_source_from_options
 from .household_guard import HouseholdGuard, releases_issue_id
+from .repairs import RepairIssues
 from .services import async_offer_models, async_setup_services
 
 PLATFORMS = [Platform.BINARY_SENSOR, Platform.SENSOR, Platform.SWITCH]
@@ -96,6 +97,9 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         hass, entry, coordinator, entry.runtime_data.controller
     )
     entry.async_on_unload(guard.async_start())
+    entry.async_on_unload(
+        RepairIssues(hass, entry, coordinator, entry.runtime_data.controller).async_start()
+    )
     entry.async_on_unload(entry.runtime_data.controller.async_start())
     return True
 

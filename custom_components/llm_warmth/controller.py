@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 import time
 
 from homeassistant.config_entries import ConfigEntryState
@@ -48,6 +49,8 @@ class ResidencyController:
         # Pins being asserted again, and the models whose last attempt failed (logged once).
         self._reasserting: set[str] = set()
         self._failing: set[str] = set()
+        # Models preloaded with a keep, until when (for the keep_alive conflict repair).
+        self.preloaded_until: dict[str, datetime] = {}
         # Says why the household needs the GPU now (the guard's): pins wait meanwhile.
         self.held_back: Callable[[], GpuNeed | None] | None = None
 
@@ -238,6 +241,10 @@ class ResidencyController:
             model, keep_seconds=keep_seconds, num_ctx=num_ctx, timeout=timeout
         )
         seconds = None if already else round(time.monotonic() - started, 3)
+        if keep_seconds is not None and keep_seconds > 0:
+            self.preloaded_until[model] = coordinator.utcnow() + timedelta(seconds=keep_seconds)
+        else:
+            self.preloaded_until.pop(model, None)
         await self._until(lambda: model in coordinator.data.held, timeout)
         return Preloaded(model, already_resident=already, seconds=seconds)
 

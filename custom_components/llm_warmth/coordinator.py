@@ -53,6 +53,8 @@ from .core.monitor import (
     ServerSnapshot,
 )
 from .core.pins import PinBook
+from .core.repairs import ThrashWatch
+from .core.residency import UnloadReason
 from .core.server_url import redact_url
 from .core.ttft import Stage
 from .data import LlmWarmthConfigEntry
@@ -88,6 +90,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self._storage = EntryStorage(hass, entry.entry_id)
         # The models the household wants kept resident (the controller asserts them).
         self.pins = PinBook(client.capabilities)
+        # Recent loads and displacements, for the reload thrash repair.
+        self.thrash = ThrashWatch()
         # What the household guard counted (it decides; the coordinator keeps it stored).
         self.guard_record = GuardRecord()
         # While a model loads the server is polled every SETTLING_SCAN_INTERVAL by this
@@ -296,6 +300,9 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
                         previous_version=change.previous_version,
                     )
                 case LoadObserved():
+                    self.thrash.loaded(
+                        change.model, self.utcnow(), reloaded=change.figures.reloaded
+                    )
                     self._storage.async_delay_save(self._stored)
                     self.fire(
                         EVENT_MODEL_LOADED, model=change.model, **change.figures.as_event_data()
@@ -304,6 +311,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
                 case ColdStartObserved():
                     self._fire_cold_start(change.model, LoadFigures(), change.probe)
                 case _:
+                    if change.reason is UnloadReason.DISPLACED:
+                        self.thrash.displaced(change.model, change.replaced_by, self.utcnow())
                     self.fire(
                         EVENT_MODEL_UNLOADED,
                         model=change.model,

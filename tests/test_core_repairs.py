@@ -1,0 +1,97 @@
+"""Findings for repair issues without Home Assistant: mismatches, thrash, keep_alive conflicts."""
+
+from datetime import UTC, datetime, timedelta
+
+from custom_components.llm_warmth.core.pins import Pin
+from custom_components.llm_warmth.core.repairs import (
+    THRASH_WINDOW,
+    AgentUse,
+    ContextMismatch,
+    KeepAliveConflict,
+    Thrash,
+    ThrashCause,
+    ThrashWatch,
+    context_mismatches,
+    keep_alive_conflicts,
+)
+
+T0 = datetime(2026, 11, 30, 7, 0, tzinfo=UTC)
+GIB = 1024**3
+KITCHEN = AgentUse("Kitchen", "llama3.2:3b", 8192, -1)
+OFFICE = AgentUse("Office", "llama3.2:3b", 4096, 300)
+
+
+def at(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+def test_a_model_loaded_with_another_context_than_its_agent() -> None:
+    assert context_mismatches({"llama3.2:3b": 8192}, [KITCHEN]) == []
+    assert context_mismatches({"llama3.2:3b": 4096}, [KITCHEN, OFFICE]) == [
+        ContextMismatch("llama3.2:3b", 4096, "Kitchen", 8192)
+    ]
+    # Not resident, or the server does not say: nothing to tell.
+    assert context_mismatches({}, [KITCHEN]) == []
+    assert context_mismatches({"llama3.2:3b": None}, [KITCHEN]) == []
+
+
+def test_one_model_loaded_again_and_again_and_why() -> None:
+    watch = ThrashWatch()
+    for minute in range(3):
+        watch.loaded("a", at(minute * 5), reloaded=False)
+    assert watch.findings(at(10)) == []
+    watch.loaded("a", at(15), reloaded=False)
+    assert watch.findings(at(15)) == [Thrash(("a",), 4, 30, ThrashCause.KEPT_TOO_SHORT, "")]
+    # Reloads in place: a request with another context.
+    watch.loaded("a", at(16), reloaded=True)
+    assert watch.findings(at(16))[0].cause is ThrashCause.CONTEXT_MISMATCH
+    assert watch.findings(at(16))[0].detail == "1 reloads in place"
+    # Two agents asking with different contexts: that is the cause to name.
+    two = [KITCHEN, OFFICE]
+    watch.loaded("llama3.2:3b", at(16), reloaded=True)
+    for minute in (17, 18, 19):
+        watch.loaded("llama3.2:3b", at(minute), reloaded=True)
+    found = {t.models: t for t in watch.findings(at(20), two)}
+    assert found[("llama3.2:3b",)].cause is ThrashCause.AGENTS_DIFFER
+    assert found[("llama3.2:3b",)].detail == "Kitchen: num_ctx 8192, Office: num_ctx 4096"
+    # Half an hour later it is forgotten.
+    assert watch.findings(at(16) + THRASH_WINDOW + timedelta(minutes=4)) == []
+
+
+def test_two_models_displacing_each_other() -> None:
+    watch = ThrashWatch()
+    watch.displaced("a", ["b"], at(0))
+    watch.displaced("b", ["a"], at(1))
+    watch.displaced("a", ["b"], at(2))
+    assert watch.findings(at(2)) == []  # b displaced a twice, a displaced b once
+    watch.displaced("b", ["a"], at(3))
+    for minute in range(4):
+        watch.loaded("a" if minute % 2 else "b", at(minute), reloaded=False)
+        watch.loaded("b" if minute % 2 else "a", at(minute + 0.5), reloaded=False)
+    assert watch.findings(at(4), sizes={"a": 5 * GIB, "b": 7 * GIB}) == [
+        Thrash(("a", "b"), 4, 30, ThrashCause.DO_NOT_FIT, "a 5.0 GiB + b 7.0 GiB")
+    ]
+    # Without both sizes the detail stays empty rather than guessed.
+    assert watch.findings(at(4), sizes={"a": 5 * GIB})[0].detail == ""
+
+
+def test_an_agents_keep_alive_overrides_a_pin_or_preload() -> None:
+    forever = Pin(model="llama3.2:3b", since=T0)
+    until = Pin(model="llama3.2:3b", until=at(60), since=T0)
+    # A pin without end, an agent that keeps for ever: they agree.
+    assert keep_alive_conflicts([KITCHEN], {"llama3.2:3b": forever}, {}, at(1)) == []
+    # The agent's 300 s shortens it at every turn.
+    assert keep_alive_conflicts([OFFICE], {"llama3.2:3b": forever}, {}, at(1)) == [
+        KeepAliveConflict("llama3.2:3b", "Office", 300, "pin", None)
+    ]
+    # A pin with an end: kept for ever past it by the kitchen agent.
+    assert keep_alive_conflicts([KITCHEN], {"llama3.2:3b": until}, {}, at(1)) == [
+        KeepAliveConflict("llama3.2:3b", "Kitchen", -1, "pin", at(60))
+    ]
+    assert keep_alive_conflicts([KITCHEN], {"llama3.2:3b": until}, {}, at(61)) == []
+    # A time-limited preload: any agent rewrites its keep, until its time has passed.
+    preloads = {"llama3.2:3b": at(30)}
+    assert keep_alive_conflicts([OFFICE], {}, preloads, at(1)) == [
+        KeepAliveConflict("llama3.2:3b", "Office", 300, "preload", at(30))
+    ]
+    assert keep_alive_conflicts([OFFICE], {}, preloads, at(31)) == []

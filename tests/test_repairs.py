@@ -1,0 +1,114 @@
+"""Repair issues: a reload waiting to happen, reload thrash, an agent overriding a pin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import issue_registry as ir
+from homeassistant.util import dt as dt_util
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.llm_warmth.const import DOMAIN
+
+from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request
+from .ollama_emulator import OllamaEmulator
+from .test_pin import call, next_poll
+
+
+def add_agent(hass: HomeAssistant, url: str, **settings: Any) -> None:
+    """Home Assistant's Ollama integration with one conversation agent at ``url``."""
+    MockConfigEntry(
+        domain="ollama",
+        data={"url": url},
+        subentries_data=[
+            {
+                "data": {"model": LLAMA, **settings},
+                "subentry_type": "conversation",
+                "title": "Kitchen assistant",
+                "unique_id": None,
+            }
+        ],
+    ).add_to_hass(hass)
+
+
+def issue(registry: ir.IssueRegistry, kind: str, *models: str) -> ir.IssueEntry | None:
+    return registry.async_get_issue(DOMAIN, "_".join((kind, ENTRY_ID, *models)))
+
+
+@pytest.fixture(autouse=True)
+def clocks_agree(emulator: OllamaEmulator) -> None:
+    emulator.clock.set(dt_util.utcnow())
+
+
+async def test_a_model_loaded_with_another_context_than_its_agent(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    issue_registry: ir.IssueRegistry,
+) -> None:
+    add_agent(hass, emulator.url, num_ctx=8192.0)
+    # Another client (a chat UI) loads the assistant's model with 2048.
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "options": {"num_ctx": 2048}})
+    await next_poll(hass, emulator)
+    found = issue(issue_registry, "context_mismatch", LLAMA)
+    assert found is not None
+    assert found.translation_placeholders == {
+        "server": "Ollama test",
+        "model": LLAMA,
+        "loaded": "2048",
+        "agent": "Kitchen assistant",
+        "wanted": "8192",
+    }
+    # A preload loads it with the agent's context: the issue goes.
+    await call(hass, "preload", config_entry_id=ENTRY_ID, model=LLAMA)
+    await next_poll(hass, emulator)
+    assert issue(issue_registry, "context_mismatch", LLAMA) is None
+
+
+async def test_two_models_that_do_not_fit_together(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    issue_registry: ir.IssueRegistry,
+) -> None:
+    """3 GiB + 6 GiB on an 8 GiB GPU: each request for the other one displaces the first."""
+    for model in (LLAMA, QWEN, LLAMA, QWEN, LLAMA):
+        assert issue(issue_registry, "reload_thrash", LLAMA, QWEN) is None
+        await ollama_request(emulator, "/api/generate", {"model": model})
+        await next_poll(hass, emulator)
+        await next_poll(hass, emulator)
+    found = issue(issue_registry, "reload_thrash", LLAMA, QWEN)
+    assert found is not None
+    assert found.translation_key == "reload_thrash_do_not_fit"
+    assert found.translation_placeholders["detail"] == "llama3.2:3b 3.0 GiB + qwen3:8b 6.0 GiB"
+    assert int(found.translation_placeholders["count"]) >= 4
+    # Unloading the entry clears its issues.
+    await hass.config_entries.async_unload(ENTRY_ID)
+    assert issue(issue_registry, "reload_thrash", LLAMA, QWEN) is None
+
+
+async def test_an_agents_keep_alive_overrides_a_pin(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    issue_registry: ir.IssueRegistry,
+) -> None:
+    add_agent(hass, emulator.url, keep_alive=300.0)
+    await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA)
+    await next_poll(hass, emulator)
+    found = issue(issue_registry, "keep_alive_conflict", LLAMA)
+    assert found is not None
+    assert found.translation_key == "keep_alive_overrides_pin"
+    assert found.translation_placeholders["keep_alive"] == "300 s"
+    assert found.translation_placeholders["until"] == "no end"
+    await call(hass, "unpin", config_entry_id=ENTRY_ID, model=LLAMA)
+    await next_poll(hass, emulator)
+    assert issue(issue_registry, "keep_alive_conflict", LLAMA) is None
+    # A preload with a keep: overridden at the agent's next turn.
+    await call(hass, "preload", config_entry_id=ENTRY_ID, model=LLAMA, keep_for="01:00:00")
+    await next_poll(hass, emulator)
+    found = issue(issue_registry, "keep_alive_conflict", LLAMA)
+    assert found is not None
+    assert found.translation_key == "keep_alive_overrides_preload"
