@@ -4,17 +4,24 @@ Home Assistant's own Ollama integration sends ``keep_alive`` (default -1) and
 ``options.num_ctx`` (default 8192) on every turn; Ollama reloads a model loaded with
 another ``num_ctx``. So a preload that should spare the agent a reload loads the model with
 the agent's ``num_ctx``: these are its settings, read from the integration's entries.
+
+Agents of OpenAI-compatible integrations (for example Extended OpenAI Conversation)
+pointed at the server are recognised too, where their entry names a base URL and a model
+in the usual keys: they are listed on the model's device, with no settings to follow.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from homeassistant.const import CONF_URL
 from homeassistant.core import HomeAssistant, callback
 
-from .core.backends.base import KeepAlive
+from .const import DOMAIN
+from .core.backends.base import KeepAlive, ServerKind
+from .core.backends.detection import DEFAULT_PORTS
 from .core.server_url import normalize_url, unique_id_for
 from .data import LlmWarmthConfigEntry
 
@@ -23,6 +30,9 @@ _AGENT_SUBENTRY: Final = "conversation"
 # Home Assistant's Ollama integration's defaults (homeassistant/components/ollama/const.py).
 OLLAMA_DEFAULT_NUM_CTX: Final = 8192
 OLLAMA_DEFAULT_KEEP_ALIVE: Final = -1
+# Where OpenAI-compatible integrations keep their server's URL and their model.
+_URL_KEYS: Final = ("base_url", "api_base", "url")
+_MODEL_KEYS: Final = ("chat_model", "model")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,3 +104,75 @@ def agent_context(
         if runtime.coordinator.resolve_model(agent.model) == model:
             return agent.num_ctx, agent.name
     return None, None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentOfModel:
+    """A conversation agent that uses a model, and the integration it belongs to."""
+
+    name: str
+    integration: str
+
+
+def _same_server(url: object, entry: LlmWarmthConfigEntry) -> bool:
+    """Return True when ``url`` (an OpenAI-compatible base URL) is the entry's server."""
+    if not isinstance(url, str) or not url.strip():
+        return False
+    text = url.strip().rstrip("/").removesuffix("/v1")
+    try:
+        port = DEFAULT_PORTS[ServerKind(entry.runtime_data.client.kind)]
+        return unique_id_for(normalize_url(text, port)) == entry.unique_id
+    except ValueError:
+        return False
+
+
+def _first(values: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        if isinstance(value := values.get(key), str) and value:
+            return value
+    return None
+
+
+@callback
+def openai_compatible_agents(
+    hass: HomeAssistant, entry: LlmWarmthConfigEntry
+) -> list[tuple[str, str, str]]:
+    """Return (agent, model, integration) of OpenAI-compatible agents at the entry's server.
+
+    An entry of any other integration whose data or options give a base URL of this server
+    and a model (``chat_model`` or ``model``), or whose conversation subentries give one.
+    """
+    found: list[tuple[str, str, str]] = []
+    for other in hass.config_entries.async_entries(include_ignore=False, include_disabled=False):
+        if other.domain in (DOMAIN, OLLAMA_DOMAIN):
+            continue
+        settings = {**other.data, **other.options}
+        if not _same_server(_first(settings, _URL_KEYS), entry):
+            continue
+        if model := _first(settings, _MODEL_KEYS):
+            found.append((other.title, model, other.domain))
+        for subentry in sorted(other.subentries.values(), key=lambda s: s.subentry_id):
+            if subentry.subentry_type == _AGENT_SUBENTRY and (
+                model := _first(subentry.data, _MODEL_KEYS)
+            ):
+                found.append((subentry.title, model, other.domain))
+    return found
+
+
+@callback
+def agents_of_model(
+    hass: HomeAssistant, entry: LlmWarmthConfigEntry, model: str
+) -> list[AgentOfModel]:
+    """Return every recognised conversation agent that uses ``model`` on the entry's server."""
+    resolve = entry.runtime_data.coordinator.resolve_model
+    agents = [
+        AgentOfModel(agent.name, OLLAMA_DOMAIN)
+        for agent in ollama_agents(hass, entry)
+        if resolve(agent.model) == model
+    ]
+    agents += [
+        AgentOfModel(name, integration)
+        for name, used, integration in openai_compatible_agents(hass, entry)
+        if resolve(used) == model
+    ]
+    return agents

@@ -1,0 +1,311 @@
+"""What each sensor shows: the descriptions of the server's and the models' sensors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from homeassistant.components.sensor import (
+    SensorDeviceClass,
+    SensorEntityDescription,
+    SensorStateClass,
+)
+from homeassistant.const import (
+    PERCENTAGE,
+    EntityCategory,
+    UnitOfTime,
+)
+
+from .core.backends.base import Capabilities
+from .core.monitor import ServerSnapshot
+from .core.ttft import Classification, ModelTiming, StageBreakdown
+from .core.warmth import Warmth, model_warmth
+from .devices import model_details
+from .gpu_sensor import SensorValue, memory_sensor
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerSensorDescription(SensorEntityDescription):
+    """A sensor of the server's device."""
+
+    value_fn: Callable[[ServerSnapshot], SensorValue]
+    attrs_fn: Callable[[ServerSnapshot], Mapping[str, Any]] | None = None
+    has_fn: Callable[[Capabilities], bool] = lambda _: True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSensorDescription(SensorEntityDescription):
+    """A sensor of one model's device."""
+
+    value_fn: Callable[[ServerSnapshot, str], SensorValue]
+    attrs_fn: Callable[[ServerSnapshot, str], Mapping[str, Any]] | None = None
+    has_fn: Callable[[Capabilities], bool] = lambda _: True
+    # Name the conversation agents that use the model (an attribute).
+    names_agents: bool = False
+
+
+_NO_TIMING = ModelTiming()
+
+
+def timing(snapshot: ServerSnapshot, model: str) -> ModelTiming:
+    """Return what was measured for ``model`` (nothing yet: an empty record)."""
+    return snapshot.timings.get(model, _NO_TIMING)
+
+
+def _last(
+    snapshot: ServerSnapshot, model: str, value_fn: Callable[[StageBreakdown], float | None]
+) -> float | None:
+    """Return a figure of the model's last probe, None before the first."""
+    last = timing(snapshot, model).last
+    return value_fn(last) if last else None
+
+
+def _classification(snapshot: ServerSnapshot, model: str) -> str | None:
+    verdict = timing(snapshot, model).last_verdict
+    return verdict.classification.value if verdict else None
+
+
+def _classification_attrs(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
+    measured = timing(snapshot, model)
+    return {
+        "dominant_stage": measured.last_verdict.dominant_stage.value
+        if measured.last_verdict
+        else None,
+        "prompt_tokens": measured.last.prompt_tokens if measured.last else None,
+    }
+
+
+def _stage_sensor(
+    key: str,
+    value_fn: Callable[[ModelTiming], float | None],
+    *,
+    enabled: bool = True,
+    seconds: bool = False,
+    has_fn: Callable[[Capabilities], bool] = lambda _: True,
+) -> ModelSensorDescription:
+    """Describe a TTFT or stage sensor: measured in milliseconds.
+
+    Shown in seconds (``seconds``) where it runs to seconds when cold (the TTFT, the
+    load); in milliseconds where the sub-second value is the point (prefill, decode).
+    """
+    return ModelSensorDescription(
+        key=key,
+        translation_key=key,
+        entity_registry_enabled_default=enabled,
+        device_class=SensorDeviceClass.DURATION,
+        native_unit_of_measurement=UnitOfTime.MILLISECONDS,
+        suggested_unit_of_measurement=UnitOfTime.SECONDS if seconds else None,
+        state_class=SensorStateClass.MEASUREMENT,
+        suggested_display_precision=2 if seconds else 0,
+        value_fn=lambda s, m: value_fn(timing(s, m)),
+        has_fn=has_fn,
+    )
+
+
+def _load_figure_sensor(
+    key: str,
+    value_fn: Callable[[ModelTiming], float | None],
+    source_fn: Callable[[ModelTiming], str | None],
+    has_fn: Callable[[Capabilities], bool] = lambda _: True,
+) -> ModelSensorDescription:
+    """Describe a load figure: seconds, with the source it comes from as an attribute."""
+    return ModelSensorDescription(
+        key=key,
+        translation_key=key,
+        device_class=SensorDeviceClass.DURATION,
+        state_class=SensorStateClass.MEASUREMENT,
+        native_unit_of_measurement=UnitOfTime.SECONDS,
+        suggested_display_precision=1,
+        value_fn=lambda s, m: value_fn(timing(s, m)),
+        attrs_fn=lambda s, m: {"source": source_fn(timing(s, m))},
+        has_fn=has_fn,
+    )
+
+
+def _reports_memory(capabilities: Capabilities) -> bool:
+    return capabilities.reports_memory
+
+
+def _total(values: list[int | None]) -> int | None:
+    return None if None in values else sum(v for v in values if v is not None)
+
+
+def _unloads_at(snapshot: ServerSnapshot, model: str) -> datetime | None:
+    """Return when the server will unload the model; None when never (kept warm)."""
+    resident = snapshot.resident.get(model)
+    if resident is None or model in snapshot.loading or resident.kept_forever(snapshot.polled_at):
+        return None
+    return resident.expires_at
+
+
+def _warmth(snapshot: ServerSnapshot, model: str) -> str:
+    return model_warmth(snapshot, model).value
+
+
+def _warmth_attrs(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
+    resident = snapshot.resident.get(model)
+    details = snapshot.installed.get(model) or resident
+    return {
+        "server_state": resident.state.value if resident else None,
+        "probe_running": model in snapshot.probing,
+        **model_details(details),
+    }
+
+
+def _kept_forever(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
+    resident = snapshot.resident.get(model)
+    return {
+        "kept_forever": resident is not None
+        and model not in snapshot.loading
+        and resident.kept_forever(snapshot.polled_at)
+    }
+
+
+SERVER_SENSORS: tuple[ServerSensorDescription, ...] = (
+    ServerSensorDescription(
+        key="resident_models",
+        translation_key="resident_models",
+        state_class=SensorStateClass.MEASUREMENT,
+        value_fn=lambda s: len(s.held),
+        attrs_fn=lambda s: {"names": sorted(s.held)},
+    ),
+    memory_sensor(
+        ServerSensorDescription,
+        "resident_ram_spill",
+        value_fn=lambda s: _total([m.ram_spill for m in s.resident.values()]),
+        has_fn=_reports_memory,
+    ),
+    ServerSensorDescription(
+        key="installed_models",
+        translation_key="installed_models",
+        entity_category=EntityCategory.DIAGNOSTIC,
+        state_class=SensorStateClass.MEASUREMENT,
+        value_fn=lambda s: len(s.installed),
+        attrs_fn=lambda s: {"names": sorted(s.installed)},
+    ),
+)
+
+MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
+    ModelSensorDescription(
+        key="warmth",
+        translation_key="warmth",
+        device_class=SensorDeviceClass.ENUM,
+        options=[w.value for w in Warmth],
+        value_fn=_warmth,
+        attrs_fn=_warmth_attrs,
+        names_agents=True,
+    ),
+    ModelSensorDescription(
+        key="unloads_at",
+        translation_key="unloads_at",
+        device_class=SensorDeviceClass.TIMESTAMP,
+        value_fn=_unloads_at,
+        attrs_fn=_kept_forever,
+        has_fn=lambda c: c.reports_expiry,
+    ),
+    ModelSensorDescription(
+        key="context_length",
+        translation_key="context_length",
+        entity_category=EntityCategory.DIAGNOSTIC,
+        entity_registry_enabled_default=False,
+        native_unit_of_measurement="tokens",
+        value_fn=lambda s, m: s.resident[m].context_length if m in s.resident else None,
+        has_fn=lambda c: c.reports_context_length,
+    ),
+    _load_figure_sensor(
+        "last_measured_load_duration",
+        lambda t: t.load_seconds,
+        lambda t: t.load_source,
+        has_fn=lambda c: c.reports_load_duration or c.reports_loading,
+    ),
+    _load_figure_sensor(
+        "last_cold_request_duration",
+        lambda t: t.cold_request_seconds,
+        lambda t: t.cold_request_source,
+    ),
+)
+# What a probe measures: created for a model once it has been probed.
+PROBE_SENSORS: tuple[ModelSensorDescription, ...] = (
+    _stage_sensor("last_ttft", lambda t: t.last.ttft_ms if t.last else None, seconds=True),
+    _stage_sensor("last_cold_ttft", lambda t: t.last_cold_ttft_ms, seconds=True),
+    _stage_sensor("last_warm_ttft", lambda t: t.last_warm_ttft_ms, seconds=True),
+    _stage_sensor(
+        "load_stage", lambda t: t.last.queue_and_load_ms if t.last else None, seconds=True
+    ),
+    _stage_sensor(
+        "queue_stage",
+        lambda t: t.last.queue_ms if t.last else None,
+        has_fn=lambda c: c.reports_queue,
+    ),
+    _stage_sensor("prefill_stage", lambda t: t.last.prefill_ms if t.last else None),
+    _stage_sensor(
+        "first_decode_stage", lambda t: t.last.first_decode_ms if t.last else None, enabled=False
+    ),
+    _stage_sensor(
+        "overhead_stage", lambda t: t.last.overhead_ms if t.last else None, enabled=False
+    ),
+    ModelSensorDescription(
+        key="prompt_cache_reuse",
+        translation_key="prompt_cache_reuse",
+        native_unit_of_measurement=PERCENTAGE,
+        state_class=SensorStateClass.MEASUREMENT,
+        suggested_display_precision=0,
+        value_fn=lambda s, m: _last(s, m, lambda b: b.prompt_cache_reuse),
+        has_fn=lambda c: c.reports_prompt_cache,
+    ),
+    ModelSensorDescription(
+        key="decode_rate",
+        translation_key="decode_rate",
+        native_unit_of_measurement="tokens/s",
+        state_class=SensorStateClass.MEASUREMENT,
+        suggested_display_precision=1,
+        value_fn=lambda s, m: _last(s, m, lambda b: b.decode_rate),
+    ),
+    ModelSensorDescription(
+        key="last_probe",
+        translation_key="last_probe",
+        device_class=SensorDeviceClass.TIMESTAMP,
+        entity_category=EntityCategory.DIAGNOSTIC,
+        entity_registry_enabled_default=False,
+        value_fn=lambda s, m: timing(s, m).last_probe_at,
+    ),
+    ModelSensorDescription(
+        key="last_classification",
+        translation_key="last_classification",
+        device_class=SensorDeviceClass.ENUM,
+        options=[c.value for c in Classification],
+        value_fn=_classification,
+        attrs_fn=_classification_attrs,
+    ),
+)
+
+
+# GPU memory, created once the server has held model weights on a GPU: a CPU-only server
+# would show "GPU memory 0 GiB" for ever (its models' memory is "in system RAM").
+SERVER_GPU_SENSORS: tuple[ServerSensorDescription, ...] = (
+    memory_sensor(
+        ServerSensorDescription,
+        "resident_vram",
+        value_fn=lambda s: _total([m.size_vram for m in s.resident.values()]),
+        has_fn=_reports_memory,
+    ),
+)
+MODEL_GPU_SENSORS: tuple[ModelSensorDescription, ...] = (
+    memory_sensor(
+        ModelSensorDescription,
+        "vram",
+        value_fn=lambda s, m: s.resident[m].size_vram if m in s.resident else 0,
+        has_fn=_reports_memory,
+    ),
+    ModelSensorDescription(
+        has_fn=_reports_memory,
+        key="gpu_share",
+        translation_key="gpu_share",
+        native_unit_of_measurement=PERCENTAGE,
+        state_class=SensorStateClass.MEASUREMENT,
+        suggested_display_precision=0,
+        value_fn=lambda s, m: s.resident[m].gpu_share if m in s.resident else None,
+    ),
+)
