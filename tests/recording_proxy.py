@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+import json
 import time
+from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -21,11 +23,21 @@ _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"
 
 @dataclass(frozen=True, slots=True)
 class Forwarded:
-    """One request the proxy received."""
+    """One request the proxy received: its body, and the reply as it went back."""
 
     method: str
     path: str
     at: float  # time.monotonic() on arrival
+    body: bytes = b""
+    reply: bytearray = field(default_factory=bytearray)
+
+    def json(self) -> Any:
+        """Return the request's JSON body."""
+        return json.loads(self.body)
+
+    def last_reply_line(self) -> Any:
+        """Return the last NDJSON line of the reply (a generation's final chunk)."""
+        return json.loads(bytes(self.reply).strip().splitlines()[-1])
 
 
 class RecordingProxy:
@@ -76,14 +88,16 @@ class RecordingProxy:
         return [r.at for r in self.requests if r.path == path and since <= r.at <= until]
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
-        self.requests.append(Forwarded(request.method, request.path, time.monotonic()))
+        body = await request.read()
+        forwarded = Forwarded(request.method, request.path, time.monotonic(), body)
+        self.requests.append(forwarded)
         assert self._session is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
         async with self._session.request(
             request.method,
             f"{self.target}{request.path_qs}",
             headers=headers,
-            data=await request.read(),
+            data=body,
         ) as upstream:
             response = web.StreamResponse(status=upstream.status)
             for key, value in upstream.headers.items():
@@ -91,6 +105,7 @@ class RecordingProxy:
                     response.headers[key] = value
             await response.prepare(request)
             async for chunk in upstream.content.iter_any():
+                forwarded.reply.extend(chunk)
                 await response.write(chunk)
             await response.write_eof()
             return response

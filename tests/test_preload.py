@@ -191,7 +191,14 @@ async def test_preload_loads_with_the_agents_context(
     # Diagnostics name the agents and their settings.
     diagnostics = await async_get_config_entry_diagnostics(hass, init_integration)
     assert diagnostics["agents"] == [
-        {"name": "Kitchen assistant", "model": LLAMA, "num_ctx": 16384, "keep_alive": -1}
+        {
+            "name": "Kitchen assistant",
+            "model": LLAMA,
+            "num_ctx": 16384,
+            "keep_alive": -1,
+            "prompt": None,
+            "llm_apis": (),
+        }
     ]
     # The call's own context wins; a model no agent uses gets none.
     answer = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, num_ctx=4096)
@@ -199,3 +206,62 @@ async def test_preload_loads_with_the_agents_context(
     answer = await preload(hass, config_entry_id=ENTRY_ID, model=QWEN)
     assert (answer["num_ctx"], answer["agent"]) == (None, None)
     assert generate_requests(emulator)[-1] == {"model": QWEN}
+
+
+async def test_a_warm_up_shaped_like_the_agents_request(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """The agent's system prompt (as Home Assistant renders it) and context, no keep_alive."""
+    hass.config.location_name = "Maple House"
+    MockConfigEntry(
+        domain="ollama",
+        data={"url": emulator.url},
+        subentries_data=[
+            {
+                "data": {
+                    "model": LLAMA,
+                    "num_ctx": 4096,
+                    "prompt": "You are the voice of {{ ha_name }}.",
+                    "llm_hass_api": ["an_api_that_is_gone"],
+                },
+                "subentry_type": "conversation",
+                "title": "Kitchen assistant",
+                "unique_id": None,
+            }
+        ],
+    ).add_to_hass(hass)
+    emulator.models[LLAMA].load_delay = 0.2
+    answer = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, warm_up=True)
+    warm_up = answer["warm_up"]
+    assert warm_up["system_prompt_from"] == "Kitchen assistant"
+    assert warm_up["ttft_ms"] > 0
+    assert warm_up["prefill_ms"] is not None
+    assert warm_up["summary"].startswith("warm")  # loaded by the preload just before
+    chat = [r.json for r in emulator.requests if r.path == "/api/chat"][-1]
+    assert chat["messages"] == [
+        {"role": "system", "content": "You are the voice of Maple House."},
+        {"role": "user", "content": "Hello."},
+    ]
+    assert chat["options"] == {"num_predict": 1, "num_ctx": 4096}
+    assert "keep_alive" not in chat  # the model keeps the preload's
+    # The call's own system prompt and message; without a warm-up, none.
+    answer = await preload(
+        hass, config_entry_id=ENTRY_ID, model=QWEN, system_prompt="Be brief.", prompt="Hi"
+    )
+    assert answer["warm_up"]["system_prompt_from"] == "call"
+    chat = [r.json for r in emulator.requests if r.path == "/api/chat"][-1]
+    assert chat["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert (await preload(hass, config_entry_id=ENTRY_ID, model=QWEN))["warm_up"] is None
+
+
+async def test_a_warm_up_on_llama_server_reports_the_prompt_cache(
+    hass: HomeAssistant,
+    server: LlamaServerEmulator,  # noqa: F811 (the fixture imported above)
+) -> None:
+    entry = await add_server(hass, server.url)
+    first = await preload(hass, config_entry_id=entry.entry_id, model="tiny", warm_up=True)
+    assert first["warm_up"]["system_prompt_from"] is None  # no agent, none given
+    again = await preload(hass, config_entry_id=entry.entry_id, model="tiny", warm_up=True)
+    # The same request again: its prefix comes from the server's prompt cache.
+    assert again["warm_up"]["prompt_cache_reuse"] > 0
+    await hass.config_entries.async_unload(entry.entry_id)

@@ -16,8 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from homeassistant.const import CONF_URL
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT, CONF_URL
+from homeassistant.core import Context, HomeAssistant, callback
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import llm, template
 
 from .const import DOMAIN
 from .core.backends.base import KeepAlive, ServerKind
@@ -43,6 +45,9 @@ class Agent:
     model: str
     num_ctx: int
     keep_alive: int
+    # Its instructions (None: Home Assistant's default) and the LLM APIs it may use.
+    prompt: str | None = None
+    llm_apis: tuple[str, ...] = ()
 
 
 @callback
@@ -75,9 +80,56 @@ def ollama_agents(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> list[Agen
                     model=model,
                     num_ctx=_whole(subentry.data.get("num_ctx"), OLLAMA_DEFAULT_NUM_CTX),
                     keep_alive=_whole(subentry.data.get("keep_alive"), OLLAMA_DEFAULT_KEEP_ALIVE),
+                    prompt=prompt
+                    if isinstance(prompt := subentry.data.get(CONF_PROMPT), str)
+                    else None,
+                    llm_apis=_apis(subentry.data.get(CONF_LLM_HASS_API)),
                 )
             )
     return agents
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _apis(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list):
+        return tuple(v for v in value if isinstance(v, str))
+    return ()
+
+
+async def agent_system_prompt(hass: HomeAssistant, agent: Agent) -> str:
+    """Return the beginning of the system prompt the agent sends, as Home Assistant builds it.
+
+    Its instructions rendered as the conversation integration renders them, then the
+    prompt of its LLM APIs (the exposed entities); the date and time that Home Assistant
+    appends next change every second and are left out, so this is the prefix a server's
+    prompt cache can keep for the agent's next turn.
+    """
+    context = llm.LLMContext(
+        platform=OLLAMA_DOMAIN,
+        context=Context(),
+        language=hass.config.language,
+        assistant="conversation",
+        device_id=None,
+    )
+    parts = [
+        template.Template(agent.prompt or llm.DEFAULT_INSTRUCTIONS_PROMPT, hass).async_render(
+            {"ha_name": hass.config.location_name, "user_name": None, "llm_context": context},
+            parse_result=False,
+        )
+    ]
+    if agent.llm_apis:
+        try:
+            api = await llm.async_get_api(hass, list(agent.llm_apis), context)
+        except HomeAssistantError:
+            pass  # an API that is gone: the agent's own turn fails the same way
+        else:
+            parts.append(api.api_prompt)
+    return "\n".join(parts)
 
 
 def _whole(value: object, default: int) -> int:

@@ -8,7 +8,7 @@ only administrators may call them.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Any, Final
 
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
 from homeassistant.exceptions import ServiceValidationError
@@ -17,11 +17,12 @@ from homeassistant.util import dt as dt_util
 from homeassistant.util.json import JsonValueType
 import probatio as vol
 
-from .agents import agent_context
+from .agents import agent_context, agent_system_prompt, ollama_agents
 from .const import DOMAIN
 from .core.backends.base import GENERATION_TIMEOUT, KeepAlive
 from .core.pins import PRIORITY_MAX, PRIORITY_MIN, REASSERT_COST, Pin
 from .core.server_url import redact_url
+from .core.summary import summary
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
 from .targets import TARGET_FIELDS, model_target, target
@@ -41,6 +42,11 @@ ATTR_TIMEOUT: Final = "timeout"
 ATTR_UNTIL: Final = "until"
 ATTR_FOR: Final = "for"
 ATTR_FORCE: Final = "force"
+ATTR_WARM_UP: Final = "warm_up"
+ATTR_PROMPT: Final = "prompt"
+ATTR_SYSTEM_PROMPT: Final = "system_prompt"
+# A warm-up asks for one token: the prefill is what it is for.
+WARM_UP_PROMPT: Final = "Hello."
 
 _NUM_CTX = vol.All(vol.Coerce(int), vol.Range(min=256, max=1_048_576))
 # Long: a client that gives up during a load makes Ollama abort the load.
@@ -87,6 +93,10 @@ PRELOAD_SCHEMA = vol.Schema(
         vol.Optional(ATTR_NUM_CTX): _NUM_CTX,
         # Load even when the household guard says the house needs the GPU.
         vol.Optional(ATTR_FORCE, default=False): cv.boolean,
+        # Then a request shaped like the agent's (its system prompt), timed by stage.
+        vol.Optional(ATTR_WARM_UP, default=False): cv.boolean,
+        vol.Optional(ATTR_PROMPT): vol.All(cv.string, vol.Length(min=1)),
+        vol.Optional(ATTR_SYSTEM_PROMPT): vol.All(cv.string, vol.Length(min=1)),
         vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): _LOAD_TIMEOUT,
     }
 )
@@ -243,15 +253,52 @@ async def _async_preload(call: ServiceCall) -> ServiceResponse:
         done = await entry.runtime_data.controller.preload(
             model, keep_seconds=keep_seconds, num_ctx=num_ctx, timeout=call.data[ATTR_TIMEOUT]
         )
+        warm_up = await _warm_up(call, entry, model, num_ctx)
     return {
         "model": model,
         "already_resident": done.already_resident,
         "load_seconds": done.seconds,
         "num_ctx": num_ctx,
         "agent": agent,
+        "warm_up": warm_up,
         "summary": f"{model} was resident already"
         if done.already_resident
         else f"{model} loaded in {done.seconds:.1f} s",
+    }
+
+
+async def _warm_up(
+    call: ServiceCall, entry: LlmWarmthConfigEntry, model: str, num_ctx: int | None
+) -> dict[str, Any] | None:
+    """Send the warm-up request, if the call asks for one; return its stage split.
+
+    With the agent's system prompt (unless the call gives one), so that the server's
+    prompt cache holds its prefix for the agent's next turn; with the context the model
+    was loaded with (another one would reload it). It carries no keep_alive: the model
+    keeps the preload's.
+    """
+    if not call.data[ATTR_WARM_UP] and not {ATTR_PROMPT, ATTR_SYSTEM_PROMPT} & set(call.data):
+        return None
+    system: str | None = call.data.get(ATTR_SYSTEM_PROMPT)
+    source: str | None = "call" if system else None
+    resolve = entry.runtime_data.coordinator.resolve_model
+    agents = [a for a in ollama_agents(call.hass, entry) if resolve(a.model) == model]
+    if system is None and agents:
+        system, source = await agent_system_prompt(call.hass, agents[0]), agents[0].name
+    options: dict[str, Any] = {"num_predict": 1}
+    if num_ctx is not None:
+        options["num_ctx"] = num_ctx
+    probe = await entry.runtime_data.coordinator.async_probe(
+        model,
+        call.data.get(ATTR_PROMPT, WARM_UP_PROMPT),
+        options=options,
+        timeout=call.data[ATTR_TIMEOUT],
+        system=system,
+    )
+    return {
+        "system_prompt_from": source,
+        "summary": summary(probe.sample, probe.verdict),
+        **probe.sample.as_response(),
     }
 
 

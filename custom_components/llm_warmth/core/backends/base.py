@@ -97,8 +97,13 @@ class LlmBackend(Protocol):
         *,
         options: Mapping[str, Any] | None = None,
         timeout: float = GENERATION_TIMEOUT,
+        system: str | None = None,
     ) -> TimedReply:
-        """Stream one generation and time it; the server loads the model if it must."""
+        """Stream one generation and time it; the server loads the model if it must.
+
+        ``system``: a system prompt before the user's (a chat's system message; for a
+        completion, Ollama's ``system`` field or the prompt's beginning).
+        """
         ...
 
     async def load(

@@ -226,6 +226,7 @@ class LlamaServerClient(HttpClient):
         *,
         options: Mapping[str, Any] | None = None,
         timeout: float = GENERATION_TIMEOUT,
+        system: str | None = None,
     ) -> TimedReply:
         """Stream one generation, timed on ``time.monotonic_ns``, and time its load.
 
@@ -234,7 +235,14 @@ class LlamaServerClient(HttpClient):
         the request loaded nothing (load 0); without the stream the load is unknown.
         """
         reply, watch = await timed_openai_generation(
-            self._http, api, model, prompt, options=options, timeout=timeout, events=_EVENTS
+            self._http,
+            api,
+            model,
+            prompt,
+            options=options,
+            timeout=timeout,
+            events=_EVENTS,
+            system=system,
         )
         return replace(reply, load_duration_ns=timed_load_ns(watch, reply))
 

@@ -181,6 +181,7 @@ class LlamaSwapClient(HttpClient):
         *,
         options: Mapping[str, Any] | None = None,
         timeout: float = GENERATION_TIMEOUT,
+        system: str | None = None,
     ) -> TimedReply:
         """Stream one generation, timed on ``time.monotonic_ns``; time its load and queue.
 
@@ -191,7 +192,14 @@ class LlamaSwapClient(HttpClient):
         includes the queue, as Ollama's does; ``queue_ns`` is that part.
         """
         reply, watch = await timed_openai_generation(
-            self._http, api, model, prompt, options=options, timeout=timeout, events=_EVENTS
+            self._http,
+            api,
+            model,
+            prompt,
+            options=options,
+            timeout=timeout,
+            events=_EVENTS,
+            system=system,
         )
         load_ns = queue_ns = None
         if watch.trustworthy:

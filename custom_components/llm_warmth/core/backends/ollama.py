@@ -149,6 +149,7 @@ class OllamaClient(HttpClient):
         *,
         options: Mapping[str, Any] | None = None,
         timeout: float = GENERATION_TIMEOUT,
+        system: str | None = None,
     ) -> TimedReply:
         """Stream one generation and time it on ``time.monotonic_ns``.
 
@@ -159,9 +160,12 @@ class OllamaClient(HttpClient):
         """
         payload: dict[str, Any] = {"model": model, "stream": True}
         if api == "chat":
-            payload["messages"] = [{"role": "user", "content": prompt}]
+            system_message = [{"role": "system", "content": system}] if system else []
+            payload["messages"] = [*system_message, {"role": "user", "content": prompt}]
         else:
             payload["prompt"] = prompt
+            if system:
+                payload["system"] = system
         if options:
             payload["options"] = dict(options)
         path = f"/api/{api}"

@@ -54,6 +54,7 @@ async def timed_openai_generation(
     options: Mapping[str, Any] | None,
     timeout: float,
     events: WatchedStream,
+    system: str | None = None,
 ) -> tuple[TimedReply, StateWatch]:
     """Stream one generation, timed on ``time.monotonic_ns``, with the event stream followed.
 
@@ -62,10 +63,11 @@ async def timed_openai_generation(
     """
     payload: dict[str, Any] = {"model": model, "stream": True}
     if api == "chat":
-        payload["messages"] = [{"role": "user", "content": prompt}]
+        system_message = [{"role": "system", "content": system}] if system else []
+        payload["messages"] = [*system_message, {"role": "user", "content": prompt}]
         path = "/v1/chat/completions"
     else:
-        payload["prompt"] = prompt
+        payload["prompt"] = f"{system}\n\n{prompt}" if system else prompt
         path = "/v1/completions"
     for key, value in (options or {}).items():
         if key in OPENAI_OPTIONS:
