@@ -1,4 +1,4 @@
-"""A pin across a restart of the real Ollama and the real llama-server (e2e)."""
+"""Pins on the real servers (e2e): across a restart, and released by the household guard."""
 
 from __future__ import annotations
 
@@ -8,14 +8,24 @@ import subprocess
 import time
 
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
 import pytest
 from pytest_homeassistant_custom_component.common import async_capture_events
 
-from custom_components.llm_warmth.const import EVENT_PIN_REASSERTED, PIN_SETTLE_SECONDS
+from custom_components.llm_warmth.const import (
+    CONF_GUARD_CLEAR_MINUTES,
+    CONF_PROTECTED_ENTITIES,
+    EVENT_PIN_REAPPLIED,
+    EVENT_PIN_REASSERTED,
+    EVENT_PIN_RELEASED,
+    PIN_SETTLE_SECONDS,
+)
 
 from .e2e import add_server, server_url, wait_until
 from .recording_proxy import RecordingProxy
 from .test_pin import call
+
+PLEX = "binary_sensor.plex_transcoding"
 
 
 def restart_command(variable: str) -> str:
@@ -69,6 +79,57 @@ async def test_a_pin_survives_a_real_server_restart(
         print(f"\n{kind}: load sent {loads[-1] - back:.2f} s after the first poll back")
         assert len(loads) == 2
         assert loads[-1] - back <= 2.0 + PIN_SETTLE_SECONDS + 1.0
+        await call(hass, "unpin", config_entry_id=entry.entry_id, model="tiny", evict=True)
+        await hass.config_entries.async_unload(entry.entry_id)
+    finally:
+        await proxy.stop()
+
+
+@pytest.mark.e2e
+async def test_the_guard_on_the_real_ollama(hass: HomeAssistant, socket_enabled: None) -> None:
+    """A protected entity turns on: the pin is released (one unload sent); off: loaded again.
+
+    On the integration's own timers (polls every 2 s, re-applied at once), through a proxy
+    that counts what it sent.
+    """
+    url = server_url("LLM_WARMTH_OLLAMA_URL")
+    proxy = RecordingProxy(url)
+    await proxy.start()
+    try:
+        hass.states.async_set(PLEX, "off")
+        entry = await add_server(hass, proxy.url, interval=2.0)
+        hass.config_entries.async_update_entry(
+            entry,
+            options={**entry.options, CONF_PROTECTED_ENTITIES: [PLEX], CONF_GUARD_CLEAR_MINUTES: 0},
+        )
+        await hass.config_entries.async_reload(entry.entry_id)
+        await hass.async_block_till_done()
+        coordinator = entry.runtime_data.coordinator
+        name = coordinator.resolve_model("tiny")
+        await call(hass, "pin", config_entry_id=entry.entry_id, model="tiny", priority=3)
+        released = async_capture_events(hass, EVENT_PIN_RELEASED)
+        reapplied = async_capture_events(hass, EVENT_PIN_REAPPLIED)
+        started = time.monotonic()
+        hass.states.async_set(PLEX, "on")
+        await wait_until(lambda: name not in coordinator.data.held, 30, "tiny released")
+        unloads = [r for r in proxy.requests if r.at >= started and r.path == "/api/generate"]
+        assert [r.json().get("keep_alive") for r in unloads] == [0]
+        assert [e.data["reason"] for e in released] == ["protected_entity"]
+        # Refused meanwhile, with the entity named.
+        with pytest.raises(HomeAssistantError) as err:
+            await call(hass, "preload", config_entry_id=entry.entry_id, model="tiny")
+        assert err.value.translation_key == "guard_protected"
+        await asyncio.sleep(4)  # two polls: nothing is asserted while Plex needs the GPU
+        assert name not in coordinator.data.held
+        hass.states.async_set(PLEX, "off")
+        await wait_until(lambda: name in coordinator.data.held, 30, "tiny pinned again")
+        assert [e.data["model"] for e in reapplied] == [name]
+        loads = [
+            r.json()
+            for r in proxy.requests
+            if r.at >= started and r.path == "/api/generate" and r.json().get("keep_alive") != 0
+        ]
+        assert loads == [{"model": name, "keep_alive": -1}]
         await call(hass, "unpin", config_entry_id=entry.entry_id, model="tiny", evict=True)
         await hass.config_entries.async_unload(entry.entry_id)
     finally:
