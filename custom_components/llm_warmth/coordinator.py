@@ -108,6 +108,9 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self.events_connected = False
         # How many snapshots it pushed, and the last one.
         self._pushed: tuple[int, tuple[ResidentModel, ...]] = (0, ())
+        # The memory each model held when last seen resident (bytes), for the guard's
+        # estimates and the repairs' numbers.
+        self.last_sizes: dict[str, int] = {}
         # Called after every poll, changed or not (listeners hear of changes only).
         self._poll_listeners: list[CALLBACK_TYPE] = []
 
@@ -148,6 +151,10 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
     @override
     @callback
     def _async_refresh_finished(self) -> None:
+        if self.last_update_success and self.data is not None:
+            for name, model in self.data.held.items():
+                if size := model.size_vram or model.size:
+                    self.last_sizes[name] = size
         for listener in list(self._poll_listeners):
             listener()
 

@@ -85,8 +85,6 @@ class HouseholdGuard:
         self.protected: list[str] = list(entry.options.get(CONF_PROTECTED_ENTITIES, []))
         minutes = entry.options.get(CONF_GUARD_CLEAR_MINUTES, DEFAULT_GUARD_CLEAR_MINUTES)
         self.guard = Guard(timedelta(minutes=minutes), coordinator.guard_record)
-        # The GPU memory each model held when last resident (bytes).
-        self._sizes: dict[str, int] = {}
         self._releasing: set[str] = set()
         self._shown_minutes = round(self.guard.contended_minutes, 1)
 
@@ -145,8 +143,8 @@ class HouseholdGuard:
 
         The file size is an estimate that leaves out the context's cache.
         """
-        if model in self._sizes:
-            return self._sizes[model]
+        if model in self._coordinator.last_sizes:
+            return self._coordinator.last_sizes[model]
         installed = self._coordinator.data.installed.get(model)
         return installed.size if installed is not None else None
 
@@ -170,9 +168,6 @@ class HouseholdGuard:
         if not coordinator.last_update_success or coordinator.data is None:
             return
         snapshot = coordinator.data
-        for name, model in snapshot.held.items():
-            if (size := model.size_vram or model.size) is not None:
-                self._sizes[name] = size
         now = coordinator.utcnow()
         household = self.household()
         decisions = self.guard.decide(coordinator.pins.pins, set(snapshot.held), household, now)

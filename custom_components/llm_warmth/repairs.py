@@ -46,8 +46,6 @@ class RepairIssues:
         self._coordinator = coordinator
         self._controller = controller
         self._raised: set[str] = set()
-        # The memory each model held when last seen resident (bytes).
-        self._sizes: dict[str, int] = {}
 
     @callback
     def async_start(self) -> CALLBACK_TYPE:
@@ -95,10 +93,7 @@ class RepairIssues:
                     "wanted": str(found.wanted),
                 },
             )
-        for name, model in held.items():
-            if size := model.size_vram or model.size:
-                self._sizes[name] = size
-        for thrash in coordinator.thrash.findings(now, uses, self._sizes):
+        for thrash in coordinator.thrash.findings(now, uses, coordinator.last_sizes):
             wanted[self._id("reload_thrash", *thrash.models)] = (
                 f"reload_thrash_{thrash.cause.value}",
                 {

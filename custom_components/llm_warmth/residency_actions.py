@@ -234,8 +234,8 @@ def _context(
     return agent_context(call.hass, entry, model)
 
 
-async def _async_preload(call: ServiceCall) -> ServiceResponse:
-    """Load a model now (or find it loaded); say how long its load took."""
+def _known_model(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str, dict[str, str]]:
+    """Return the entry, the model (one the server has: else refused) and its placeholders."""
     entry, requested = model_target(call)
     coordinator = entry.runtime_data.coordinator
     model = coordinator.resolve_model(requested)
@@ -246,6 +246,12 @@ async def _async_preload(call: ServiceCall) -> ServiceResponse:
             translation_key="model_not_found",
             translation_placeholders=placeholders,
         )
+    return entry, model, placeholders
+
+
+async def _async_preload(call: ServiceCall) -> ServiceResponse:
+    """Load a model now (or find it loaded); say how long its load took."""
+    entry, model, placeholders = _known_model(call)
     keep_seconds = _keep_seconds(call, entry)
     num_ctx, agent = _context(call, entry, model)
     _guard_check(entry, model, force=call.data[ATTR_FORCE])
@@ -327,16 +333,7 @@ def _pin_end(call: ServiceCall) -> datetime | None:
 
 async def _async_pin(call: ServiceCall) -> ServiceResponse:
     """Keep a model resident until unpinned or until a time; load it now."""
-    entry, requested = model_target(call)
-    coordinator = entry.runtime_data.coordinator
-    model = coordinator.resolve_model(requested)
-    placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
-    if model not in coordinator.data.models:
-        raise ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="model_not_found",
-            translation_placeholders=placeholders,
-        )
+    entry, model, placeholders = _known_model(call)
     until = _pin_end(call)
     num_ctx, agent = _context(call, entry, model)
     pin = Pin(
