@@ -237,6 +237,7 @@ async def test_a_warm_up_shaped_like_the_agents_request(
     assert warm_up["ttft_ms"] > 0
     assert warm_up["prefill_ms"] is not None
     assert warm_up["summary"].startswith("warm")  # loaded by the preload just before
+    assert warm_up["next_turn"] is None  # Ollama does not say what its cache kept
     chat = [r.json for r in emulator.requests if r.path == "/api/chat"][-1]
     assert chat["messages"] == [
         {"role": "system", "content": "You are the voice of Maple House."},
@@ -261,7 +262,16 @@ async def test_a_warm_up_on_llama_server_reports_the_prompt_cache(
     entry = await add_server(hass, server.url)
     first = await preload(hass, config_entry_id=entry.entry_id, model="tiny", warm_up=True)
     assert first["warm_up"]["system_prompt_from"] is None  # no agent, none given
-    again = await preload(hass, config_entry_id=entry.entry_id, model="tiny", warm_up=True)
-    # The same request again: its prefix comes from the server's prompt cache.
-    assert again["warm_up"]["prompt_cache_reuse"] > 0
+    again = await preload(
+        hass, config_entry_id=entry.entry_id, model="tiny", system_prompt="You are the house."
+    )
+    # The same system prompt in the next turn: its prefix comes from the prompt cache.
+    next_turn = again["warm_up"]["next_turn"]
+    assert set(next_turn) == {"prompt_cache_reuse", "prefill_ms", "ttft_ms"}
+    assert next_turn["prompt_cache_reuse"] > 0
+    chats = [r for r in server.requests if r.path == "/v1/chat/completions"]
+    assert [r.json["messages"][-1]["content"] for r in chats[-2:]] == [
+        "Hello.",
+        "What time is it?",
+    ]
     await hass.config_entries.async_unload(entry.entry_id)

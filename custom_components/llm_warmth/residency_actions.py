@@ -47,6 +47,8 @@ ATTR_PROMPT: Final = "prompt"
 ATTR_SYSTEM_PROMPT: Final = "system_prompt"
 # A warm-up asks for one token: the prefill is what it is for.
 WARM_UP_PROMPT: Final = "Hello."
+# The turn after it, where the server reports what its prompt cache kept.
+NEXT_TURN_PROMPT: Final = "What time is it?"
 
 _NUM_CTX = vol.All(vol.Coerce(int), vol.Range(min=256, max=1_048_576))
 # Long: a client that gives up during a load makes Ollama abort the load.
@@ -294,17 +296,28 @@ async def _warm_up(
     options: dict[str, Any] = {"num_predict": 1}
     if num_ctx is not None:
         options["num_ctx"] = num_ctx
-    probe = await entry.runtime_data.coordinator.async_probe(
+    coordinator = entry.runtime_data.coordinator
+    probe = await coordinator.async_probe(
         model,
         call.data.get(ATTR_PROMPT, WARM_UP_PROMPT),
         options=options,
         timeout=call.data[ATTR_TIMEOUT],
         system=system,
     )
+    next_turn: dict[str, Any] | None = None
+    if entry.runtime_data.client.capabilities.reports_prompt_cache:
+        # A turn like the agent's next one (same system prompt, another question): the
+        # server says how much of its prompt came from the cache.
+        after = await coordinator.async_probe(
+            model, NEXT_TURN_PROMPT, options=options, timeout=call.data[ATTR_TIMEOUT], system=system
+        )
+        shown = after.sample.as_response()
+        next_turn = {key: shown[key] for key in ("prompt_cache_reuse", "prefill_ms", "ttft_ms")}
     return {
         "system_prompt_from": source,
         "summary": summary(probe.sample, probe.verdict),
         **probe.sample.as_response(),
+        "next_turn": next_turn,
     }
 
 
