@@ -62,6 +62,7 @@ async def test_the_dashboard_shows_what_exists(
     titles = [card.get("title") for card in config["views"][0]["cards"]]
     assert titles == [
         mock_config_entry.title,
+        "Keep warm",
         "Load times",
         "Time to first token (probes)",
         "GPU headroom (after the reserve)",
@@ -73,6 +74,9 @@ async def test_the_dashboard_shows_what_exists(
     assert hass.states.get("sensor.ollama_test_assistant_warmth") is not None
     assert "sensor.ollama_test_llama3_2_3b_warmth" in entities
     assert "sensor.ollama_test_qwen3_8b_warmth" in entities
+    # The pins, to switch; the guard's contended minutes beside the GPU headroom.
+    assert "switch.ollama_test_llama3_2_3b_keep_warm" in entities
+    assert "sensor.ollama_test_gpu_contention" in entities
     assert "sensor.ollama_test_llama3_2_3b_last_time_to_first_token" in entities
     assert not any(
         e.startswith("sensor.ollama_test_qwen3_8b_last_time") for e in entities

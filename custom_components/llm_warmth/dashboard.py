@@ -35,6 +35,7 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
     loads: list[dict[str, str]] = []
     probes: list[dict[str, str]] = []
     gpus: list[str] = []
+    keep_warm: list[str] = []
     for entry in sorted(entries, key=lambda e: e.title):
 
         def entity(
@@ -62,6 +63,9 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
             }
         )
         warmth += [e for e in (server_warmth, *model_warmth) if e]
+        switches = [e for m in models if (e := entity(m, "keep_warm", Platform.SWITCH))]
+        contention = entity("", "gpu_contention") if switches else None
+        keep_warm += [*switches, *([contention] if contention else [])]
         loads += _graphed(models, _LOAD_KEYS, entity)
         probes += _graphed(models, _PROBE_KEYS, entity)
         gpu = entry.runtime_data.gpu
@@ -74,6 +78,10 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
                 )
                 if (e := entity(f"gpu_{uuid}", key, platform))
             ]
+    if keep_warm:
+        # Pins: on keeps the model resident (the household guard may release it), and
+        # the minutes the household needed the GPU while a pin held it.
+        cards.append({"type": "entities", "title": "Keep warm", "entities": keep_warm})
     if loads:
         # One point per load: the sensors change once per load.
         cards.append({"type": "history-graph", "title": "Load times", "entities": loads})
