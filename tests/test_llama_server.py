@@ -391,3 +391,20 @@ async def test_a_keep_is_refused(client: LlamaServerClient) -> None:
         await client.load(TINY, keep_seconds=60)
     with pytest.raises(LlmServerNotSupportedError, match="configured context"):
         await client.load(TINY, num_ctx=8192)
+
+
+async def test_a_system_prompt_and_think_reach_the_chat_template(
+    client: LlamaServerClient, server: LlamaServerEmulator
+) -> None:
+    """A warm-up's system prompt is a system message; think goes to the chat template."""
+    await client.timed_generation("chat", TINY, "Hello.", system="Be brief.", think=False)
+    chat = [r.json for r in server.requests if r.path == "/v1/chat/completions"][-1]
+    assert chat["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hello."},
+    ]
+    assert chat["chat_template_kwargs"] == {"enable_thinking": False}
+    await client.timed_generation("generate", TINY, "Hello.", system="Be brief.")
+    completion = [r.json for r in server.requests if r.path == "/v1/completions"][-1]
+    assert completion["prompt"] == "Be brief.\n\nHello."
+    assert "chat_template_kwargs" not in completion

@@ -198,6 +198,7 @@ async def test_preload_loads_with_the_agents_context(
             "keep_alive": -1,
             "prompt": None,
             "llm_apis": (),
+            "think": None,
         }
     ]
     # The call's own context wins; a model no agent uses gets none.
@@ -223,6 +224,7 @@ async def test_a_warm_up_shaped_like_the_agents_request(
                     "num_ctx": 4096,
                     "prompt": "You are the voice of {{ ha_name }}.",
                     "llm_hass_api": ["an_api_that_is_gone"],
+                    "think": False,
                 },
                 "subentry_type": "conversation",
                 "title": "Kitchen assistant",
@@ -245,6 +247,7 @@ async def test_a_warm_up_shaped_like_the_agents_request(
     ]
     assert chat["options"] == {"num_predict": 1, "num_ctx": 4096}
     assert "keep_alive" not in chat  # the model keeps the preload's
+    assert chat["think"] is False  # as the agent asks
     # The call's own system prompt and message; without a warm-up, none.
     answer = await preload(
         hass, config_entry_id=ENTRY_ID, model=QWEN, system_prompt="Be brief.", prompt="Hi"

@@ -48,6 +48,8 @@ class Agent:
     # Its instructions (None: Home Assistant's default) and the LLM APIs it may use.
     prompt: str | None = None
     llm_apis: tuple[str, ...] = ()
+    # Whether it asks a thinking model to think (None: the model's default).
+    think: bool | None = None
 
 
 @callback
@@ -84,6 +86,7 @@ def ollama_agents(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> list[Agen
                     if isinstance(prompt := subentry.data.get(CONF_PROMPT), str)
                     else None,
                     llm_apis=_apis(subentry.data.get(CONF_LLM_HASS_API)),
+                    think=think if isinstance(think := subentry.data.get("think"), bool) else None,
                 )
             )
     return agents

@@ -360,6 +360,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         options: Mapping[str, Any] | None = None,
         timeout: float = GENERATION_TIMEOUT,
         system: str | None = None,
+        think: bool | None = None,
     ) -> ProbeResult:
         """Run one measured request, record it, and return its breakdown and verdict.
 
@@ -377,7 +378,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             self._poll_soon()
         try:
             reply = await self.client.timed_generation(
-                api, model, prompt, options=options, timeout=timeout, system=system
+                api, model, prompt, options=options, timeout=timeout, system=system, think=think
             )
             # What the request did to residency, read while it still counts as ours: a
             # runner it loaded (or replaced) shows up now, not at the next poll.

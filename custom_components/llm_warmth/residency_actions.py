@@ -293,6 +293,7 @@ async def _warm_up(
     agents = [a for a in ollama_agents(call.hass, entry) if resolve(a.model) == model]
     if system is None and agents:
         system, source = await agent_system_prompt(call.hass, agents[0]), agents[0].name
+    think = agents[0].think if agents else None
     options: dict[str, Any] = {"num_predict": 1}
     if num_ctx is not None:
         options["num_ctx"] = num_ctx
@@ -303,13 +304,19 @@ async def _warm_up(
         options=options,
         timeout=call.data[ATTR_TIMEOUT],
         system=system,
+        think=think,
     )
     next_turn: dict[str, Any] | None = None
     if entry.runtime_data.client.capabilities.reports_prompt_cache:
         # A turn like the agent's next one (same system prompt, another question): the
         # server says how much of its prompt came from the cache.
         after = await coordinator.async_probe(
-            model, NEXT_TURN_PROMPT, options=options, timeout=call.data[ATTR_TIMEOUT], system=system
+            model,
+            NEXT_TURN_PROMPT,
+            options=options,
+            timeout=call.data[ATTR_TIMEOUT],
+            system=system,
+            think=think,
         )
         shown = after.sample.as_response()
         next_turn = {key: shown[key] for key in ("prompt_cache_reuse", "prefill_ms", "ttft_ms")}

@@ -98,11 +98,14 @@ class LlmBackend(Protocol):
         options: Mapping[str, Any] | None = None,
         timeout: float = GENERATION_TIMEOUT,
         system: str | None = None,
+        think: bool | None = None,
     ) -> TimedReply:
         """Stream one generation and time it; the server loads the model if it must.
 
         ``system``: a system prompt before the user's (a chat's system message; for a
-        completion, Ollama's ``system`` field or the prompt's beginning).
+        completion, Ollama's ``system`` field or the prompt's beginning). ``think``: ask a
+        thinking model to think or not (Ollama's ``think``; llama.cpp's chat template
+        ``enable_thinking``); None: the model's default.
         """
         ...
 

@@ -227,6 +227,7 @@ class LlamaServerClient(HttpClient):
         options: Mapping[str, Any] | None = None,
         timeout: float = GENERATION_TIMEOUT,
         system: str | None = None,
+        think: bool | None = None,
     ) -> TimedReply:
         """Stream one generation, timed on ``time.monotonic_ns``, and time its load.
 
@@ -243,6 +244,7 @@ class LlamaServerClient(HttpClient):
             timeout=timeout,
             events=_EVENTS,
             system=system,
+            think=think,
         )
         return replace(reply, load_duration_ns=timed_load_ns(watch, reply))
 

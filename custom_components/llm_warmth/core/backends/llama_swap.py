@@ -182,6 +182,7 @@ class LlamaSwapClient(HttpClient):
         options: Mapping[str, Any] | None = None,
         timeout: float = GENERATION_TIMEOUT,
         system: str | None = None,
+        think: bool | None = None,
     ) -> TimedReply:
         """Stream one generation, timed on ``time.monotonic_ns``; time its load and queue.
 
@@ -200,6 +201,7 @@ class LlamaSwapClient(HttpClient):
             timeout=timeout,
             events=_EVENTS,
             system=system,
+            think=think,
         )
         load_ns = queue_ns = None
         if watch.trustworthy:

@@ -150,6 +150,7 @@ class OllamaClient(HttpClient):
         options: Mapping[str, Any] | None = None,
         timeout: float = GENERATION_TIMEOUT,
         system: str | None = None,
+        think: bool | None = None,
     ) -> TimedReply:
         """Stream one generation and time it on ``time.monotonic_ns``.
 
@@ -168,6 +169,8 @@ class OllamaClient(HttpClient):
                 payload["system"] = system
         if options:
             payload["options"] = dict(options)
+        if think is not None:
+            payload["think"] = think
         path = f"/api/{api}"
         async with self._http.stream("POST", path, json=payload, timeout=timeout) as (
             response,

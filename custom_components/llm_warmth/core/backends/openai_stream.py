@@ -55,6 +55,7 @@ async def timed_openai_generation(
     timeout: float,
     events: WatchedStream,
     system: str | None = None,
+    think: bool | None = None,
 ) -> tuple[TimedReply, StateWatch]:
     """Stream one generation, timed on ``time.monotonic_ns``, with the event stream followed.
 
@@ -72,6 +73,8 @@ async def timed_openai_generation(
     for key, value in (options or {}).items():
         if key in OPENAI_OPTIONS:
             payload[OPENAI_OPTIONS[key]] = value
+    if think is not None:
+        payload["chat_template_kwargs"] = {"enable_thinking": think}
     watch = StateWatch(model, events.ready_state, events.parse)
     try:
         await watch.start(http, events.path, events.until, timeout=timeout)
