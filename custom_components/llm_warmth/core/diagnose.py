@@ -1,0 +1,231 @@
+"""The cold-start diagnosis: runs of one fixed prompt in, a verdict in plain words out.
+
+The method: send the same prompt (same sampling, same client) under controlled states,
+split each reply's time to first token into stages on one clock, change one state layer
+at a time, and blame the first stage that expands against the immediate repeat. Only
+what the evidence supports is said; when no stage clearly expanded, the verdict says so.
+
+Pure logic: the runs are given, nothing is measured here.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .ttft import StageBreakdown
+
+# A stage expanded when it grew by at least this much (ms) and by this factor.
+EXPANDED_MS = 250.0
+EXPANDED_FACTOR = 2.0
+# A reply this slow (ms) is slow whatever it is compared with.
+SLOW_MS = 2000.0
+GIB = 1024**3
+
+
+class Pattern(StrEnum):
+    """What the runs show, in one word."""
+
+    EVICTED = "evicted"  # one slow request, then normal: the model was not resident
+    CONTEXT_RELOAD = "context_reload"  # reloaded without eviction: another num_ctx
+    PROMPT_CACHE = "prompt_cache"  # the prefill expanded: the prompt cache was cold
+    ALWAYS_SLOW = "always_slow"  # every request slow: generation or prompt length
+    SWITCH_EVICTS = "switch_evicts"  # slow only after switching: the two do not fit
+    NO_CLEAR_STAGE = "no_clear_stage"  # nothing expanded clearly
+
+
+class Recommendation(StrEnum):
+    """What to change, tied to the stage that costs the time."""
+
+    KEEP_RESIDENT = "keep_resident"
+    SAME_CONTEXT = "same_context"
+    SHORTEN_PROMPT = "shorten_prompt"
+    SMALLER_MODEL = "smaller_model"
+    NOTHING_TO_WARM = "nothing_to_warm"
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One probe of a scenario: its reply's stages and the state around it."""
+
+    label: str
+    model: str
+    sample: StageBreakdown
+    resident_before: bool
+    resident_after: bool
+    num_ctx_before: int | None = None
+    num_ctx_after: int | None = None
+    size: int | None = None  # the model's memory once resident (bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The stage that expanded first (and by how much), the pattern, what to change."""
+
+    pattern: Pattern
+    stage: str | None
+    expanded_ms: float | None
+    words: str
+    recommendation: Recommendation | None
+
+
+_STAGES = (
+    ("queue", lambda s: s.queue_ms),
+    ("load", lambda s: _load(s)),
+    ("prefill", lambda s: s.prefill_ms),
+    ("first_decode", lambda s: s.first_decode_ms),
+)
+
+
+def _load(sample: StageBreakdown) -> float | None:
+    """The load alone: queue and load less the queue, where the server told the queue."""
+    if sample.queue_and_load_ms is None:
+        return None
+    return sample.queue_and_load_ms - (sample.queue_ms or 0.0)
+
+
+def first_expanded(slow: StageBreakdown, repeat: StageBreakdown) -> tuple[str, float] | None:
+    """Return the first stage that expanded in ``slow`` against ``repeat``, and by how much."""
+    for name, value in _STAGES:
+        a, b = value(slow), value(repeat)
+        if a is None or b is None:
+            continue
+        if a - b >= EXPANDED_MS and a >= EXPANDED_FACTOR * max(b, 1.0):
+            return name, a - b
+    return None
+
+
+def _s(ms: float) -> str:
+    return f"{ms / 1000:.1f} s" if ms >= 1000 else f"{ms:.0f} ms"
+
+
+def cold_vs_repeat(cold: Run, repeat: Run) -> Verdict:
+    """Judge a cold probe against the immediate repeat (same prompt, model resident)."""
+    expanded = first_expanded(cold.sample, repeat.sample)
+    if expanded is None:
+        if min(cold.sample.ttft_ms, repeat.sample.ttft_ms) >= SLOW_MS:
+            return _always_slow(repeat)
+        return Verdict(
+            Pattern.NO_CLEAR_STAGE,
+            None,
+            None,
+            f"no clear stage expanded: {_s(cold.sample.ttft_ms)} against "
+            f"{_s(repeat.sample.ttft_ms)} repeated",
+            None,
+        )
+    stage, grew = expanded
+    if stage == "load" and cold.resident_before:
+        if cold.num_ctx_before and cold.num_ctx_after and cold.num_ctx_before != cold.num_ctx_after:
+            words = (
+                f"slow after a context change: reload for num_ctx {cold.num_ctx_after} vs "
+                f"{cold.num_ctx_before} (load {_s(grew)})"
+            )
+        else:
+            words = f"reloaded without eviction (load {_s(grew)})"
+        return Verdict(Pattern.CONTEXT_RELOAD, stage, grew, words, Recommendation.SAME_CONTEXT)
+    if stage in ("load", "queue"):
+        load = _load(cold.sample) or grew
+        return Verdict(
+            Pattern.EVICTED,
+            stage,
+            grew,
+            f"one slow request, then normal: the model was evicted "
+            f"(load {_s(load)} of {_s(cold.sample.ttft_ms)})",
+            Recommendation.KEEP_RESIDENT,
+        )
+    if stage == "prefill":
+        return Verdict(
+            Pattern.PROMPT_CACHE,
+            stage,
+            grew,
+            f"the prompt was evaluated again: prefill {_s(cold.sample.prefill_ms or 0)} against "
+            f"{_s(repeat.sample.prefill_ms or 0)} from the cache",
+            Recommendation.SHORTEN_PROMPT,
+        )
+    return Verdict(
+        Pattern.ALWAYS_SLOW,
+        stage,
+        grew,
+        f"the first token itself took longer ({_s(grew)} more)",
+        Recommendation.NOTHING_TO_WARM,
+    )
+
+
+def _always_slow(repeat: Run) -> Verdict:
+    sample = repeat.sample
+    prefill, decode = sample.prefill_ms or 0.0, sample.first_decode_ms or 0.0
+    stage = "prefill" if prefill >= decode else "first_decode"
+    recommendation = (
+        Recommendation.SHORTEN_PROMPT if stage == "prefill" else Recommendation.NOTHING_TO_WARM
+    )
+    return Verdict(
+        Pattern.ALWAYS_SLOW,
+        stage,
+        None,
+        f"every request slow ({_s(sample.ttft_ms)} warm): the bottleneck is "
+        f"{'prompt length' if stage == 'prefill' else 'generation'}, not eviction",
+        recommendation,
+    )
+
+
+def prefill_per_token(short: Run, long: Run) -> float | None:
+    """Return the prefill cost of one prompt token (ms), from a short and a long prompt."""
+    a, b = short.sample, long.sample
+    if None in (a.prefill_ms, b.prefill_ms, a.prompt_tokens, b.prompt_tokens):
+        return None
+    tokens = (b.prompt_tokens or 0) - (a.prompt_tokens or 0)
+    if tokens <= 0:
+        return None
+    return ((b.prefill_ms or 0.0) - (a.prefill_ms or 0.0)) / tokens
+
+
+def model_switch(a_warm: Run, b: Run, a_again: Run, *, free_bytes: int | None = None) -> Verdict:
+    """Judge a switch: A warm, then B, then A again at once."""
+    expanded = first_expanded(a_again.sample, a_warm.sample)
+    if expanded is None or a_again.resident_before:
+        return Verdict(
+            Pattern.NO_CLEAR_STAGE,
+            None,
+            None,
+            "the switch cost nothing clear: both models stayed resident"
+            if a_again.resident_before
+            else "no clear stage expanded after the switch",
+            None,
+        )
+    stage, grew = expanded
+    fit = ""
+    if a_warm.size and b.size:
+        fit = f" ({a_warm.model} {a_warm.size / GIB:.1f} GiB + {b.model} {b.size / GIB:.1f} GiB"
+        fit += f" > {free_bytes / GIB:.1f} GiB free)" if free_bytes else ")"
+    return Verdict(
+        Pattern.SWITCH_EVICTS,
+        stage,
+        grew,
+        f"slow only after switching: switch evicts the other model; the two do not fit "
+        f"together{fit} (load {_s(grew)})",
+        Recommendation.SMALLER_MODEL,
+    )
+
+
+def verdict_as_dict(verdict: Verdict) -> dict[str, object]:
+    """Return the verdict for an action's response and a sensor's attributes."""
+    return {
+        "pattern": verdict.pattern.value,
+        "stage": verdict.stage,
+        "expanded_ms": None if verdict.expanded_ms is None else round(verdict.expanded_ms, 1),
+        "verdict": verdict.words,
+        "recommendation": verdict.recommendation.value if verdict.recommendation else None,
+    }
+
+
+def runs_table(runs: Sequence[Run]) -> list[dict[str, object]]:
+    """Return the runs as table rows (a response's, a sensor's attributes)."""
+    return [
+        {
+            "run": run.label,
+            "model": run.model,
+            "resident_before": run.resident_before,
+            "resident_after": run.resident_after,
+            **run.sample.as_response(),
+        }
+        for run in runs
+    ]

@@ -1,0 +1,131 @@
+"""The diagnosis's verdicts from constructed runs (pure logic, no Home Assistant)."""
+
+from custom_components.llm_warmth.core.diagnose import (
+    GIB,
+    Pattern,
+    Recommendation,
+    Run,
+    cold_vs_repeat,
+    first_expanded,
+    model_switch,
+    prefill_per_token,
+    runs_table,
+    verdict_as_dict,
+)
+from custom_components.llm_warmth.core.ttft import StageBreakdown
+
+
+def sample(
+    ttft: float,
+    load: float | None = 2.0,
+    prefill: float | None = 40.0,
+    decode: float | None = 30.0,
+    tokens: int | None = 20,
+    queue: float | None = None,
+) -> StageBreakdown:
+    return StageBreakdown(
+        ttft_ms=ttft,
+        queue_and_load_ms=load,
+        prefill_ms=prefill,
+        first_decode_ms=decode,
+        overhead_ms=None,
+        decode_rate=None,
+        prompt_tokens=tokens,
+        eval_tokens=1,
+        queue_ms=queue,
+    )
+
+
+def run(
+    label: str, s: StageBreakdown, *, before: bool = True, model: str = "big", **kw: object
+) -> Run:
+    return Run(label, model, s, resident_before=before, resident_after=True, **kw)  # type: ignore[arg-type]
+
+
+WARM = run("repeat", sample(80.0))
+
+
+def test_evicted_load_dominates() -> None:
+    verdict = cold_vs_repeat(run("cold", sample(8400.0, load=8100.0), before=False), WARM)
+    assert verdict.pattern is Pattern.EVICTED
+    assert verdict.stage == "load"
+    assert verdict.expanded_ms == 8098.0
+    assert (
+        verdict.words
+        == "one slow request, then normal: the model was evicted (load 8.1 s of 8.4 s)"
+    )
+    assert verdict.recommendation is Recommendation.KEEP_RESIDENT
+    assert verdict_as_dict(verdict)["recommendation"] == "keep_resident"
+
+
+def test_reload_for_another_context() -> None:
+    cold = run("cold", sample(3000.0, load=2800.0), num_ctx_before=4096, num_ctx_after=8192)
+    verdict = cold_vs_repeat(cold, WARM)
+    assert verdict.pattern is Pattern.CONTEXT_RELOAD
+    assert (
+        verdict.words == "slow after a context change: reload for num_ctx 8192 vs 4096 (load 2.8 s)"
+    )
+    assert verdict.recommendation is Recommendation.SAME_CONTEXT
+    plain = cold_vs_repeat(run("cold", sample(3000.0, load=2800.0)), WARM)
+    assert plain.words == "reloaded without eviction (load 2.8 s)"
+
+
+def test_every_request_slow_is_not_eviction() -> None:
+    slow_prefill = cold_vs_repeat(
+        run("cold", sample(5100.0, prefill=5000.0)), run("repeat", sample(5000.0, prefill=4900.0))
+    )
+    assert slow_prefill.pattern is Pattern.ALWAYS_SLOW
+    assert slow_prefill.recommendation is Recommendation.SHORTEN_PROMPT
+    assert "prompt length, not eviction" in slow_prefill.words
+    slow_decode = cold_vs_repeat(
+        run("cold", sample(4100.0, decode=4000.0)), run("repeat", sample(4000.0, decode=3900.0))
+    )
+    assert slow_decode.recommendation is Recommendation.NOTHING_TO_WARM
+    assert "generation, not eviction" in slow_decode.words
+
+
+def test_a_cold_prompt_cache_and_a_slow_first_token() -> None:
+    cache = cold_vs_repeat(run("cold", sample(1500.0, prefill=1400.0)), WARM)
+    assert (cache.pattern, cache.stage) == (Pattern.PROMPT_CACHE, "prefill")
+    decode = cold_vs_repeat(run("cold", sample(900.0, decode=800.0)), WARM)
+    assert (decode.stage, decode.recommendation) == ("first_decode", Recommendation.NOTHING_TO_WARM)
+
+
+def test_no_clear_stage_says_so_rather_than_guessing() -> None:
+    verdict = cold_vs_repeat(run("cold", sample(120.0, load=60.0)), WARM)
+    assert verdict.pattern is Pattern.NO_CLEAR_STAGE
+    assert verdict.recommendation is None
+    assert verdict.words == "no clear stage expanded: 120 ms against 80 ms repeated"
+    # Stages the server did not report are not compared.
+    assert first_expanded(sample(9000.0, load=None), sample(80.0, load=None)) is None
+    # A queue is told apart from the load where the server reports it.
+    assert first_expanded(sample(3000.0, load=2900.0, queue=2800.0), sample(80.0, queue=0.0)) == (
+        "queue",
+        2800.0,
+    )
+
+
+def test_a_switch_that_evicts() -> None:
+    a_warm = run("A warm", sample(80.0), model="tiny", size=int(5.1 * GIB))
+    b = run("B", sample(7000.0, load=6800.0), model="big", before=False, size=7 * GIB)
+    a_again = run("A again", sample(5200.0, load=5000.0), model="tiny", before=False)
+    verdict = model_switch(a_warm, b, a_again, free_bytes=int(9.5 * GIB))
+    assert verdict.pattern is Pattern.SWITCH_EVICTS
+    assert verdict.words == (
+        "slow only after switching: switch evicts the other model; the two do not fit "
+        "together (tiny 5.1 GiB + big 7.0 GiB > 9.5 GiB free) (load 5.0 s)"
+    )
+    assert verdict.recommendation is Recommendation.SMALLER_MODEL
+    both = model_switch(a_warm, b, run("A again", sample(85.0), model="tiny"))
+    assert both.pattern is Pattern.NO_CLEAR_STAGE
+    assert "both models stayed resident" in both.words
+
+
+def test_prefill_per_token_and_the_table() -> None:
+    short = run("short", sample(100.0, prefill=40.0, tokens=20))
+    long = run("long", sample(2100.0, prefill=2040.0, tokens=1020))
+    assert prefill_per_token(short, long) == 2.0
+    assert prefill_per_token(long, short) is None
+    assert prefill_per_token(short, run("x", sample(1.0, prefill=None))) is None
+    rows = runs_table([short, long])
+    assert [(r["run"], r["prompt_tokens"]) for r in rows] == [("short", 20), ("long", 1020)]
