@@ -198,6 +198,8 @@ class EmulatedModel:
     context_length: int = 8192
     load_delay: float = 0.0
     prefill_delay: float = 0.0
+    # More prefill for each word of the prompt (a longer prompt costs more).
+    prefill_delay_per_word: float = 0.0
     token_delay: float = 0.0
     reply: str = "Hello there friend"
     thinking: str | None = None
@@ -899,7 +901,7 @@ class OllamaEmulator:
         thinking = split_tokens(model.thinking or "") if req.think else []
         reply = split_tokens(model.reply)
         prefill_start = time.perf_counter_ns()
-        await _pause(model.prefill_delay)
+        await _pause(model.prefill_delay + model.prefill_delay_per_word * req.prompt_words)
         decode_start = time.perf_counter_ns()
         if not req.stream:
             for _ in range(len(thinking) + len(reply)):

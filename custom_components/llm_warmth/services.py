@@ -27,7 +27,9 @@ from .core.server_url import redact_url
 from .core.summary import summary
 from .dashboard import build_dashboard
 from .data import LlmWarmthConfigEntry
+from .diagnosis import DIAGNOSE_SCHEMA, SERVICE_DIAGNOSE, async_diagnose
 from .errors import translated_errors
+from .probe_prompts import DEFAULT_NUM_PREDICT, DEFAULT_PROMPT, LONG_PROMPT
 from .residency_actions import (
     SERVICE_EVICT,
     SERVICE_PIN,
@@ -46,21 +48,6 @@ ATTR_NUM_CTX: Final = "num_ctx"
 ATTR_OPTIONS: Final = "options"
 ATTR_TIMEOUT: Final = "timeout"
 
-DEFAULT_PROMPT: Final = "Reply with one word: ready?"
-# About 1,200 tokens of ordinary prose: a prefill long enough to measure.
-LONG_PROMPT: Final = " ".join(
-    [
-        "Summarise the following notes about the house in one sentence.",
-        *(
-            f"Note {i}: the heating in room {i % 7} was set to {18 + i % 5} degrees at "
-            f"{6 + i % 12} o'clock, the lights stayed off, and the windows were closed."
-            for i in range(48)
-        ),
-    ]
-)
-# A probe asks for a few tokens only: enough for a decode rate, quick to finish.
-DEFAULT_NUM_PREDICT: Final = 16
-
 PROBE_SCHEMA = vol.Schema(
     {
         **TARGET_FIELDS,
@@ -77,7 +64,14 @@ PROBE_SCHEMA = vol.Schema(
 
 # The actions that name a model, as services.yaml describes them, and the models offered
 # in their model field last.
-_MODEL_ACTIONS: Final = (SERVICE_PROBE, SERVICE_PRELOAD, SERVICE_EVICT, SERVICE_PIN, SERVICE_UNPIN)
+_MODEL_ACTIONS: Final = (
+    SERVICE_PROBE,
+    SERVICE_PRELOAD,
+    SERVICE_EVICT,
+    SERVICE_PIN,
+    SERVICE_UNPIN,
+    SERVICE_DIAGNOSE,
+)
 _DESCRIPTIONS: HassKey[dict[str, Any]] = HassKey(f"{DOMAIN}_descriptions")
 _OFFERED_MODELS: HassKey[list[str]] = HassKey(f"{DOMAIN}_offered_models")
 
@@ -95,6 +89,15 @@ async def async_setup_services(hass: HomeAssistant) -> None:
         supports_response=SupportsResponse.OPTIONAL,
     )
     async_register_residency_actions(hass)
+    # It evicts and loads models: administrators only.
+    service.async_register_admin_service(
+        hass,
+        DOMAIN,
+        SERVICE_DIAGNOSE,
+        async_diagnose,
+        schema=DIAGNOSE_SCHEMA,
+        supports_response=SupportsResponse.ONLY,
+    )
     hass.services.async_register(
         DOMAIN,
         SERVICE_DASHBOARD,

@@ -11,6 +11,7 @@ Pure logic: the runs are given, nothing is measured here.
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from .ttft import StageBreakdown
 
@@ -30,6 +31,7 @@ class Pattern(StrEnum):
     PROMPT_CACHE = "prompt_cache"  # the prefill expanded: the prompt cache was cold
     ALWAYS_SLOW = "always_slow"  # every request slow: generation or prompt length
     SWITCH_EVICTS = "switch_evicts"  # slow only after switching: the two do not fit
+    PROMPT_COST = "prompt_cost"  # what the prompt's length costs on a warm model
     NO_CLEAR_STAGE = "no_clear_stage"  # nothing expanded clearly
 
 
@@ -68,19 +70,19 @@ class Verdict:
     recommendation: Recommendation | None
 
 
-_STAGES = (
-    ("queue", lambda s: s.queue_ms),
-    ("load", lambda s: _load(s)),
-    ("prefill", lambda s: s.prefill_ms),
-    ("first_decode", lambda s: s.first_decode_ms),
-)
-
-
 def _load(sample: StageBreakdown) -> float | None:
-    """The load alone: queue and load less the queue, where the server told the queue."""
+    """Return the load alone: queue and load less the queue, where the server told it."""
     if sample.queue_and_load_ms is None:
         return None
     return sample.queue_and_load_ms - (sample.queue_ms or 0.0)
+
+
+_STAGES = (
+    ("queue", lambda s: s.queue_ms),
+    ("load", _load),
+    ("prefill", lambda s: s.prefill_ms),
+    ("first_decode", lambda s: s.first_decode_ms),
+)
 
 
 def first_expanded(slow: StageBreakdown, repeat: StageBreakdown) -> tuple[str, float] | None:
@@ -178,6 +180,26 @@ def prefill_per_token(short: Run, long: Run) -> float | None:
     return ((b.prefill_ms or 0.0) - (a.prefill_ms or 0.0)) / tokens
 
 
+def prompt_cost(short: Run, long: Run) -> Verdict:
+    """Judge what prompt length costs on a warm model (a short and a long prompt)."""
+    per_token = prefill_per_token(short, long)
+    if per_token is None:
+        return Verdict(
+            Pattern.NO_CLEAR_STAGE, None, None, "the server did not report the prefill", None
+        )
+    prefill = long.sample.prefill_ms or 0.0
+    slow = prefill >= SLOW_MS
+    return Verdict(
+        Pattern.PROMPT_COST,
+        "prefill",
+        prefill - (short.sample.prefill_ms or 0.0),
+        f"prefill {per_token:.2f} ms per prompt token: {long.sample.prompt_tokens} tokens "
+        f"cost {_s(prefill)} before the first token, {short.sample.prompt_tokens} cost "
+        f"{_s(short.sample.prefill_ms or 0.0)}",
+        Recommendation.SHORTEN_PROMPT if slow else None,
+    )
+
+
 def model_switch(a_warm: Run, b: Run, a_again: Run, *, free_bytes: int | None = None) -> Verdict:
     """Judge a switch: A warm, then B, then A again at once."""
     expanded = first_expanded(a_again.sample, a_warm.sample)
@@ -206,7 +228,7 @@ def model_switch(a_warm: Run, b: Run, a_again: Run, *, free_bytes: int | None = 
     )
 
 
-def verdict_as_dict(verdict: Verdict) -> dict[str, object]:
+def verdict_as_dict(verdict: Verdict) -> dict[str, Any]:
     """Return the verdict for an action's response and a sensor's attributes."""
     return {
         "pattern": verdict.pattern.value,
@@ -217,7 +239,7 @@ def verdict_as_dict(verdict: Verdict) -> dict[str, object]:
     }
 
 
-def runs_table(runs: Sequence[Run]) -> list[dict[str, object]]:
+def runs_table(runs: Sequence[Run]) -> list[Any]:
     """Return the runs as table rows (a response's, a sensor's attributes)."""
     return [
         {

@@ -1,0 +1,116 @@
+"""llm_warmth.diagnose on the emulators: each scenario's runs and verdict, and its refusals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.exceptions import ServiceValidationError, Unauthorized
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
+
+from custom_components.llm_warmth.const import DOMAIN
+
+from .conftest import ENTRY_ID, LLAMA, QWEN
+from .e2e import add_server
+from .llama_server_emulator import LlamaServerEmulator
+from .ollama_emulator import OllamaEmulator
+from .test_llama_server import server  # noqa: F401 (a fixture)
+from .test_pin import call
+
+
+async def diagnose(hass: HomeAssistant, **data: Any) -> dict[str, Any]:
+    return await call(hass, "diagnose", **data)
+
+
+async def test_cold_vs_repeat_blames_the_load(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    emulator.models[LLAMA].load_delay = 1.0
+    await call(hass, "preload", config_entry_id=ENTRY_ID, model=LLAMA)  # resident: evicted first
+    answer = await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    assert [(r["run"], r["resident_before"], r["resident_after"]) for r in answer["runs"]] == [
+        ("cold", False, True),
+        ("repeat", True, True),
+    ]
+    assert (answer["pattern"], answer["stage"], answer["recommendation"]) == (
+        "evicted",
+        "load",
+        "keep_resident",
+    )
+    assert answer["verdict"].startswith("one slow request, then normal: the model was evicted")
+    assert answer["expanded_ms"] >= 900
+
+
+async def test_short_vs_long_prices_the_prompt(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    emulator.models[LLAMA].prefill_delay_per_word = 0.0005
+    answer = await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA, scenario="short_vs_long")
+    assert [r["run"] for r in answer["runs"]] == ["warm-up", "short", "long"]
+    assert answer["pattern"] == "prompt_cost"
+    assert answer["prefill_ms_per_token"] > 0
+    assert answer["verdict"].startswith(f"prefill {answer['prefill_ms_per_token']:.2f} ms per")
+
+
+async def test_a_switch_between_models_that_do_not_fit(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """3 GiB + 6 GiB on an 8 GiB GPU: qwen3:8b evicts llama3.2:3b, which loads again."""
+    emulator.models[LLAMA].load_delay = 0.6
+    answer = await diagnose(
+        hass, config_entry_id=ENTRY_ID, model=LLAMA, scenario="model_switch", other_model=QWEN
+    )
+    assert [(r["run"], r["model"]) for r in answer["runs"]] == [
+        ("A warm-up", LLAMA),
+        ("A warm", LLAMA),
+        ("B", QWEN),
+        ("A again", LLAMA),
+    ]
+    assert answer["pattern"] == "switch_evicts"
+    assert answer["recommendation"] == "smaller_model"
+    assert f"({LLAMA} 3.0 GiB + {QWEN} 6.0 GiB)" in answer["verdict"]
+
+
+async def test_refusals(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    hass_read_only_user: MockUser,
+) -> None:
+    with pytest.raises(ServiceValidationError) as err:
+        await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA, scenario="model_switch")
+    assert err.value.translation_key == "diagnose_other_model"
+    with pytest.raises(ServiceValidationError) as err:
+        await diagnose(hass, config_entry_id=ENTRY_ID, model="nope:1b")
+    assert err.value.translation_key == "model_not_found"
+    await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA)
+    with pytest.raises(ServiceValidationError) as err:
+        await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    assert err.value.translation_key == "diagnose_pinned"
+    with pytest.raises(Unauthorized):
+        await hass.services.async_call(
+            DOMAIN,
+            "diagnose",
+            {"config_entry_id": ENTRY_ID, "model": QWEN},
+            blocking=True,
+            return_response=True,
+            context=Context(user_id=hass_read_only_user.id),
+        )
+
+
+async def test_a_switch_on_llama_server_with_room_for_one(
+    hass: HomeAssistant,
+    server: LlamaServerEmulator,  # noqa: F811 (the fixture imported above)
+) -> None:
+    entry = await add_server(hass, server.url)
+    answer = await diagnose(
+        hass,
+        config_entry_id=entry.entry_id,
+        model="big",
+        scenario="model_switch",
+        other_model="tiny",
+    )
+    assert answer["pattern"] == "switch_evicts"
+    assert "switch evicts the other model" in answer["verdict"]
+    await hass.config_entries.async_unload(entry.entry_id)

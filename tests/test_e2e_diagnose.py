@@ -1,0 +1,71 @@
+"""llm_warmth.diagnose on the real servers (e2e).
+
+On the real Ollama, big (1.24 GB) behind the throttled disk, its file dropped from the page
+cache: the cold-vs-repeat verdict is "evicted: load dominates". On the real llama-server
+with ``--models-max 1``: switching to tiny and back to big gives "switch evicts the other
+model".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homeassistant.core import HomeAssistant
+import pytest
+
+from custom_components.llm_warmth.const import DOMAIN
+
+from .e2e import add_server, drop_from_page_cache, evict, model_file, server_url
+from .test_e2e_llama_server import unload_all
+
+
+async def diagnose(hass: HomeAssistant, **data: Any) -> dict[str, Any]:
+    response = await hass.services.async_call(
+        DOMAIN, "diagnose", data, blocking=True, return_response=True
+    )
+    assert response is not None
+    return dict(response)
+
+
+@pytest.mark.e2e
+async def test_cold_vs_repeat_on_the_real_ollama(hass: HomeAssistant, socket_enabled: None) -> None:
+    url = server_url("LLM_WARMTH_OLLAMA_URL")
+    entry = await add_server(hass, url)
+    await evict(url, "big")
+    drop_from_page_cache(await model_file(url, "big"))
+    answer = await diagnose(hass, config_entry_id=entry.entry_id, model="big")
+    print(f"\ndiagnosis on the real Ollama: {answer}")
+    assert (answer["pattern"], answer["stage"], answer["recommendation"]) == (
+        "evicted",
+        "load",
+        "keep_resident",
+    )
+    cold, repeat = answer["runs"]
+    assert (cold["resident_before"], repeat["resident_before"]) == (False, True)
+    assert cold["queue_and_load_ms"] > 10 * repeat["queue_and_load_ms"]
+    await hass.config_entries.async_unload(entry.entry_id)
+
+
+@pytest.mark.e2e
+async def test_a_switch_on_the_real_llama_server(hass: HomeAssistant, socket_enabled: None) -> None:
+    url = server_url("LLM_WARMTH_LLAMA_URL")
+    await unload_all(url)
+    entry = await add_server(hass, url)
+    answer = await diagnose(
+        hass,
+        config_entry_id=entry.entry_id,
+        model="big",
+        scenario="model_switch",
+        other_model="tiny",
+    )
+    print(f"\ndiagnosis on the real llama-server: {answer['verdict']}")
+    assert answer["pattern"] == "switch_evicts"
+    assert "switch evicts the other model" in answer["verdict"]
+    assert [(r["run"], r["resident_before"]) for r in answer["runs"]] == [
+        ("A warm-up", False),
+        ("A warm", True),
+        ("B", False),
+        ("A again", False),
+    ]
+    await unload_all(url)
+    await hass.config_entries.async_unload(entry.entry_id)
