@@ -10,6 +10,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 
 from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.diagnostics import async_get_config_entry_diagnostics
 
 from .conftest import ENTRY_ID, LLAMA, QWEN
 from .e2e import add_server
@@ -40,6 +41,19 @@ async def test_cold_vs_repeat_blames_the_load(
     )
     assert answer["verdict"].startswith("one slow request, then normal: the model was evicted")
     assert answer["expanded_ms"] >= 900
+    # The model's "Last diagnosis" sensor shows it, with the table; kept across a restart.
+    sensor = "sensor.ollama_test_llama3_2_3b_last_diagnosis"
+    state = hass.states.get(sensor)
+    assert state.state == "evicted"
+    assert state.attributes["verdict"] == answer["verdict"]
+    assert state.attributes["recommendation"] == "keep_resident"
+    assert [r["run"] for r in state.attributes["runs"]] == ["cold", "repeat"]
+    assert hass.states.get("sensor.ollama_test_qwen3_8b_last_diagnosis") is None  # none yet
+    await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done()
+    assert hass.states.get(sensor).attributes["at"] == answer["at"]
+    diagnostics = await async_get_config_entry_diagnostics(hass, init_integration)
+    assert diagnostics["diagnoses"][LLAMA]["pattern"] == "evicted"
 
 
 async def test_short_vs_long_prices_the_prompt(

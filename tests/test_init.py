@@ -475,3 +475,35 @@ async def test_an_entry_of_a_newer_release_is_not_guessed(
     entry.add_to_hass(hass)
     assert not await hass.config_entries.async_setup(entry.entry_id)
     assert entry.state is ConfigEntryState.MIGRATION_ERROR
+
+
+async def test_damaged_pins_guard_record_and_diagnoses_are_dropped_not_fatal(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    hass_storage: dict[str, object],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    hass_storage[f"{DOMAIN}.{ENTRY_ID}"] = {
+        "version": 1,
+        "minor_version": 4,
+        "key": f"{DOMAIN}.{ENTRY_ID}",
+        "data": {
+            "models": {},
+            "pins": {
+                LLAMA: {"model": LLAMA, "priority": 2, "since": "2026-11-30T06:00:00+00:00"},
+                "broken": {"model": "broken", "priority": "high"},
+            },
+            "guard": {"contended_seconds": -5},
+            "diagnoses": {LLAMA: {"pattern": "evicted"}, "broken": ["not", "one"]},
+        },
+    }
+    mock_config_entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(ENTRY_ID)
+    await hass.async_block_till_done()
+    coordinator = mock_config_entry.runtime_data.coordinator
+    assert list(coordinator.pins.pins) == [LLAMA]
+    assert coordinator.guard_record.contended_seconds == 0
+    assert list(coordinator.diagnoses) == [LLAMA]
+    assert "Ignoring the stored pin of broken" in caplog.text
+    assert "Ignoring the household guard's stored record" in caplog.text
+    assert "Ignoring the stored diagnosis of broken" in caplog.text

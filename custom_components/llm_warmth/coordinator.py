@@ -90,6 +90,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self._storage = EntryStorage(hass, entry.entry_id)
         # The models the household wants kept resident (the controller asserts them).
         self.pins = PinBook(client.capabilities)
+        # The last diagnosis of each model, as the action answered it (stored).
+        self.diagnoses: dict[str, dict[str, Any]] = {}
         # Recent loads and displacements, for the reload thrash repair.
         self.thrash = ThrashWatch()
         # What the household guard counted (it decides; the coordinator keeps it stored).
@@ -120,6 +122,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self.monitor = ServerMonitor(self.client.capabilities, timings=stored.timings)
         self.pins = PinBook(self.client.capabilities, stored.pins)
         self.guard_record = stored.guard
+        self.diagnoses = {name: dict(values) for name, values in stored.diagnoses.items()}
 
     async def async_shutdown(self) -> None:
         """Stop polling and write what was measured (the entry unloads)."""
@@ -130,7 +133,10 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
 
     def _stored(self) -> StoredEntry:
         return StoredEntry(
-            timings=self.monitor.timings, pins=self.pins.pins, guard=self.guard_record
+            timings=self.monitor.timings,
+            pins=self.pins.pins,
+            guard=self.guard_record,
+            diagnoses=self.diagnoses,
         )
 
     @callback

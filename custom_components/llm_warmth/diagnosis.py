@@ -10,13 +10,13 @@ from typing import Any, Final
 
 from homeassistant.core import ServiceCall, ServiceResponse
 from homeassistant.exceptions import ServiceValidationError
+from homeassistant.util import dt as dt_util
 import probatio as vol
 
 from .const import DOMAIN
 from .core.backends.base import GENERATION_TIMEOUT
 from .core.diagnose import (
     Run,
-    Verdict,
     cold_vs_repeat,
     model_switch,
     prefill_per_token,
@@ -111,7 +111,6 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
     prober = _Prober(entry, call.data["timeout"])
     extra: dict[str, Any] = {}
     with translated_errors(call.hass, entry, placeholders):
-        verdict: Verdict | None = None
         if scenario == "cold_vs_repeat":
             await prober.evict(model)
             cold = await prober.probe("cold", model)
@@ -129,10 +128,16 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
             a_warm = await prober.probe("A warm", model)
             b = await prober.probe("B", other)
             verdict = model_switch(a_warm, b, await prober.probe("A again", model))
-    return {
+    answer: dict[str, Any] = {
         "model": model,
         "scenario": scenario,
+        "at": dt_util.utcnow().isoformat(),
         "runs": runs_table(prober.runs),
-        **(verdict_as_dict(verdict) if verdict else {}),
+        **verdict_as_dict(verdict),
         **extra,
     }
+    # The model's "Last diagnosis" sensor shows it, and it is kept across restarts.
+    coordinator.diagnoses[model] = answer
+    coordinator.async_save_soon()
+    coordinator.async_update_listeners()
+    return answer

@@ -45,6 +45,7 @@ async def async_get_config_entry_diagnostics(
             for name, model, integration in openai_compatible_agents(hass, entry)
         ],
         "pins": {model: pin.as_dict() for model, pin in coordinator.pins.pins.items()},
+        "diagnoses": coordinator.diagnoses,
         "guard": None
         if (guard := entry.runtime_data.guard) is None
         else {

@@ -13,6 +13,7 @@ from .agents import agents_of_model
 from .assistant import ASSISTANT_WARMTH, AssistantWarmth
 from .core.monitor import ServerSnapshot
 from .data import LlmWarmthConfigEntry
+from .diagnosis_sensor import LAST_DIAGNOSIS, LastDiagnosis
 from .entity import (
     ModelEntity,
     ServerEntity,
@@ -78,6 +79,14 @@ async def async_setup_entry(
         when=lambda snapshot, model: (
             model in registered or timing(snapshot, model).last is not None
         ),
+    )
+    # A model's last diagnosis, once it has one (or an earlier start registered it).
+    diagnosed = models_with_registered(hass, entry, {LAST_DIAGNOSIS.key})
+    async_add_model_entities(
+        entry,
+        async_add_entities,
+        lambda model: [LastDiagnosis(coordinator, LAST_DIAGNOSIS, model)],
+        when=lambda _snapshot, model: model in diagnosed or model in coordinator.diagnoses,
     )
     # GPU memory once the server used a GPU (or an earlier start registered its sensors).
     gpu_seen = bool(

@@ -24,7 +24,8 @@ STORAGE_VERSION: Final = 1
 # 1.3: "load_source" says who measured "load_seconds" (until then only Ollama: "server");
 # stages a server did not report are null.
 # 1.4: "pins" (by model) and "guard" (the household guard's record) added; files
-# without them have none.
+# without them have none. "diagnoses" (the last diagnosis of each model, as its action
+# answered it) came later in 1.4, absent from older files likewise.
 STORAGE_MINOR_VERSION: Final = 4
 # Seconds to gather writes to the store.
 STORE_DELAY: Final = 5
@@ -56,6 +57,7 @@ class StoredEntry:
     timings: Mapping[str, ModelTiming] = field(default_factory=dict)
     pins: Mapping[str, Pin] = field(default_factory=dict)
     guard: GuardRecord = field(default_factory=GuardRecord)
+    diagnoses: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 class EntryStorage:
@@ -74,6 +76,7 @@ class EntryStorage:
             timings=_records(stored.get("models"), ModelTiming.from_dict, "measurements"),
             pins=_records(stored.get("pins"), Pin.from_dict, "pin"),
             guard=_guard(stored.get("guard")),
+            diagnoses=_records(stored.get("diagnoses"), _diagnosis, "diagnosis"),
         )
 
     def async_delay_save(self, entry: Callable[[], StoredEntry]) -> None:
@@ -100,6 +103,13 @@ def _records[T](records: object, read: Callable[[Any], T], what: str) -> dict[st
     return readable
 
 
+def _diagnosis(values: object) -> Mapping[str, Any]:
+    """Return a stored diagnosis (an action's answer); raise ValueError when damaged."""
+    if not isinstance(values, dict) or not isinstance(values.get("pattern"), str):
+        raise ValueError("not a diagnosis")
+    return values
+
+
 def _guard(record: object) -> GuardRecord:
     if record is None:
         return GuardRecord()
@@ -115,4 +125,5 @@ def _as_stored(entry: StoredEntry) -> dict[str, Any]:
         "models": {name: timing.as_dict() for name, timing in entry.timings.items()},
         "pins": {name: pin.as_dict() for name, pin in entry.pins.items()},
         "guard": entry.guard.as_dict(),
+        "diagnoses": {name: dict(values) for name, values in entry.diagnoses.items()},
     }
