@@ -34,7 +34,9 @@ async def server(
 
 
 @pytest.mark.usefixtures("entity_registry_enabled_by_default")
-@pytest.mark.parametrize("platform", [Platform.SENSOR, Platform.BINARY_SENSOR, Platform.SWITCH])
+@pytest.mark.parametrize(
+    "platform", [Platform.SENSOR, Platform.BINARY_SENSOR, Platform.SWITCH, Platform.NUMBER]
+)
 async def test_entities_of_a_kind(
     hass: HomeAssistant,
     entity_registry: er.EntityRegistry,

@@ -17,7 +17,9 @@ from .ollama_emulator import EmulatedModel, OllamaEmulator
 
 
 @pytest.mark.usefixtures("entity_registry_enabled_by_default")
-@pytest.mark.parametrize("platform", [Platform.SENSOR, Platform.BINARY_SENSOR, Platform.SWITCH])
+@pytest.mark.parametrize(
+    "platform", [Platform.SENSOR, Platform.BINARY_SENSOR, Platform.SWITCH, Platform.NUMBER]
+)
 async def test_entities(
     hass: HomeAssistant,
     emulator: OllamaEmulator,

@@ -33,7 +33,7 @@ from .household_guard import HouseholdGuard, releases_issue_id
 from .repairs import RepairIssues
 from .services import async_offer_models, async_setup_services
 
-PLATFORMS = [Platform.BINARY_SENSOR, Platform.SENSOR, Platform.SWITCH]
+PLATFORMS = [Platform.BINARY_SENSOR, Platform.NUMBER, Platform.SENSOR, Platform.SWITCH]
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
 

@@ -10,10 +10,12 @@ from homeassistant.components.binary_sensor import (
     BinarySensorEntityDescription,
 )
 from homeassistant.components.binary_sensor.const import BinarySensorDeviceClass
-from homeassistant.const import EntityCategory
+from homeassistant.const import EntityCategory, Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
+from .const import DEFAULT_TTFT_TARGET
+from .core.monitor import ServerSnapshot
 from .data import LlmWarmthConfigEntry
 from .entity import (
     GpuEntity,
@@ -21,6 +23,7 @@ from .entity import (
     ServerEntity,
     async_add_gpu_entities,
     async_add_model_entities,
+    models_with_registered,
 )
 
 PARALLEL_UPDATES = 0
@@ -31,6 +34,9 @@ CONNECTIVITY = BinarySensorEntityDescription(
     entity_category=EntityCategory.DIAGNOSTIC,
 )
 RESIDENT = BinarySensorEntityDescription(key="resident", translation_key="resident")
+WITHIN_TTFT_TARGET = BinarySensorEntityDescription(
+    key="within_ttft_target", translation_key="within_ttft_target"
+)
 HEADROOM_LOW = BinarySensorEntityDescription(
     key="gpu_headroom_low",
     translation_key="gpu_headroom_low",
@@ -48,6 +54,17 @@ async def async_setup_entry(
     async_add_entities([ServerConnectivity(coordinator, CONNECTIVITY)])
     async_add_model_entities(
         entry, async_add_entities, lambda model: [ModelResident(coordinator, RESIDENT, model)]
+    )
+    # Once the model was probed (or an earlier start registered it): no "unknown" before.
+    probed = models_with_registered(hass, entry, {WITHIN_TTFT_TARGET.key}, Platform.BINARY_SENSOR)
+    async_add_model_entities(
+        entry,
+        async_add_entities,
+        lambda model: [WithinTtftTarget(coordinator, WITHIN_TTFT_TARGET, model)],
+        when=lambda snapshot, model: (
+            model in probed
+            or ((t := snapshot.timings.get(model)) is not None and t.last is not None)
+        ),
     )
     async_add_gpu_entities(
         entry, async_add_entities, lambda gpu, uuid: [GpuHeadroomLow(gpu, HEADROOM_LOW, uuid)]
@@ -85,6 +102,44 @@ class ModelResident(ModelEntity, BinarySensorEntity):
         return {
             "loading": self.model in self.coordinator.data.loading,
             "state": model.state.value if model else None,
+        }
+
+
+def _probed(snapshot: ServerSnapshot, model: str) -> bool:
+    timing = snapshot.timings.get(model)
+    return timing is not None and timing.last is not None
+
+
+class WithinTtftTarget(ModelEntity, BinarySensorEntity):
+    """On when the model's last probe gave its first token within the model's TTFT target.
+
+    What the last probe measured, warm or cold; the attributes also say whether the last
+    cold probe was within it (the first reply after idle is the one people wait for).
+    """
+
+    def _target_ms(self) -> float:
+        return 1000 * self.coordinator.ttft_targets.get(self.model, DEFAULT_TTFT_TARGET)
+
+    @property
+    @override
+    def is_on(self) -> bool | None:
+        """Return True when the last probe's TTFT was within the target."""
+        timing = self.coordinator.data.timings.get(self.model)
+        if timing is None or timing.last is None:
+            return None
+        return timing.last.ttft_ms <= self._target_ms()
+
+    @property
+    @override
+    def extra_state_attributes(self) -> Mapping[str, Any]:
+        """Return the target, the last TTFT and the last cold one, in seconds."""
+        timing = self.coordinator.data.timings.get(self.model)
+        cold = timing.last_cold_ttft_ms if timing else None
+        return {
+            "target": self._target_ms() / 1000,
+            "last_ttft": round(timing.last.ttft_ms / 1000, 3) if timing and timing.last else None,
+            "last_cold_ttft": None if cold is None else round(cold / 1000, 3),
+            "last_cold_within_target": None if cold is None else cold <= self._target_ms(),
         }
 
 

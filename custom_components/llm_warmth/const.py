@@ -51,6 +51,9 @@ GPU_SOURCE_NVML: Final = "nvml"
 GPU_SOURCE_EXPORTER: Final = "exporter"
 DEFAULT_RESERVE_GIB: Final = 1.0
 
+# A model's TTFT target (its number entity) until one is set, in seconds.
+DEFAULT_TTFT_TARGET: Final = 1.5
+
 # The household guard (options flow): entities whose "on" means "the GPU is needed now",
 # and how long the need must be gone before released pins are re-applied (minutes).
 CONF_PROTECTED_ENTITIES: Final = "protected_entities"

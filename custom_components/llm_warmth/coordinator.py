@@ -92,6 +92,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self.pins = PinBook(client.capabilities)
         # The last diagnosis of each model, as the action answered it (stored).
         self.diagnoses: dict[str, dict[str, Any]] = {}
+        # Each model's TTFT target in seconds (its number entity sets it; stored).
+        self.ttft_targets: dict[str, float] = {}
         # Recent loads and displacements, for the reload thrash repair.
         self.thrash = ThrashWatch()
         # What the household guard counted (it decides; the coordinator keeps it stored).
@@ -123,6 +125,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self.pins = PinBook(self.client.capabilities, stored.pins)
         self.guard_record = stored.guard
         self.diagnoses = {name: dict(values) for name, values in stored.diagnoses.items()}
+        self.ttft_targets = dict(stored.ttft_targets)
 
     async def async_shutdown(self) -> None:
         """Stop polling and write what was measured (the entry unloads)."""
@@ -137,6 +140,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             pins=self.pins.pins,
             guard=self.guard_record,
             diagnoses=self.diagnoses,
+            ttft_targets=self.ttft_targets,
         )
 
     @callback

@@ -247,12 +247,17 @@ def registered_server_sensor(
 
 @callback
 def models_with_registered(
-    hass: HomeAssistant, entry: LlmWarmthConfigEntry, keys: set[str]
+    hass: HomeAssistant,
+    entry: LlmWarmthConfigEntry,
+    keys: set[str],
+    platform: Platform = Platform.SENSOR,
 ) -> set[str]:
-    """Return the models that have one of these sensors in the entity registry."""
+    """Return the models that have one of these entities (of ``platform``) registered."""
     prefix = f"{entry.entry_id}_"
     models: set[str] = set()
     for entity in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id):
+        if entity.domain != platform:
+            continue
         rest = entity.unique_id.removeprefix(prefix)
         models.update(rest.removesuffix(f"_{key}") for key in keys if rest.endswith(f"_{key}"))
     return models

@@ -25,7 +25,8 @@ STORAGE_VERSION: Final = 1
 # stages a server did not report are null.
 # 1.4: "pins" (by model) and "guard" (the household guard's record) added; files
 # without them have none. "diagnoses" (the last diagnosis of each model, as its action
-# answered it) came later in 1.4, absent from older files likewise.
+# answered it) and "ttft_targets" (seconds, by model) came later in 1.4, absent from older
+# files likewise.
 STORAGE_MINOR_VERSION: Final = 4
 # Seconds to gather writes to the store.
 STORE_DELAY: Final = 5
@@ -58,6 +59,7 @@ class StoredEntry:
     pins: Mapping[str, Pin] = field(default_factory=dict)
     guard: GuardRecord = field(default_factory=GuardRecord)
     diagnoses: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    ttft_targets: Mapping[str, float] = field(default_factory=dict)
 
 
 class EntryStorage:
@@ -77,6 +79,7 @@ class EntryStorage:
             pins=_records(stored.get("pins"), Pin.from_dict, "pin"),
             guard=_guard(stored.get("guard")),
             diagnoses=_records(stored.get("diagnoses"), _diagnosis, "diagnosis"),
+            ttft_targets=_records(stored.get("ttft_targets"), _target, "TTFT target"),
         )
 
     def async_delay_save(self, entry: Callable[[], StoredEntry]) -> None:
@@ -110,6 +113,13 @@ def _diagnosis(values: object) -> Mapping[str, Any]:
     return values
 
 
+def _target(value: object) -> float:
+    """Return a stored TTFT target (seconds); raise ValueError when damaged."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value <= 600:
+        raise ValueError(f"not a TTFT target: {value!r}")
+    return float(value)
+
+
 def _guard(record: object) -> GuardRecord:
     if record is None:
         return GuardRecord()
@@ -126,4 +136,5 @@ def _as_stored(entry: StoredEntry) -> dict[str, Any]:
         "pins": {name: pin.as_dict() for name, pin in entry.pins.items()},
         "guard": entry.guard.as_dict(),
         "diagnoses": {name: dict(values) for name, values in entry.diagnoses.items()},
+        "ttft_targets": dict(entry.ttft_targets),
     }
