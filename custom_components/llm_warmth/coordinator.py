@@ -13,10 +13,9 @@ from datetime import datetime, timedelta
 import time
 from typing import Any, Literal, override
 
-from homeassistant.const import CONF_SCAN_INTERVAL, Platform
+from homeassistant.const import CONF_SCAN_INTERVAL
 from homeassistant.core import CALLBACK_TYPE, HassJob, HomeAssistant, callback
 from homeassistant.exceptions import ConfigEntryAuthFailed
-from homeassistant.helpers import device_registry as dr, entity_registry as er
 from homeassistant.helpers.event import async_call_later
 from homeassistant.helpers.update_coordinator import DataUpdateCoordinator
 from homeassistant.util import dt as dt_util
@@ -58,7 +57,7 @@ from .core.residency import UnloadReason
 from .core.server_url import redact_url
 from .core.ttft import Stage
 from .data import LlmWarmthConfigEntry
-from .devices import model_device_identifier, server_device_identifier
+from .devices import event_subject
 from .errors import update_failed
 from .storage import EntryStorage, StoredEntry
 
@@ -418,34 +417,14 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             self.async_set_updated_data(self.monitor.with_timings(self.data))
 
     def fire(self, event_type: str, **data: Any) -> None:
-        """Fire an event, naming the entity and device it is about.
-
-        The logbook files an event under an entity or device only when its data names
-        them: the model's warmth sensor and device (the server's for a server event).
-        """
-        entry_id = self.config_entry.entry_id
-        model = data.get("model")
-        subject = f"{model}_warmth" if model else "assistant_warmth"
-        entity_id = er.async_get(self.hass).async_get_entity_id(
-            Platform.SENSOR, DOMAIN, f"{entry_id}_{subject}"
-        )
-        devices = dr.async_get(self.hass)
-        device: dr.AnyDeviceEntry | None = (
-            devices.async_get_child_device_by_identifier(
-                model_device_identifier(entry_id, model), entry_id
-            )
-            if model
-            else devices.async_get_device_by_identifier(
-                server_device_identifier(entry_id), entry_id
-            )
-        )
+        """Fire an event, naming the entity and device it is about (for the logbook)."""
+        entry = self.config_entry
         self.hass.bus.async_fire(
             event_type,
             {
-                "server": self.config_entry.title,
-                "config_entry_id": entry_id,
-                **({"entity_id": entity_id} if entity_id else {}),
-                **({"device_id": device.id} if device else {}),
+                "server": entry.title,
+                "config_entry_id": entry.entry_id,
+                **event_subject(self.hass, entry.entry_id, data.get("model")),
                 **data,
             },
         )

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
+from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant, callback
-from homeassistant.helpers import device_registry as dr
+from homeassistant.helpers import device_registry as dr, entity_registry as er
 
 from .const import DOMAIN
 from .core.backends.base import ServerKind
@@ -114,3 +115,28 @@ def async_sync_devices(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> None
             continue
         if not device.identifiers & wanted:
             registry.async_remove_device(device.id)
+
+
+@callback
+def event_subject(hass: HomeAssistant, entry_id: str, model: str | None) -> dict[str, str]:
+    """Return the entity and device an event is about, as event data.
+
+    The logbook files an event under an entity or device only when its data names them:
+    the model's warmth sensor and device (the server's for a server event).
+    """
+    subject = f"{model}_warmth" if model else "assistant_warmth"
+    entity_id = er.async_get(hass).async_get_entity_id(
+        Platform.SENSOR, DOMAIN, f"{entry_id}_{subject}"
+    )
+    devices = dr.async_get(hass)
+    device: dr.AnyDeviceEntry | None = (
+        devices.async_get_child_device_by_identifier(
+            model_device_identifier(entry_id, model), entry_id
+        )
+        if model
+        else devices.async_get_device_by_identifier(server_device_identifier(entry_id), entry_id)
+    )
+    return {
+        **({"entity_id": entity_id} if entity_id else {}),
+        **({"device_id": device.id} if device else {}),
+    }
