@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.exceptions import ServiceValidationError, Unauthorized
+from homeassistant.exceptions import HomeAssistantError, ServiceValidationError, Unauthorized
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
 
@@ -128,3 +128,22 @@ async def test_a_switch_on_llama_server_with_room_for_one(
     assert answer["pattern"] == "switch_evicts"
     assert "switch evicts the other model" in answer["verdict"]
     await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_a_server_that_fails_mid_diagnosis(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """The repeat fails (the server answers 500, then drops the stream): translated errors."""
+    first = await diagnose(hass, config_entry_id=ENTRY_ID, model=QWEN)  # works
+    emulator.inject("/api/chat", status=500, body="runner crashed")
+    with pytest.raises(HomeAssistantError) as err:
+        await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    assert err.value.translation_domain == DOMAIN
+    emulator.inject_stream_fault(kind="drop", after_chunks=1)
+    with pytest.raises(HomeAssistantError) as err:
+        await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    assert err.value.translation_domain == DOMAIN
+    # Nothing half-measured replaces the last complete diagnosis.
+    qwen = hass.states.get("sensor.ollama_test_qwen3_8b_last_diagnosis")
+    assert qwen.attributes["at"] == first["at"]
+    assert hass.states.get("sensor.ollama_test_llama3_2_3b_last_diagnosis") is None
