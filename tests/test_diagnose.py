@@ -7,13 +7,17 @@ from typing import Any
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError, Unauthorized
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    MockUser,
+    async_capture_events,
+)
 
-from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.const import DOMAIN, EVENT_DIAGNOSIS_PROGRESS
 from custom_components.llm_warmth.diagnostics import async_get_config_entry_diagnostics
 
 from .conftest import ENTRY_ID, LLAMA, QWEN
-from .e2e import add_server
+from .e2e import add_server, wait_until
 from .llama_server_emulator import LlamaServerEmulator
 from .ollama_emulator import OllamaEmulator
 from .test_llama_server import server  # noqa: F401 (a fixture)
@@ -147,3 +151,26 @@ async def test_a_server_that_fails_mid_diagnosis(
     qwen = hass.states.get("sensor.ollama_test_qwen3_8b_last_diagnosis")
     assert qwen.attributes["at"] == first["at"]
     assert hass.states.get("sensor.ollama_test_llama3_2_3b_last_diagnosis") is None
+
+
+async def test_progress_and_cancel(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """Each run announces itself; a second diagnosis of the model waits its turn; cancel."""
+    progress = async_capture_events(hass, EVENT_DIAGNOSIS_PROGRESS)
+    emulator.models[LLAMA].load_delay = 5.0
+    running = hass.async_create_task(diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA))
+    await wait_until(lambda: progress, 5, "the first run")
+    assert [(e.data["run"], e.data["step"], e.data["steps"]) for e in progress] == [("cold", 1, 2)]
+    with pytest.raises(ServiceValidationError) as err:
+        await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    assert err.value.translation_key == "diagnosis_running"
+    answer = await call(hass, "cancel_diagnosis", config_entry_id=ENTRY_ID, model=LLAMA)
+    assert answer == {"model": LLAMA, "cancelled": True}
+    with pytest.raises(HomeAssistantError) as err:
+        await running
+    assert err.value.translation_key == "diagnosis_cancelled"
+    assert hass.states.get("sensor.ollama_test_llama3_2_3b_last_diagnosis") is None
+    # Nothing runs now: nothing to cancel, and a new diagnosis may start.
+    answer = await call(hass, "cancel_diagnosis", config_entry_id=ENTRY_ID, model=LLAMA)
+    assert answer["cancelled"] is False

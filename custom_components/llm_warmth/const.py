@@ -37,6 +37,7 @@ EVENT_COLD_START: Final = "llm_warmth_cold_start"
 EVENT_PIN_REASSERTED: Final = "llm_warmth_pin_reasserted"
 EVENT_PIN_RELEASED: Final = "llm_warmth_pin_released"
 EVENT_PIN_REAPPLIED: Final = "llm_warmth_pin_reapplied"
+EVENT_DIAGNOSIS_PROGRESS: Final = "llm_warmth_diagnosis_progress"
 
 # The household's assistant model, when no conversation agent names it (options flow).
 CONF_ASSISTANT_MODEL: Final = "assistant_model"

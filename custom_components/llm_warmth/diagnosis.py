@@ -6,14 +6,16 @@ only the intended state changes; the verdict is ``core.diagnose``'s.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Final
 
 from homeassistant.core import ServiceCall, ServiceResponse
-from homeassistant.exceptions import ServiceValidationError
+from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.util import dt as dt_util
+from homeassistant.util.hass_dict import HassKey
 import probatio as vol
 
-from .const import DOMAIN
+from .const import DOMAIN, EVENT_DIAGNOSIS_PROGRESS
 from .core.backends.base import GENERATION_TIMEOUT
 from .core.diagnose import (
     Run,
@@ -34,6 +36,13 @@ SERVICE_DIAGNOSE: Final = "diagnose"
 ATTR_SCENARIO: Final = "scenario"
 ATTR_OTHER_MODEL: Final = "other_model"
 SCENARIOS: Final = ("cold_vs_repeat", "short_vs_long", "model_switch")
+# The probes of each scenario.
+_STEPS: Final = {"cold_vs_repeat": 2, "short_vs_long": 3, "model_switch": 4}
+SERVICE_CANCEL_DIAGNOSIS: Final = "cancel_diagnosis"
+# The diagnoses running, by entry and model.
+_RUNNING: HassKey[dict[tuple[str, str], asyncio.Task[dict[str, Any]]]] = HassKey(
+    f"{DOMAIN}_diagnoses_running"
+)
 
 DIAGNOSE_SCHEMA = vol.Schema(
     {
@@ -51,13 +60,22 @@ DIAGNOSE_SCHEMA = vol.Schema(
 class _Prober:
     """Probes one server with the fixed prompt, noting the residency around each probe."""
 
-    def __init__(self, entry: LlmWarmthConfigEntry, timeout: float) -> None:
+    def __init__(self, entry: LlmWarmthConfigEntry, timeout: float, *, steps: int) -> None:
         self._entry = entry
         self._timeout = timeout
+        self._steps = steps
         self.runs: list[Run] = []
 
     async def probe(self, label: str, model: str, prompt: str = DEFAULT_PROMPT) -> Run:
         coordinator = self._entry.runtime_data.coordinator
+        # Progress: which run starts now, of how many.
+        coordinator.fire(
+            EVENT_DIAGNOSIS_PROGRESS,
+            model=model,
+            run=label,
+            step=len(self.runs) + 1,
+            steps=self._steps,
+        )
         await coordinator.async_refresh()
         before = coordinator.data.held.get(model)
         result = await coordinator.async_probe(
@@ -108,26 +126,61 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
         raise ServiceValidationError(
             translation_domain=DOMAIN, translation_key="diagnose_other_model"
         )
-    prober = _Prober(entry, call.data["timeout"])
-    extra: dict[str, Any] = {}
+    key = (entry.entry_id, model)
+    running = call.hass.data.setdefault(_RUNNING, {})
+    if key in running:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="diagnosis_running",
+            translation_placeholders={"model": model},
+        )
+    # The entry's task: it goes on (and is stored) if the caller gives up, stops when the
+    # entry unloads, and llm_warmth.cancel_diagnosis cancels it.
+    task = entry.async_create_background_task(
+        call.hass,
+        _async_run(entry, model, other, scenario, call.data["timeout"]),
+        f"llm_warmth diagnose {model}",
+    )
+    running[key] = task
+    task.add_done_callback(lambda _task: running.pop(key, None))
     with translated_errors(call.hass, entry, placeholders):
-        if scenario == "cold_vs_repeat":
-            await prober.evict(model)
-            cold = await prober.probe("cold", model)
-            verdict = cold_vs_repeat(cold, await prober.probe("repeat", model))
-        elif scenario == "short_vs_long":
-            await prober.probe("warm-up", model)
-            short = await prober.probe("short", model)
-            long = await prober.probe("long", model, LONG_PROMPT)
-            per_token = prefill_per_token(short, long)
-            extra["prefill_ms_per_token"] = None if per_token is None else round(per_token, 3)
-            verdict = prompt_cost(short, long)
-        else:
-            assert other is not None
-            await prober.probe("A warm-up", model)
-            a_warm = await prober.probe("A warm", model)
-            b = await prober.probe("B", other)
-            verdict = model_switch(a_warm, b, await prober.probe("A again", model))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if task.cancelled() and not (current and current.cancelling()):
+                raise HomeAssistantError(
+                    translation_domain=DOMAIN,
+                    translation_key="diagnosis_cancelled",
+                    translation_placeholders={"model": model},
+                ) from None
+            raise
+
+
+async def _async_run(
+    entry: LlmWarmthConfigEntry, model: str, other: str | None, scenario: str, timeout: float
+) -> dict[str, Any]:
+    """Run the scenario's probes; keep and return the answer."""
+    coordinator = entry.runtime_data.coordinator
+    prober = _Prober(entry, timeout, steps=_STEPS[scenario])
+    extra: dict[str, Any] = {}
+    if scenario == "cold_vs_repeat":
+        await prober.evict(model)
+        cold = await prober.probe("cold", model)
+        verdict = cold_vs_repeat(cold, await prober.probe("repeat", model))
+    elif scenario == "short_vs_long":
+        await prober.probe("warm-up", model)
+        short = await prober.probe("short", model)
+        long = await prober.probe("long", model, LONG_PROMPT)
+        per_token = prefill_per_token(short, long)
+        extra["prefill_ms_per_token"] = None if per_token is None else round(per_token, 3)
+        verdict = prompt_cost(short, long)
+    else:
+        assert other is not None
+        await prober.probe("A warm-up", model)
+        a_warm = await prober.probe("A warm", model)
+        b = await prober.probe("B", other)
+        verdict = model_switch(a_warm, b, await prober.probe("A again", model))
     answer: dict[str, Any] = {
         "model": model,
         "scenario": scenario,
@@ -141,3 +194,16 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
     coordinator.async_save_soon()
     coordinator.async_update_listeners()
     return answer
+
+
+CANCEL_SCHEMA = vol.Schema(TARGET_FIELDS)
+
+
+async def async_cancel_diagnosis(call: ServiceCall) -> ServiceResponse:
+    """Stop the diagnosis running on a model (its action answers "cancelled")."""
+    entry, requested = model_target(call)
+    model = entry.runtime_data.coordinator.resolve_model(requested)
+    task = call.hass.data.get(_RUNNING, {}).get((entry.entry_id, model))
+    if task is not None:
+        task.cancel()
+    return {"model": model, "cancelled": task is not None}

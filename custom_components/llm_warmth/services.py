@@ -27,7 +27,14 @@ from .core.server_url import redact_url
 from .core.summary import summary
 from .dashboard import build_dashboard
 from .data import LlmWarmthConfigEntry
-from .diagnosis import DIAGNOSE_SCHEMA, SERVICE_DIAGNOSE, async_diagnose
+from .diagnosis import (
+    CANCEL_SCHEMA,
+    DIAGNOSE_SCHEMA,
+    SERVICE_CANCEL_DIAGNOSIS,
+    SERVICE_DIAGNOSE,
+    async_cancel_diagnosis,
+    async_diagnose,
+)
 from .errors import translated_errors
 from .probe_prompts import DEFAULT_NUM_PREDICT, DEFAULT_PROMPT, LONG_PROMPT
 from .residency_actions import (
@@ -71,6 +78,7 @@ _MODEL_ACTIONS: Final = (
     SERVICE_PIN,
     SERVICE_UNPIN,
     SERVICE_DIAGNOSE,
+    SERVICE_CANCEL_DIAGNOSIS,
 )
 _DESCRIPTIONS: HassKey[dict[str, Any]] = HassKey(f"{DOMAIN}_descriptions")
 _OFFERED_MODELS: HassKey[list[str]] = HassKey(f"{DOMAIN}_offered_models")
@@ -97,6 +105,14 @@ async def async_setup_services(hass: HomeAssistant) -> None:
         async_diagnose,
         schema=DIAGNOSE_SCHEMA,
         supports_response=SupportsResponse.ONLY,
+    )
+    service.async_register_admin_service(
+        hass,
+        DOMAIN,
+        SERVICE_CANCEL_DIAGNOSIS,
+        async_cancel_diagnosis,
+        schema=CANCEL_SCHEMA,
+        supports_response=SupportsResponse.OPTIONAL,
     )
     hass.services.async_register(
         DOMAIN,
