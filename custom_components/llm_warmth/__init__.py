@@ -30,6 +30,7 @@ from .devices import (
 )
 from .gpu_coordinator import GpuCoordinator, gpu_issue_id, gpu_source_from_options
 from .household_guard import HouseholdGuard, releases_issue_id
+from .idle_profiler import IdleProfiler
 from .repairs import RepairIssues
 from .services import async_offer_models, async_setup_services
 
@@ -101,6 +102,10 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         RepairIssues(hass, entry, coordinator, entry.runtime_data.controller).async_start()
     )
     entry.async_on_unload(entry.runtime_data.controller.async_start())
+    profiler = entry.runtime_data.profiler = IdleProfiler(
+        hass, coordinator, entry.runtime_data.controller
+    )
+    entry.async_on_unload(profiler.async_start())
     return True
 
 

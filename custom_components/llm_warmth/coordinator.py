@@ -41,6 +41,7 @@ from .core.backends.errors import (
 )
 from .core.backends.types import ResidentModel
 from .core.guard import GuardRecord
+from .core.idle_profile import IdleProfile
 from .core.load_figures import LoadFigures
 from .core.monitor import (
     ColdStartObserved,
@@ -93,6 +94,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self.diagnoses: dict[str, dict[str, Any]] = {}
         # Each model's TTFT target in seconds (its number entity sets it; stored).
         self.ttft_targets: dict[str, float] = {}
+        # Idle profiles under way or done, by model (the profiler runs them; stored).
+        self.idle_profiles: dict[str, IdleProfile] = {}
         # Recent loads and displacements, for the reload thrash repair.
         self.thrash = ThrashWatch()
         # What the household guard counted (it decides; the coordinator keeps it stored).
@@ -125,6 +128,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self.guard_record = stored.guard
         self.diagnoses = {name: dict(values) for name, values in stored.diagnoses.items()}
         self.ttft_targets = dict(stored.ttft_targets)
+        self.idle_profiles = dict(stored.idle_profiles)
 
     async def async_shutdown(self) -> None:
         """Stop polling and write what was measured (the entry unloads)."""
@@ -140,6 +144,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             guard=self.guard_record,
             diagnoses=self.diagnoses,
             ttft_targets=self.ttft_targets,
+            idle_profiles=self.idle_profiles,
         )
 
     @callback

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .core.backends.base import LlmBackend
     from .gpu_coordinator import GpuCoordinator
     from .household_guard import HouseholdGuard
+    from .idle_profiler import IdleProfiler
 
 
 @dataclass
@@ -25,6 +26,7 @@ class LlmWarmthData:
     server_device_id: str
     gpu: GpuCoordinator | None = None
     guard: HouseholdGuard | None = None
+    profiler: IdleProfiler | None = None
 
 
 type LlmWarmthConfigEntry = ConfigEntry[LlmWarmthData]

@@ -197,6 +197,39 @@ async def _async_run(
 
 
 CANCEL_SCHEMA = vol.Schema(TARGET_FIELDS)
+SERVICE_START_IDLE_PROFILE: Final = "start_idle_profile"
+SERVICE_STOP_IDLE_PROFILE: Final = "stop_idle_profile"
+
+
+async def async_start_idle_profile(call: ServiceCall) -> ServiceResponse:
+    """Start a model's idle profile: probes after 0, 1, 10, 60 and 480 minutes unused."""
+    entry, requested = model_target(call)
+    model = entry.runtime_data.coordinator.resolve_model(requested)
+    if model not in entry.runtime_data.coordinator.data.models:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="model_not_found",
+            translation_placeholders={
+                "model": model,
+                "url": redact_url(entry.runtime_data.client.base_url),
+            },
+        )
+    assert entry.runtime_data.profiler is not None
+    profile = entry.runtime_data.profiler.start(model)
+    due = profile.due_at()
+    return {"model": model, "next_probe_at": due.isoformat() if due else None}
+
+
+async def async_stop_idle_profile(call: ServiceCall) -> ServiceResponse:
+    """Stop a model's idle profile; answer what it measured."""
+    entry, requested = model_target(call)
+    model = entry.runtime_data.coordinator.resolve_model(requested)
+    assert entry.runtime_data.profiler is not None
+    profile = entry.runtime_data.profiler.stop(model)
+    return {
+        "model": model,
+        "results": [r.as_dict() for r in profile.results] if profile else [],
+    }
 
 
 async def async_cancel_diagnosis(call: ServiceCall) -> ServiceResponse:

@@ -1,4 +1,4 @@
-"""A model's "Last diagnosis" sensor: the pattern of its last ``llm_warmth.diagnose``."""
+"""A model's "Last diagnosis" and "Idle profile" sensors: what the diagnosis tools found."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from homeassistant.components.sensor import (
     SensorEntityDescription,
 )
 
+from .const import DEFAULT_TTFT_TARGET
 from .core.diagnose import Pattern
+from .core.idle_profile import verdict as idle_verdict
 from .entity import ModelEntity
 
 LAST_DIAGNOSIS = SensorEntityDescription(
@@ -46,3 +48,45 @@ class LastDiagnosis(ModelEntity, SensorEntity):
         """Return the verdict in words, what to change, and the runs."""
         diagnosis = self._diagnosis or {}
         return {key: diagnosis.get(key) for key in _SHOWN}
+
+
+IDLE_PROFILE = SensorEntityDescription(
+    key="idle_profile",
+    translation_key="idle_profile",
+    device_class=SensorDeviceClass.ENUM,
+    options=["running", "done"],
+)
+
+
+class IdleProfileSensor(ModelEntity, SensorEntity):
+    """The model's idle profile: running or done, its results and their verdict."""
+
+    _unrecorded_attributes = frozenset({"results"})
+
+    @property
+    @override
+    def native_value(self) -> str | None:
+        """Return whether the profile still has intervals to measure."""
+        profile = self.coordinator.idle_profiles.get(self.model)
+        if profile is None:
+            return None
+        return "done" if profile.done else "running"
+
+    @property
+    @override
+    def extra_state_attributes(self) -> Mapping[str, Any]:
+        """Return the next probe's time, the results and the verdict."""
+        profile = self.coordinator.idle_profiles.get(self.model)
+        if profile is None:
+            return {"next_probe_at": None, "results": [], "verdict": None}
+        due = profile.due_at()
+        target = self.coordinator.ttft_targets.get(self.model, DEFAULT_TTFT_TARGET)
+        return {
+            "next_probe_at": due.isoformat() if due else None,
+            "results": [r.as_dict() for r in profile.results],
+            "verdict": idle_verdict(
+                profile.results,
+                target_ms=1000 * target,
+                size=self.coordinator.last_sizes.get(self.model),
+            ),
+        }

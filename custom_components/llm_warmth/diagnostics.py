@@ -46,6 +46,7 @@ async def async_get_config_entry_diagnostics(
         ],
         "pins": {model: pin.as_dict() for model, pin in coordinator.pins.pins.items()},
         "diagnoses": coordinator.diagnoses,
+        "idle_profiles": {m: p.as_dict() for m, p in coordinator.idle_profiles.items()},
         "guard": None
         if (guard := entry.runtime_data.guard) is None
         else {

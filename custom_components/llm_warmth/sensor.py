@@ -13,7 +13,7 @@ from .agents import agents_of_model
 from .assistant import ASSISTANT_WARMTH, AssistantWarmth
 from .core.monitor import ServerSnapshot
 from .data import LlmWarmthConfigEntry
-from .diagnosis_sensor import LAST_DIAGNOSIS, LastDiagnosis
+from .diagnosis_sensor import IDLE_PROFILE, LAST_DIAGNOSIS, IdleProfileSensor, LastDiagnosis
 from .entity import (
     ModelEntity,
     ServerEntity,
@@ -87,6 +87,13 @@ async def async_setup_entry(
         async_add_entities,
         lambda model: [LastDiagnosis(coordinator, LAST_DIAGNOSIS, model)],
         when=lambda _snapshot, model: model in diagnosed or model in coordinator.diagnoses,
+    )
+    profiled = models_with_registered(hass, entry, {IDLE_PROFILE.key})
+    async_add_model_entities(
+        entry,
+        async_add_entities,
+        lambda model: [IdleProfileSensor(coordinator, IDLE_PROFILE, model)],
+        when=lambda _snapshot, model: model in profiled or model in coordinator.idle_profiles,
     )
     # GPU memory once the server used a GPU (or an earlier start registered its sensors).
     gpu_seen = bool(

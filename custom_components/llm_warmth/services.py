@@ -32,8 +32,12 @@ from .diagnosis import (
     DIAGNOSE_SCHEMA,
     SERVICE_CANCEL_DIAGNOSIS,
     SERVICE_DIAGNOSE,
+    SERVICE_START_IDLE_PROFILE,
+    SERVICE_STOP_IDLE_PROFILE,
     async_cancel_diagnosis,
     async_diagnose,
+    async_start_idle_profile,
+    async_stop_idle_profile,
 )
 from .errors import translated_errors
 from .probe_prompts import DEFAULT_NUM_PREDICT, DEFAULT_PROMPT, LONG_PROMPT
@@ -79,6 +83,8 @@ _MODEL_ACTIONS: Final = (
     SERVICE_UNPIN,
     SERVICE_DIAGNOSE,
     SERVICE_CANCEL_DIAGNOSIS,
+    SERVICE_START_IDLE_PROFILE,
+    SERVICE_STOP_IDLE_PROFILE,
 )
 _DESCRIPTIONS: HassKey[dict[str, Any]] = HassKey(f"{DOMAIN}_descriptions")
 _OFFERED_MODELS: HassKey[list[str]] = HassKey(f"{DOMAIN}_offered_models")
@@ -106,6 +112,18 @@ async def async_setup_services(hass: HomeAssistant) -> None:
         schema=DIAGNOSE_SCHEMA,
         supports_response=SupportsResponse.ONLY,
     )
+    for name, handler in (
+        (SERVICE_START_IDLE_PROFILE, async_start_idle_profile),
+        (SERVICE_STOP_IDLE_PROFILE, async_stop_idle_profile),
+    ):
+        service.async_register_admin_service(
+            hass,
+            DOMAIN,
+            name,
+            handler,
+            schema=CANCEL_SCHEMA,
+            supports_response=SupportsResponse.OPTIONAL,
+        )
     service.async_register_admin_service(
         hass,
         DOMAIN,

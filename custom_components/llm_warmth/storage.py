@@ -15,6 +15,7 @@ from homeassistant.helpers.storage import Store
 
 from .const import DOMAIN, LOGGER
 from .core.guard import GuardRecord
+from .core.idle_profile import IdleProfile
 from .core.pins import Pin
 from .core.ttft import ModelTiming
 
@@ -25,8 +26,8 @@ STORAGE_VERSION: Final = 1
 # stages a server did not report are null.
 # 1.4: "pins" (by model) and "guard" (the household guard's record) added; files
 # without them have none. "diagnoses" (the last diagnosis of each model, as its action
-# answered it) and "ttft_targets" (seconds, by model) came later in 1.4, absent from older
-# files likewise.
+# answered it), "ttft_targets" (seconds, by model) and "idle_profiles" came later in 1.4,
+# absent from older files likewise.
 STORAGE_MINOR_VERSION: Final = 4
 # Seconds to gather writes to the store.
 STORE_DELAY: Final = 5
@@ -60,6 +61,7 @@ class StoredEntry:
     guard: GuardRecord = field(default_factory=GuardRecord)
     diagnoses: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     ttft_targets: Mapping[str, float] = field(default_factory=dict)
+    idle_profiles: Mapping[str, IdleProfile] = field(default_factory=dict)
 
 
 class EntryStorage:
@@ -80,6 +82,9 @@ class EntryStorage:
             guard=_guard(stored.get("guard")),
             diagnoses=_records(stored.get("diagnoses"), _diagnosis, "diagnosis"),
             ttft_targets=_records(stored.get("ttft_targets"), _target, "TTFT target"),
+            idle_profiles=_records(
+                stored.get("idle_profiles"), IdleProfile.from_dict, "idle profile"
+            ),
         )
 
     def async_delay_save(self, entry: Callable[[], StoredEntry]) -> None:
@@ -137,4 +142,5 @@ def _as_stored(entry: StoredEntry) -> dict[str, Any]:
         "guard": entry.guard.as_dict(),
         "diagnoses": {name: dict(values) for name, values in entry.diagnoses.items()},
         "ttft_targets": dict(entry.ttft_targets),
+        "idle_profiles": {name: p.as_dict() for name, p in entry.idle_profiles.items()},
     }

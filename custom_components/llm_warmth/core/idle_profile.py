@@ -1,0 +1,164 @@
+"""The idle profile: how a model's first reply grows with the time it was not used.
+
+The fixed prompt is measured after 0, 1, 10, 60 and 480 minutes without any use of the
+model; a use in between (any request resets the server's idle timer) restarts that
+interval's wait. Each result records whether the model was resident at the probe and the
+stage split; the verdict names the interval at which each layer went cold. Pure logic
+with the clock passed in: the shell schedules the probes and stores the profile.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+INTERVALS_MINUTES = (0, 1, 10, 60, 480)
+
+
+@dataclass(frozen=True, slots=True)
+class IdleResult:
+    """One probe of the profile: after ``minutes`` idle, resident or not, its stages (ms)."""
+
+    minutes: int
+    at: datetime
+    resident: bool
+    ttft_ms: float
+    load_ms: float | None
+    prefill_ms: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the result as stored and shown."""
+        return {
+            "minutes": self.minutes,
+            "at": self.at.isoformat(),
+            "resident": self.resident,
+            "ttft_ms": self.ttft_ms,
+            "load_ms": self.load_ms,
+            "prefill_ms": self.prefill_ms,
+        }
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> IdleResult:
+        """Read a stored result; raise ValueError (or TypeError) when damaged."""
+        at = datetime.fromisoformat(values["at"])
+        if at.tzinfo is None or values["minutes"] not in INTERVALS_MINUTES:
+            raise ValueError("not an idle result")
+        return cls(
+            minutes=int(values["minutes"]),
+            at=at,
+            resident=bool(values["resident"]),
+            ttft_ms=float(values["ttft_ms"]),
+            load_ms=None if values["load_ms"] is None else float(values["load_ms"]),
+            prefill_ms=None if values["prefill_ms"] is None else float(values["prefill_ms"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class IdleProfile:
+    """A profile under way (or done): the last use it counts from, and the results so far."""
+
+    model: str
+    last_use: datetime
+    results: tuple[IdleResult, ...] = field(default=())
+
+    @property
+    def done(self) -> bool:
+        """Return True once every interval was measured."""
+        return len(self.results) == len(INTERVALS_MINUTES)
+
+    @property
+    def next_minutes(self) -> int | None:
+        """Return the interval measured next (None when done)."""
+        return None if self.done else INTERVALS_MINUTES[len(self.results)]
+
+    def due_at(self) -> datetime | None:
+        """Return when the next probe is due: that long after the last use."""
+        minutes = self.next_minutes
+        return None if minutes is None else self.last_use + timedelta(minutes=minutes)
+
+    def used(self, at: datetime) -> IdleProfile:
+        """Return the profile after a use of the model at ``at`` (the wait restarts)."""
+        return replace(self, last_use=max(self.last_use, at))
+
+    def measured(self, result: IdleResult) -> IdleProfile:
+        """Return the profile with one more result; the probe is itself a use."""
+        return replace(self, results=(*self.results, result), last_use=result.at)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the profile as stored."""
+        return {
+            "model": self.model,
+            "last_use": self.last_use.isoformat(),
+            "results": [r.as_dict() for r in self.results],
+        }
+
+    @classmethod
+    def from_dict(cls, values: object) -> IdleProfile:
+        """Read a stored profile; raise ValueError when damaged."""
+        try:
+            assert isinstance(values, Mapping)
+            last_use = datetime.fromisoformat(values["last_use"])
+            results = tuple(IdleResult.from_dict(r) for r in values["results"])
+            model = values["model"]
+        except (AssertionError, KeyError, TypeError) as err:
+            raise ValueError(f"not an idle profile: {err!r}") from err
+        if not isinstance(model, str) or last_use.tzinfo is None:
+            raise ValueError("not an idle profile")
+        return cls(model=model, last_use=last_use, results=results)
+
+
+def _s(ms: float) -> str:
+    return f"{ms / 1000:.1f} s" if ms >= 1000 else f"{ms:.0f} ms"
+
+
+def verdict(
+    results: tuple[IdleResult, ...], *, target_ms: float | None = None, size: int | None = None
+) -> str:
+    """Say at which idle interval each layer went cold, and what the target would cost.
+
+    "resident through 1 min; evicted by 10 min: load 8.1 s"; "after 480 min the first
+    read came from disk: load 31.0 s against 8.1 s at 60 min"; with a target, the first
+    interval that breaks it and the GiB-hours of residency that keeping it would take.
+    """
+    if not results:
+        return "no results yet"
+    parts: list[str] = []
+    resident = [r for r in results if r.resident]
+    # A profile that began with the model cold: its 0-minute probe loaded it (a start,
+    # not an eviction after idle).
+    evicted = [r for r in results if not r.resident and r.minutes > 0]
+    if resident:
+        before = [r for r in resident if not evicted or r.minutes < evicted[0].minutes]
+        if before:
+            parts.append(f"resident through {before[-1].minutes} min")
+    if evicted:
+        first = evicted[0]
+        load = f": load {_s(first.load_ms)}" if first.load_ms is not None else ""
+        parts.append(f"evicted by {first.minutes} min{load}")
+        slower = [
+            r
+            for r in evicted[1:]
+            if r.load_ms is not None
+            and first.load_ms is not None
+            and r.load_ms >= 2 * first.load_ms
+        ]
+        if slower:
+            r = slower[0]
+            parts.append(
+                f"after {r.minutes} min the load grew: {_s(r.load_ms or 0)} against "
+                f"{_s(first.load_ms or 0)} at {first.minutes} min (read from disk again)"
+            )
+    if target_ms is not None:
+        broken = next((r for r in results if r.ttft_ms > target_ms), None)
+        if broken is None:
+            parts.append(f"within the {_s(target_ms)} target at every interval")
+        else:
+            cost = ""
+            if size is not None:
+                gib_hours = size / 1024**3 * broken.minutes / 60
+                cost = f"; keeping it resident that long costs {gib_hours:.1f} GiB-hours"
+            parts.append(
+                f"the {_s(target_ms)} target breaks after {broken.minutes} min idle "
+                f"({_s(broken.ttft_ms)}){cost}"
+            )
+    return "; ".join(parts)

@@ -1,0 +1,162 @@
+"""Runs the idle profiles of one server (``core.idle_profile``): schedules, probes, stores.
+
+A probe is due that long after the model's last use; a use seen in between (the model
+loaded by someone, or its Ollama expiry moved on: any request resets it) restarts the
+wait. No probe runs while the household guard says the house needs the GPU: it waits
+five minutes and looks again. Profiles are stored, so one survives a restart.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Final
+
+from homeassistant.core import CALLBACK_TYPE, HassJob, HomeAssistant, callback
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers.event import async_track_point_in_utc_time
+
+from .const import LOGGER
+from .controller import ResidencyController
+from .coordinator import LlmWarmthCoordinator
+from .core.backends.errors import LlmServerError
+from .core.idle_profile import IdleProfile, IdleResult
+from .probe_prompts import DEFAULT_NUM_PREDICT, DEFAULT_PROMPT
+
+# Another look this long after a probe could not run (the house needed the GPU, or the
+# server failed).
+RETRY: Final = timedelta(minutes=5)
+# An Ollama expiry that moves on by more than this between polls is a use.
+_MOVED: Final = timedelta(seconds=5)
+
+
+class IdleProfiler:
+    """Keeps each model's idle profile moving on its own timer."""
+
+    def __init__(
+        self,
+        hass: HomeAssistant,
+        coordinator: LlmWarmthCoordinator,
+        controller: ResidencyController,
+    ) -> None:
+        """Run the profiles ``coordinator`` stores, probing through it."""
+        self._hass = hass
+        self._coordinator = coordinator
+        self._controller = controller
+        self._timers: dict[str, CALLBACK_TYPE] = {}
+        # What the last poll showed of each profiled model: resident, and its expiry. None
+        # (absent): no baseline yet (after a start, a restart or a probe of ours).
+        self._seen: dict[str, tuple[bool, datetime | None]] = {}
+
+    @callback
+    def async_start(self) -> CALLBACK_TYPE:
+        """Schedule the stored profiles, watch for uses; return what stops it all."""
+        for model in self._coordinator.idle_profiles:
+            self._schedule(model)
+        unsub = self._coordinator.async_add_poll_listener(self._async_polled)
+
+        @callback
+        def stop() -> None:
+            unsub()
+            for cancel in self._timers.values():
+                cancel()
+            self._timers.clear()
+
+        return stop
+
+    @callback
+    def start(self, model: str) -> IdleProfile:
+        """Start (or start again) the profile of ``model``: its 0-minute probe is due now."""
+        profile = IdleProfile(model=model, last_use=self._coordinator.utcnow())
+        self._coordinator.idle_profiles[model] = profile
+        self._changed()
+        self._schedule(model)
+        return profile
+
+    @callback
+    def stop(self, model: str) -> IdleProfile | None:
+        """Stop and forget the profile of ``model``; return it."""
+        if (cancel := self._timers.pop(model, None)) is not None:
+            cancel()
+        profile = self._coordinator.idle_profiles.pop(model, None)
+        self._changed()
+        return profile
+
+    @callback
+    def _changed(self) -> None:
+        self._coordinator.async_save_soon()
+        self._coordinator.async_update_listeners()
+
+    @callback
+    def _schedule(self, model: str, at: datetime | None = None) -> None:
+        if (cancel := self._timers.pop(model, None)) is not None:
+            cancel()
+        profile = self._coordinator.idle_profiles.get(model)
+        due = at or (profile.due_at() if profile else None)
+        if due is None:
+            return
+        job = HassJob(self._async_due, f"llm_warmth idle profile {model}", cancel_on_shutdown=True)
+        self._timers[model] = async_track_point_in_utc_time(
+            self._hass, job, max(due, self._coordinator.utcnow())
+        )
+
+    @callback
+    def _async_polled(self) -> None:
+        """Note the uses the poll shows: a model loaded anew, or its expiry moved on."""
+        coordinator = self._coordinator
+        if not coordinator.last_update_success or coordinator.data is None:
+            return
+        now = coordinator.utcnow()
+        for model, profile in list(coordinator.idle_profiles.items()):
+            if profile.done or model in coordinator.data.probing:
+                continue
+            resident = coordinator.data.held.get(model)
+            now_seen = (resident is not None, resident.expires_at if resident else None)
+            before = self._seen.get(model)
+            self._seen[model] = now_seen
+            if before is None:
+                continue  # the baseline
+            loaded = now_seen[0] and not before[0]
+            moved = (
+                now_seen[1] is not None
+                and before[1] is not None
+                and now_seen[1] - before[1] > _MOVED
+            )
+            if loaded or moved:
+                coordinator.idle_profiles[model] = profile.used(now)
+                self._schedule(model)
+
+    async def _async_due(self, _now: datetime) -> None:
+        """Run the probes that are due (the timer fired)."""
+        coordinator = self._coordinator
+        now = coordinator.utcnow()
+        for model, profile in list(coordinator.idle_profiles.items()):
+            due = profile.due_at()
+            if due is None or due > now or model in coordinator.data.probing:
+                continue
+            self._timers.pop(model, None)
+            if self._controller.held_back is not None and self._controller.held_back():
+                self._schedule(model, now + RETRY)  # the household needs the GPU now
+                continue
+            try:
+                resident = model in coordinator.data.held
+                probe = await coordinator.async_probe(
+                    model, DEFAULT_PROMPT, options={"num_predict": DEFAULT_NUM_PREDICT}
+                )
+            except (LlmServerError, HomeAssistantError) as err:
+                LOGGER.warning("%s: idle profile of %s: %s", coordinator.name, model, err)
+                self._schedule(model, now + RETRY)
+                continue
+            sample = probe.sample
+            coordinator.idle_profiles[model] = profile.measured(
+                IdleResult(
+                    minutes=profile.next_minutes or 0,
+                    at=coordinator.utcnow(),
+                    resident=resident,
+                    ttft_ms=sample.ttft_ms,
+                    load_ms=sample.queue_and_load_ms,
+                    prefill_ms=sample.prefill_ms,
+                )
+            )
+            self._seen.pop(model, None)  # its own probe is no use: a new baseline
+            self._changed()
+            self._schedule(model)

@@ -1,0 +1,98 @@
+"""The idle profile on the emulator, on a fake clock across 480 minutes.
+
+With a Home Assistant restart (the entry reloaded) and a use in between that restarts a
+wait, and the household guard holding a probe back.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from homeassistant.const import STATE_ON
+from homeassistant.core import HomeAssistant
+from homeassistant.util import dt as dt_util
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
+
+from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES
+
+from .conftest import ENTRY_ID, LLAMA, ollama_request
+from .ollama_emulator import OllamaEmulator
+from .test_pin import call
+
+SENSOR = "sensor.ollama_test_llama3_2_3b_idle_profile"
+PLEX = "binary_sensor.plex_transcoding"
+
+
+class Clock:
+    """Home Assistant's timers and the emulator's clock, moved together."""
+
+    def __init__(self, hass: HomeAssistant, emulator: OllamaEmulator) -> None:
+        self.hass = hass
+        self.emulator = emulator
+        self.start = dt_util.utcnow()
+        self.elapsed = timedelta(0)
+        emulator.clock.set(self.start)
+
+    async def minutes(self, minutes: float) -> None:
+        for _ in range(int(minutes * 6) or 1):  # every 10 s, as the polls go
+            step = timedelta(minutes=minutes) / (int(minutes * 6) or 1)
+            self.elapsed += step
+            self.emulator.clock.set(self.start + self.elapsed)
+            async_fire_time_changed(self.hass, self.start + self.elapsed)
+            await self.hass.async_block_till_done(wait_background_tasks=True)
+
+    def now(self) -> datetime:
+        return self.start + self.elapsed
+
+
+def results(hass: HomeAssistant) -> list[tuple[int, bool]]:
+    return [(r["minutes"], r["resident"]) for r in hass.states.get(SENSOR).attributes["results"]]
+
+
+@pytest.mark.usefixtures("socket_enabled")
+async def test_an_idle_profile_across_a_restart_and_a_use(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    hass.states.async_set(PLEX, "off")
+    mock_config_entry.add_to_hass(hass)
+    hass.config_entries.async_update_entry(
+        mock_config_entry, options={"scan_interval": 10, CONF_PROTECTED_ENTITIES: [PLEX]}
+    )
+    assert await hass.config_entries.async_setup(ENTRY_ID)
+    await hass.async_block_till_done()
+    clock = Clock(hass, emulator)
+    emulator.models[LLAMA].load_delay = 0.3
+    # Ollama keeps the model 5 minutes after its last use (the emulator's default keep_alive).
+    answer = await call(hass, "start_idle_profile", config_entry_id=ENTRY_ID, model=LLAMA)
+    assert answer["model"] == LLAMA
+    await clock.minutes(0.2)
+    assert results(hass) == [(0, False)]  # the 0-minute probe: cold, the first use
+    await clock.minutes(1)
+    assert results(hass) == [(0, False), (1, True)]
+    # Another client uses the model 5 minutes in: the 10-minute wait starts again.
+    await clock.minutes(5)
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "prompt": "hi"})
+    await clock.minutes(6)
+    assert results(hass) == [(0, False), (1, True)]
+    # A restart in the middle: the profile is stored and goes on.
+    await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done()
+    await clock.minutes(5)
+    assert results(hass) == [(0, False), (1, True), (10, False)]
+    # The household needs the GPU when the 60-minute probe is due: it waits.
+    await clock.minutes(55)
+    hass.states.async_set(PLEX, STATE_ON)
+    await clock.minutes(10)
+    assert len(results(hass)) == 3
+    hass.states.async_set(PLEX, "off")
+    await clock.minutes(6)
+    assert results(hass)[-1] == (60, False)
+    await clock.minutes(481)
+    state = hass.states.get(SENSOR)
+    assert state.state == "done"
+    assert [m for m, _ in results(hass)] == [0, 1, 10, 60, 480]
+    assert state.attributes["verdict"].startswith("resident through 1 min; evicted by 10 min")
+    answer = await call(hass, "stop_idle_profile", config_entry_id=ENTRY_ID, model=LLAMA)
+    assert len(answer["results"]) == 5
+    assert hass.states.get(SENSOR).state == "unknown"
