@@ -20,6 +20,7 @@ from .conftest import ENTRY_ID, LLAMA, QWEN
 from .e2e import add_server, wait_until
 from .llama_server_emulator import LlamaServerEmulator
 from .ollama_emulator import OllamaEmulator
+from .test_gpu import nvml  # noqa: F401 (a fixture)
 from .test_llama_server import server  # noqa: F401 (a fixture)
 from .test_pin import call
 
@@ -174,3 +175,38 @@ async def test_progress_and_cancel(
     # Nothing runs now: nothing to cancel, and a new diagnosis may start.
     answer = await call(hass, "cancel_diagnosis", config_entry_id=ENTRY_ID, model=LLAMA)
     assert answer["cancelled"] is False
+
+
+async def test_after_a_competing_load(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """qwen3:8b loaded by another load (no question asked) evicts llama3.2:3b."""
+    emulator.models[LLAMA].load_delay = 0.6
+    answer = await diagnose(
+        hass, config_entry_id=ENTRY_ID, model=LLAMA, scenario="competing_load", other_model=QWEN
+    )
+    assert [r["run"] for r in answer["runs"]] == ["A warm-up", "A warm", "A again"]
+    assert answer["runs"][-1]["resident_models"] == [LLAMA]  # qwen3:8b made room again
+    assert answer["pattern"] == "switch_evicts"
+    assert answer["verdict"].startswith("slow only after a competing load: switch evicts")
+
+
+@pytest.mark.usefixtures("nvml")
+async def test_each_run_says_what_the_gpu_did(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    mock_config_entry.add_to_hass(hass)
+    hass.config_entries.async_update_entry(
+        mock_config_entry, options={"scan_interval": 10, "gpu_source": "nvml", "reserve_gib": 1.0}
+    )
+    assert await hass.config_entries.async_setup(ENTRY_ID)
+    await hass.async_block_till_done()
+    answer = await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    gpus = answer["runs"][0]["gpus"]
+    assert [g["name"] for g in gpus] == ["NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 3060"]
+    assert gpus[0] == {
+        "name": "NVIDIA GeForce RTX 4090",
+        "memory_used_gib": 14.0,
+        "performance_state": 2,
+        "sm_clock_mhz": 2520,
+    }

@@ -15,6 +15,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
 from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES
+from custom_components.llm_warmth.core.idle_profile import IdleProfile, IdleResult
 
 from .conftest import ENTRY_ID, LLAMA, ollama_request
 from .ollama_emulator import OllamaEmulator
@@ -96,3 +97,27 @@ async def test_an_idle_profile_across_a_restart_and_a_use(
     answer = await call(hass, "stop_idle_profile", config_entry_id=ENTRY_ID, model=LLAMA)
     assert len(answer["results"]) == 5
     assert hass.states.get(SENSOR).state == "unknown"
+
+
+async def test_the_target_sensor_reads_the_profile_too(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """A fast last probe, but the profile broke the target after 10 minutes idle: off."""
+    clock = Clock(hass, emulator)
+    await call(hass, "probe", config_entry_id=ENTRY_ID, model=LLAMA)
+    within = "binary_sensor.ollama_test_llama3_2_3b_within_ttft_target"
+    assert hass.states.get(within).state == STATE_ON
+    profile = init_integration.runtime_data.coordinator.idle_profiles
+    profile[LLAMA] = IdleProfile(
+        model=LLAMA,
+        last_use=clock.now(),
+        results=(
+            IdleResult(0, clock.now(), True, 90.0, 1.0, 40.0),
+            IdleResult(10, clock.now(), False, 8300.0, 8100.0, 40.0),
+        ),
+    )
+    init_integration.runtime_data.coordinator.async_update_listeners()
+    await hass.async_block_till_done()
+    state = hass.states.get(within)
+    assert state.state == "off"
+    assert state.attributes["idle_profile_breaks_after_minutes"] == 10

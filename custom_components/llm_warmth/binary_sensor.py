@@ -111,10 +111,11 @@ def _probed(snapshot: ServerSnapshot, model: str) -> bool:
 
 
 class WithinTtftTarget(ModelEntity, BinarySensorEntity):
-    """On when the model's last probe gave its first token within the model's TTFT target.
+    """On when the last probe and the idle profile met the model's TTFT target.
 
-    What the last probe measured, warm or cold; the attributes also say whether the last
-    cold probe was within it (the first reply after idle is the one people wait for).
+    The idle profile counts where one was measured. The attributes say whether the last
+    cold probe was within it (the first reply after idle is the one people wait for), and
+    after how long idle the profile broke it.
     """
 
     def _target_ms(self) -> float:
@@ -127,7 +128,13 @@ class WithinTtftTarget(ModelEntity, BinarySensorEntity):
         timing = self.coordinator.data.timings.get(self.model)
         if timing is None or timing.last is None:
             return None
-        return timing.last.ttft_ms <= self._target_ms()
+        return timing.last.ttft_ms <= self._target_ms() and self._profile_breaks() is None
+
+    def _profile_breaks(self) -> int | None:
+        """Return after how many idle minutes the idle profile broke the target, if it did."""
+        profile = self.coordinator.idle_profiles.get(self.model)
+        results = profile.results if profile else ()
+        return next((r.minutes for r in results if r.ttft_ms > self._target_ms()), None)
 
     @property
     @override
@@ -140,6 +147,7 @@ class WithinTtftTarget(ModelEntity, BinarySensorEntity):
             "last_ttft": round(timing.last.ttft_ms / 1000, 3) if timing and timing.last else None,
             "last_cold_ttft": None if cold is None else round(cold / 1000, 3),
             "last_cold_within_target": None if cold is None else cold <= self._target_ms(),
+            "idle_profile_breaks_after_minutes": self._profile_breaks(),
         }
 
 

@@ -35,9 +35,9 @@ from .targets import TARGET_FIELDS, model_target
 SERVICE_DIAGNOSE: Final = "diagnose"
 ATTR_SCENARIO: Final = "scenario"
 ATTR_OTHER_MODEL: Final = "other_model"
-SCENARIOS: Final = ("cold_vs_repeat", "short_vs_long", "model_switch")
+SCENARIOS: Final = ("cold_vs_repeat", "short_vs_long", "model_switch", "competing_load")
 # The probes of each scenario.
-_STEPS: Final = {"cold_vs_repeat": 2, "short_vs_long": 3, "model_switch": 4}
+_STEPS: Final = {"cold_vs_repeat": 2, "short_vs_long": 3, "model_switch": 4, "competing_load": 3}
 SERVICE_CANCEL_DIAGNOSIS: Final = "cancel_diagnosis"
 # The diagnoses running, by entry and model.
 _RUNNING: HassKey[dict[tuple[str, str], asyncio.Task[dict[str, Any]]]] = HassKey(
@@ -82,6 +82,21 @@ class _Prober:
             model, prompt, options={"num_predict": DEFAULT_NUM_PREDICT}, timeout=self._timeout
         )
         after = coordinator.data.held.get(model)
+        gpus: list[dict[str, Any]] = []
+        if (gpu := self._entry.runtime_data.gpu) is not None:
+            await gpu.async_refresh()  # the GPU as this reply left it
+            if gpu.last_update_success and gpu.data is not None:
+                gpus = [
+                    {
+                        "name": r.status.name,
+                        "memory_used_gib": None
+                        if r.status.memory_used is None
+                        else round(r.status.memory_used / 1024**3, 2),
+                        "performance_state": r.status.performance_state,
+                        "sm_clock_mhz": r.status.sm_clock,
+                    }
+                    for r in gpu.data.gpus.values()
+                ]
         run = Run(
             label,
             model,
@@ -91,6 +106,8 @@ class _Prober:
             num_ctx_before=before.context_length if before else None,
             num_ctx_after=after.context_length if after else None,
             size=coordinator.last_sizes.get(model),
+            resident_models=tuple(sorted(coordinator.data.held)),
+            gpus=tuple(gpus),
         )
         self.runs.append(run)
         return run
@@ -122,7 +139,7 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
                 translation_key="diagnose_pinned",
                 translation_placeholders={"model": name},
             )
-    if scenario == "model_switch" and (other is None or other == model):
+    if scenario in ("model_switch", "competing_load") and (other is None or other == model):
         raise ServiceValidationError(
             translation_domain=DOMAIN, translation_key="diagnose_other_model"
         )
@@ -175,12 +192,30 @@ async def _async_run(
         per_token = prefill_per_token(short, long)
         extra["prefill_ms_per_token"] = None if per_token is None else round(per_token, 3)
         verdict = prompt_cost(short, long)
-    else:
+    elif scenario == "model_switch":
         assert other is not None
         await prober.probe("A warm-up", model)
         a_warm = await prober.probe("A warm", model)
         b = await prober.probe("B", other)
         verdict = model_switch(a_warm, b, await prober.probe("A again", model))
+    else:  # competing_load: the other model is loaded (no question), then A again
+        assert other is not None
+        await prober.probe("A warm-up", model)
+        a_warm = await prober.probe("A warm", model)
+        await entry.runtime_data.controller.preload(
+            other, keep_seconds=None, num_ctx=None, timeout=timeout
+        )
+        competing = Run(
+            "competing load",
+            other,
+            a_warm.sample,
+            resident_before=False,
+            resident_after=other in coordinator.data.held,
+            size=coordinator.last_sizes.get(other),
+        )
+        verdict = model_switch(
+            a_warm, competing, await prober.probe("A again", model), competing=True
+        )
     answer: dict[str, Any] = {
         "model": model,
         "scenario": scenario,

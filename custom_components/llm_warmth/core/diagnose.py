@@ -8,7 +8,7 @@ what the evidence supports is said; when no stage clearly expanded, the verdict 
 Pure logic: the runs are given, nothing is measured here.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -57,6 +57,10 @@ class Run:
     num_ctx_before: int | None = None
     num_ctx_after: int | None = None
     size: int | None = None  # the model's memory once resident (bytes)
+    # The models resident after the probe, and each GPU then (where a GPU source exists):
+    # memory used, performance state, SM clock.
+    resident_models: tuple[str, ...] = ()
+    gpus: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,8 +204,13 @@ def prompt_cost(short: Run, long: Run) -> Verdict:
     )
 
 
-def model_switch(a_warm: Run, b: Run, a_again: Run, *, free_bytes: int | None = None) -> Verdict:
-    """Judge a switch: A warm, then B, then A again at once."""
+def model_switch(
+    a_warm: Run, b: Run, a_again: Run, *, free_bytes: int | None = None, competing: bool = False
+) -> Verdict:
+    """Judge a switch: A warm, then B, then A again at once.
+
+    ``competing``: B was loaded by a competing load (a preload), not asked a question.
+    """
     expanded = first_expanded(a_again.sample, a_warm.sample)
     if expanded is None or a_again.resident_before:
         return Verdict(
@@ -222,7 +231,8 @@ def model_switch(a_warm: Run, b: Run, a_again: Run, *, free_bytes: int | None = 
         Pattern.SWITCH_EVICTS,
         stage,
         grew,
-        f"slow only after switching: switch evicts the other model; the two do not fit "
+        f"slow only {'after a competing load' if competing else 'after switching'}: "
+        f"switch evicts the other model; the two do not fit "
         f"together{fit} (load {_s(grew)})",
         Recommendation.SMALLER_MODEL,
     )
@@ -247,6 +257,8 @@ def runs_table(runs: Sequence[Run]) -> list[Any]:
             "model": run.model,
             "resident_before": run.resident_before,
             "resident_after": run.resident_after,
+            "resident_models": list(run.resident_models),
+            "gpus": [dict(gpu) for gpu in run.gpus],
             **run.sample.as_response(),
         }
         for run in runs
