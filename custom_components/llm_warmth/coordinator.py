@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 import contextlib
+from dataclasses import replace
 from datetime import datetime, timedelta
 import time
 from typing import Any, Literal, override
@@ -383,7 +384,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         # Residency right before the request decides whether it has to load the model.
         await self.async_refresh()
         model = self.resolve_model(model)
-        was_resident = self.last_update_success and model in self.data.held
+        before = self.data.held.get(model) if self.last_update_success else None
+        was_resident = before is not None
         self.monitor.probe_started(model, monotonic=time.monotonic())
         self._publish_timings()
         if not was_resident and self.last_update_success:
@@ -413,7 +415,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self._handle(changes)
         self._storage.async_delay_save(self._stored)
         self._publish_timings()
-        return probe
+        return replace(probe, resident_before=before)
 
     @callback
     def _publish_timings(self) -> None:

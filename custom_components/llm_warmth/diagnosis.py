@@ -76,12 +76,10 @@ class _Prober:
             step=len(self.runs) + 1,
             steps=self._steps,
         )
-        await coordinator.async_refresh()
-        before = coordinator.data.held.get(model)
         result = await coordinator.async_probe(
             model, prompt, options={"num_predict": DEFAULT_NUM_PREDICT}, timeout=self._timeout
         )
-        after = coordinator.data.held.get(model)
+        before, after = result.resident_before, coordinator.data.held.get(model)
         gpus: list[dict[str, Any]] = []
         if (gpu := self._entry.runtime_data.gpu) is not None:
             await gpu.async_refresh()  # the GPU as this reply left it

@@ -152,15 +152,15 @@ class HouseholdGuard:
         """Raise a translated error when loading ``model`` would starve the household."""
         if force:
             return
-        snapshot = self._coordinator.data
+        household = self.household()
         refusal = admit(
             model,
             self.model_size(model),
-            self.household(),
-            resident=model in snapshot.held,
+            household,
+            resident=model in self._coordinator.data.held,
         )
         if refusal is not None:
-            raise _refused(refusal, self.household())
+            raise _refused(refusal, household)
 
     @callback
     def _async_decide(self) -> None:

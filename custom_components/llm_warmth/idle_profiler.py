@@ -138,7 +138,6 @@ class IdleProfiler:
                 self._schedule(model, now + RETRY)  # the household needs the GPU now
                 continue
             try:
-                resident = model in coordinator.data.held
                 probe = await coordinator.async_probe(
                     model, DEFAULT_PROMPT, options={"num_predict": DEFAULT_NUM_PREDICT}
                 )
@@ -151,7 +150,7 @@ class IdleProfiler:
                 IdleResult(
                     minutes=profile.next_minutes or 0,
                     at=coordinator.utcnow(),
-                    resident=resident,
+                    resident=probe.resident_before is not None,
                     ttft_ms=sample.ttft_ms,
                     load_ms=sample.queue_and_load_ms,
                     prefill_ms=sample.prefill_ms,

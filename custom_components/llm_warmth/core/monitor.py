@@ -61,10 +61,15 @@ class ServerSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class ProbeResult:
-    """One measured request: where its time to first token went, and how it reads."""
+    """One measured request: where its time to first token went, and how it reads.
+
+    ``resident_before``: the model as the server held it right before the request (None:
+    not held, or unknown).
+    """
 
     sample: StageBreakdown
     verdict: Verdict
+    resident_before: ResidentModel | None = None
 
 
 @dataclass(frozen=True, slots=True)
