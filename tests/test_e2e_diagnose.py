@@ -16,6 +16,7 @@ import pytest
 from custom_components.llm_warmth.const import DOMAIN
 
 from .e2e import add_server, drop_from_page_cache, evict, model_file, server_url
+from .recording_proxy import RecordingProxy
 from .test_e2e_llama_server import unload_all
 
 
@@ -30,11 +31,21 @@ async def diagnose(hass: HomeAssistant, **data: Any) -> dict[str, Any]:
 @pytest.mark.e2e
 async def test_cold_vs_repeat_on_the_real_ollama(hass: HomeAssistant, socket_enabled: None) -> None:
     url = server_url("LLM_WARMTH_OLLAMA_URL")
-    entry = await add_server(hass, url)
+    proxy = RecordingProxy(url)  # to read the server's own figures of each reply
+    await proxy.start()
+    entry = await add_server(hass, proxy.url)
     await evict(url, "big")
     drop_from_page_cache(await model_file(url, "big"))
     answer = await diagnose(hass, config_entry_id=entry.entry_id, model="big")
+    await proxy.stop()
     print(f"\ndiagnosis on the real Ollama: {answer}")
+    # Each run's stages are the server's own figures of its reply (ns -> ms, shown to 0.1).
+    replies = [r.last_reply_line() for r in proxy.requests if r.path == "/api/chat"]
+    assert len(replies) == 2
+    for run, reply in zip(answer["runs"], replies, strict=True):
+        assert run["queue_and_load_ms"] == pytest.approx(reply["load_duration"] / 1e6, abs=1)
+        assert run["prefill_ms"] == pytest.approx(reply["prompt_eval_duration"] / 1e6, abs=1)
+        assert run["prompt_tokens"] == reply["prompt_eval_count"]
     assert (answer["pattern"], answer["stage"], answer["recommendation"]) == (
         "evicted",
         "load",
