@@ -60,10 +60,15 @@ async def test_a_pin_survives_a_real_server_restart(
         entry = await add_server(hass, proxy.url, interval=2.0)
         coordinator = entry.runtime_data.coordinator
         name = coordinator.resolve_model("tiny")
+        # Not resident first, so that the pin's preload loads it and times the load.
+        await call(hass, "evict", config_entry_id=entry.entry_id, all=True)
         started = time.monotonic()
-        await call(hass, "pin", config_entry_id=entry.entry_id, model="tiny")
+        answer = await call(hass, "pin", config_entry_id=entry.entry_id, model="tiny")
         assert name in coordinator.data.held
         assert len(proxy.sent(load_path, started)) == 1
+        # The load time returned: the load request's own, as the proxy saw it end.
+        assert answer["already_resident"] is False
+        assert 0 < answer["load_seconds"] < time.monotonic() - started
         reasserted = async_capture_events(hass, EVENT_PIN_REASSERTED)
         process = await asyncio.create_subprocess_shell(
             restart, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
