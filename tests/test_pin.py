@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
+from unittest.mock import patch
 
 from homeassistant.const import STATE_OFF, STATE_ON
 from homeassistant.core import Context, HomeAssistant
@@ -19,11 +20,11 @@ from pytest_homeassistant_custom_component.common import (
 
 from custom_components.llm_warmth.const import DOMAIN, EVENT_PIN_REASSERTED
 
-from .conftest import ENTRY_ID, LLAMA, QWEN, model_id, ollama_request
+from .conftest import ENTRY_ID, GIB, LLAMA, QWEN, model_id, ollama_request
 from .e2e import add_server, wait_until
 from .llama_server_emulator import LlamaServerEmulator
 from .llama_swap_emulator import LlamaSwapEmulator
-from .ollama_emulator import OllamaEmulator
+from .ollama_emulator import EmulatedModel, OllamaEmulator
 from .test_llama_server import server  # noqa: F401 (a fixture)
 from .test_llama_swap import add_swap, swap  # noqa: F401 (a fixture)
 
@@ -265,3 +266,27 @@ async def test_pins_on_llama_server_and_llama_swap(
         assert "tiny" in coordinator.data.held
         answer = await call(hass, "unpin", config_entry_id=entry.entry_id, model="tiny")
         assert answer["residency"] == "kept"
+
+
+async def test_the_pins_are_checked_once_per_poll(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """A poll that changed something tells its poll and its update listeners: one check."""
+    await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA)
+    coordinator = init_integration.runtime_data.coordinator
+    pins = coordinator.pins
+    with (
+        patch.object(pins, "due", wraps=pins.due) as due,
+        patch.object(
+            coordinator, "_async_refresh_finished", wraps=coordinator._async_refresh_finished
+        ) as polls,
+    ):
+        await next_poll(hass, emulator)  # nothing changed
+        assert (polls.call_count, due.call_count) == (1, 1)
+        # Another, small model loads beside the pinned one (both fit): the snapshot changes.
+        emulator.add_model(EmulatedModel(name="gemma3:1b", size=GIB, family="gemma3"))
+        await ollama_request(emulator, "/api/generate", {"model": "gemma3:1b"})
+        await next_poll(hass, emulator)
+        assert "gemma3:1b" in coordinator.data.held
+        assert polls.call_count >= 2
+        assert due.call_count == polls.call_count

@@ -53,14 +53,16 @@ class ResidencyController:
         self.preloaded_until: dict[str, datetime] = {}
         # Says why the household needs the GPU now (the guard's): pins wait meanwhile.
         self.held_back: Callable[[], GpuNeed | None] | None = None
+        # The snapshot the pins were last checked against (one check per poll or push).
+        self._checked: object = None
 
     @callback
     def async_start(self) -> CALLBACK_TYPE:
         """Assert the pins after each poll and push from now on; return what stops it."""
         self.async_check_pins()
         unsubs = (
-            self._coordinator.async_add_poll_listener(self.async_check_pins),
-            self._coordinator.async_add_listener(self.async_check_pins),
+            self._coordinator.async_add_poll_listener(self._async_polled),
+            self._coordinator.async_add_listener(self._async_updated),
         )
 
         @callback
@@ -113,6 +115,19 @@ class ResidencyController:
             return pin, "kept"
         await coordinator.client.load(model, num_ctx=pin.num_ctx, timeout=timeout)
         return pin, "handed_back"
+
+    @callback
+    def _async_polled(self) -> None:
+        """After every poll, even one that changed nothing."""
+        self._checked = self._coordinator.data
+        self.async_check_pins()
+
+    @callback
+    def _async_updated(self) -> None:
+        """After pushed data (an event stream); a changed poll's was checked already."""
+        if self._coordinator.data is not self._checked:
+            self._checked = self._coordinator.data
+            self.async_check_pins()
 
     @callback
     def async_check_pins(self) -> None:
