@@ -9,10 +9,15 @@ from unittest.mock import patch
 
 import aiohttp
 from aiohttp import web
-from homeassistant.config_entries import ConfigEntry
+from homeassistant.config_entries import (
+    SIGNAL_CONFIG_ENTRY_CHANGED,
+    ConfigEntry,
+    ConfigEntryChange,
+)
 from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr
+from homeassistant.helpers.dispatcher import async_dispatcher_send
 from homeassistant.util import slugify
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -81,6 +86,17 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def add_entry(hass: HomeAssistant, entry: MockConfigEntry) -> MockConfigEntry:
+    """Add another integration's entry as Home Assistant does: kept, and announced.
+
+    (``MockConfigEntry.add_to_hass`` keeps it without saying so; Home Assistant's own
+    ``async_add`` sends the change that LLM Warmth reads its agents again on.)
+    """
+    entry.add_to_hass(hass)
+    async_dispatcher_send(hass, SIGNAL_CONFIG_ENTRY_CHANGED, ConfigEntryChange.ADDED, entry)
+    return entry
 
 
 def model_id(entry: ConfigEntry, entity_id: str) -> str:

@@ -68,6 +68,10 @@ def test_reload_for_another_context() -> None:
     assert verdict.recommendation is Recommendation.SAME_CONTEXT
     plain = cold_vs_repeat(run("cold", sample(3000.0, load=2800.0)), WARM)
     assert plain.words == "reloaded without eviction (load 2.8 s)"
+    # Where the server does not tell the context it had, the one asked for is said.
+    asked = cold_vs_repeat(run("cold", sample(3000.0, load=2800.0), num_ctx_after=1024), WARM)
+    assert asked.pattern is Pattern.CONTEXT_RELOAD
+    assert asked.words == "slow after a context change: reload for num_ctx 1024 (load 2.8 s)"
 
 
 def test_every_request_slow_is_not_eviction() -> None:

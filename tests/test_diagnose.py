@@ -16,7 +16,7 @@ from pytest_homeassistant_custom_component.common import (
 from custom_components.llm_warmth.const import DOMAIN, EVENT_DIAGNOSIS_PROGRESS
 from custom_components.llm_warmth.diagnostics import async_get_config_entry_diagnostics
 
-from .conftest import ENTRY_ID, LLAMA, QWEN
+from .conftest import ENTRY_ID, LLAMA, QWEN, add_entry
 from .e2e import add_server, wait_until
 from .llama_server_emulator import LlamaServerEmulator
 from .ollama_emulator import OllamaEmulator
@@ -210,3 +210,122 @@ async def test_each_run_says_what_the_gpu_did(
         "performance_state": 2,
         "sm_clock_mhz": 2520,
     }
+
+
+def add_agent(hass: HomeAssistant, url: str, model: str, num_ctx: int) -> None:
+    """Home Assistant's Ollama agent "Kitchen" at ``url``, using ``model`` with ``num_ctx``."""
+    add_entry(
+        hass,
+        MockConfigEntry(
+            domain="ollama",
+            data={"url": url},
+            subentries_data=[
+                {
+                    "data": {"model": model, "num_ctx": num_ctx, "keep_alive": -1},
+                    "subentry_type": "conversation",
+                    "title": "Kitchen",
+                    "unique_id": None,
+                }
+            ],
+        ),
+    )
+
+
+def probe_contexts(emulator: OllamaEmulator) -> list[tuple[str, Any]]:
+    """The model and ``options.num_ctx`` of each chat request the emulator received."""
+    return [
+        (r.json["model"], (r.json.get("options") or {}).get("num_ctx"))
+        for r in emulator.requests
+        if r.path == "/api/chat"
+    ]
+
+
+async def test_every_probe_asks_as_the_agent_asks(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """With the agent's num_ctx a warm model stays loaded: only the intended state changes."""
+    add_agent(hass, emulator.url, LLAMA, 16384)
+    emulator.models[LLAMA].load_delay = 0.4
+    await call(hass, "preload", config_entry_id=ENTRY_ID, model=LLAMA)  # at the agent's 16384
+    answer = await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA, scenario="short_vs_long")
+    assert (answer["num_ctx"], answer["agent"]) == (16384, "Kitchen")
+    assert probe_contexts(emulator) == [(LLAMA, 16384)] * 3
+    # No probe reloaded the model: each found it resident and left it so.
+    assert all(r["resident_before"] and r["resident_after"] for r in answer["runs"])
+    assert all(r["queue_and_load_ms"] < 300 for r in answer["runs"])
+    assert emulator.loaded[LLAMA].num_ctx == 16384
+    # A probe action does the same, and says whose context it used.
+    probe = await call(hass, "probe", config_entry_id=ENTRY_ID, model=LLAMA)
+    assert (probe["num_ctx"], probe["agent"]) == (16384, "Kitchen")
+    assert probe_contexts(emulator)[-1] == (LLAMA, 16384)
+    assert probe["queue_and_load_ms"] < 300
+    # Given by the call, it wins (and the model is reloaded for it).
+    probe = await call(hass, "probe", config_entry_id=ENTRY_ID, model=LLAMA, num_ctx=4096)
+    assert (probe["num_ctx"], probe["agent"]) == (4096, None)
+    assert probe["queue_and_load_ms"] >= 400
+
+
+async def test_a_context_change_reloads_the_resident_model(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """Loaded as another client leaves it (the default 2048), then asked with the agent's."""
+    add_agent(hass, emulator.url, LLAMA, 8192)
+    emulator.models[LLAMA].load_delay = 0.6
+    answer = await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA, scenario="context_change")
+    assert [(r["run"], r["resident_before"], r["resident_after"]) for r in answer["runs"]] == [
+        ("context change", True, True),
+        ("repeat", True, True),
+    ]
+    assert (answer["pattern"], answer["stage"], answer["recommendation"]) == (
+        "context_reload",
+        "load",
+        "same_context",
+    )
+    assert answer["verdict"].startswith(
+        f"slow after a context change: reload for num_ctx 8192 vs {emulator.default_num_ctx}"
+    )
+    assert answer["expanded_ms"] >= 500
+    # The load before the probes asked for no context (as another client would).
+    loads = [r.json for r in emulator.requests if r.path == "/api/generate"]
+    assert loads[-1] == {"model": LLAMA}
+    # An Ollama that does not tell the context it had (before 0.10): the one asked for.
+    emulator.report_context_length = False
+    answer = await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA, scenario="context_change")
+    assert answer["pattern"] == "context_reload"
+    assert answer["verdict"].startswith("slow after a context change: reload for num_ctx 8192 (")
+
+
+async def test_a_context_change_needs_a_context(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    server: LlamaServerEmulator,  # noqa: F811 (the fixture imported above)
+) -> None:
+    with pytest.raises(ServiceValidationError) as err:
+        await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA, scenario="context_change")
+    assert err.value.translation_key == "diagnose_no_context"
+    # Given in the call, it runs: the same context everywhere, so no reload at all.
+    emulator.models[LLAMA].load_delay = 0.6
+    answer = await diagnose(
+        hass,
+        config_entry_id=ENTRY_ID,
+        model=LLAMA,
+        scenario="context_change",
+        num_ctx=emulator.default_num_ctx,
+    )
+    assert answer["pattern"] == "no_clear_stage"
+    assert answer["verdict"].startswith("no clear stage expanded")
+    # llama-server's configuration sets the context: nothing a request changes.
+    entry = await add_server(hass, server.url)
+    with pytest.raises(ServiceValidationError) as err:
+        await diagnose(
+            hass, config_entry_id=entry.entry_id, model="tiny", scenario="context_change"
+        )
+    assert err.value.translation_key == "context_change_not_supported"
+    with pytest.raises(ServiceValidationError) as err:
+        await diagnose(hass, config_entry_id=entry.entry_id, model="tiny", num_ctx=2048)
+    assert err.value.translation_key == "num_ctx_not_supported"
+    with pytest.raises(ServiceValidationError) as err:
+        await call(hass, "probe", config_entry_id=entry.entry_id, model="tiny", num_ctx=2048)
+    assert err.value.translation_key == "num_ctx_not_supported"
+    await hass.config_entries.async_unload(entry.entry_id)

@@ -1,9 +1,10 @@
 """llm_warmth.diagnose on the real servers (e2e).
 
 On the real Ollama, big (1.24 GB) behind the throttled disk, its file dropped from the page
-cache: the cold-vs-repeat verdict is "evicted: load dominates". On the real llama-server
-with ``--models-max 1``: switching to tiny and back to big gives "switch evicts the other
-model".
+cache: the cold-vs-repeat verdict is "evicted: load dominates"; with an agent asking for
+another context than the one big was loaded with, the context-change verdict is "reload for
+num_ctx". On the real llama-server with ``--models-max 1``: switching to tiny and back to
+big gives "switch evicts the other model".
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from custom_components.llm_warmth.const import DOMAIN
 
 from .e2e import add_server, drop_from_page_cache, evict, model_file, server_url
 from .recording_proxy import RecordingProxy
+from .test_diagnose import add_agent
 from .test_e2e_llama_server import unload_all
 
 
@@ -54,6 +56,44 @@ async def test_cold_vs_repeat_on_the_real_ollama(hass: HomeAssistant, socket_ena
     cold, repeat = answer["runs"]
     assert (cold["resident_before"], repeat["resident_before"]) == (False, True)
     assert cold["queue_and_load_ms"] > 10 * repeat["queue_and_load_ms"]
+    await hass.config_entries.async_unload(entry.entry_id)
+
+
+@pytest.mark.e2e
+async def test_a_context_change_on_the_real_ollama(
+    hass: HomeAssistant, socket_enabled: None
+) -> None:
+    """big as another client leaves it (its Modelfile's num_ctx 512), then the agent's 1024."""
+    url = server_url("LLM_WARMTH_OLLAMA_URL")
+    proxy = RecordingProxy(url)
+    await proxy.start()
+    entry = await add_server(hass, proxy.url)
+    add_agent(hass, proxy.url, "big", 1024)  # Home Assistant's Ollama agent, num_ctx 1024
+    answer = await diagnose(
+        hass, config_entry_id=entry.entry_id, model="big", scenario="context_change"
+    )
+    await proxy.stop()
+    print(f"\ncontext change on the real Ollama: {answer['verdict']}")
+    # What it sent: one load without a context (another client), two probes with the agent's.
+    loads = [r.json() for r in proxy.requests if r.path == "/api/generate"]
+    chats = [r for r in proxy.requests if r.path == "/api/chat"]
+    assert [load.get("options") for load in loads] == [None]
+    assert [r.json()["options"]["num_ctx"] for r in chats] == [1024, 1024]
+    assert (answer["num_ctx"], answer["agent"]) == (1024, "Kitchen")
+    # The stages are the server's own figures: its load_duration says it reloaded big.
+    for run, chat in zip(answer["runs"], chats, strict=True):
+        reply = chat.last_reply_line()
+        assert run["queue_and_load_ms"] == pytest.approx(reply["load_duration"] / 1e6, abs=1)
+    changed, repeat = answer["runs"]
+    assert (changed["resident_before"], repeat["resident_before"]) == (True, True)
+    assert (answer["pattern"], answer["stage"], answer["recommendation"]) == (
+        "context_reload",
+        "load",
+        "same_context",
+    )
+    # Ollama 0.9 does not report the context it had; 0.10 and later do ("vs 512").
+    assert answer["verdict"].startswith("slow after a context change: reload for num_ctx 1024")
+    await evict(url, "big")
     await hass.config_entries.async_unload(entry.entry_id)
 
 

@@ -19,6 +19,7 @@ from custom_components.llm_warmth.core.idle_profile import IdleProfile, IdleResu
 
 from .conftest import ENTRY_ID, LLAMA, ollama_request
 from .ollama_emulator import OllamaEmulator
+from .test_diagnose import add_agent, probe_contexts
 from .test_pin import call
 
 SENSOR = "sensor.ollama_test_llama3_2_3b_idle_profile"
@@ -121,3 +122,22 @@ async def test_the_target_sensor_reads_the_profile_too(
     state = hass.states.get(within)
     assert state.state == "off"
     assert state.attributes["idle_profile_breaks_after_minutes"] == 10
+
+
+@pytest.mark.usefixtures("socket_enabled")
+async def test_the_profile_asks_as_the_agent_asks(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """Probes with the agent's num_ctx: a resident model is found resident, not reloaded."""
+    add_agent(hass, emulator.url, LLAMA, 8192)
+    clock = Clock(hass, emulator)
+    emulator.models[LLAMA].load_delay = 0.3
+    await call(hass, "preload", config_entry_id=ENTRY_ID, model=LLAMA)  # as the agent left it
+    await call(hass, "start_idle_profile", config_entry_id=ENTRY_ID, model=LLAMA)
+    await clock.minutes(0.2)
+    await clock.minutes(1)
+    assert results(hass) == [(0, True), (1, True)]
+    assert probe_contexts(emulator) == [(LLAMA, 8192), (LLAMA, 8192)]
+    loads = [r["load_ms"] for r in hass.states.get(SENSOR).attributes["results"]]
+    assert all(load < 250 for load in loads)
+    assert emulator.loaded[LLAMA].num_ctx == 8192

@@ -12,25 +12,28 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.llm_warmth.const import DOMAIN
 
-from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request
+from .conftest import ENTRY_ID, LLAMA, QWEN, add_entry, ollama_request
 from .ollama_emulator import OllamaEmulator
 from .test_pin import call, next_poll
 
 
 def add_agent(hass: HomeAssistant, url: str, **settings: Any) -> None:
     """Home Assistant's Ollama integration with one conversation agent at ``url``."""
-    MockConfigEntry(
-        domain="ollama",
-        data={"url": url},
-        subentries_data=[
-            {
-                "data": {"model": LLAMA, **settings},
-                "subentry_type": "conversation",
-                "title": "Kitchen assistant",
-                "unique_id": None,
-            }
-        ],
-    ).add_to_hass(hass)
+    add_entry(
+        hass,
+        MockConfigEntry(
+            domain="ollama",
+            data={"url": url},
+            subentries_data=[
+                {
+                    "data": {"model": LLAMA, **settings},
+                    "subentry_type": "conversation",
+                    "title": "Kitchen assistant",
+                    "unique_id": None,
+                }
+            ],
+        ),
+    )
 
 
 def issue(registry: ir.IssueRegistry, kind: str, *models: str) -> ir.IssueEntry | None:

@@ -14,6 +14,7 @@ from homeassistant.helpers import (
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from homeassistant.helpers.typing import ConfigType
 
+from .agents import AgentDirectory
 from .const import CONF_RESERVE_GIB, CONF_SERVER_KIND, DEFAULT_RESERVE_GIB, DOMAIN, GIB, LOGGER
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator, async_remove_stored_data
@@ -62,7 +63,10 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         coordinator=coordinator,
         controller=ResidencyController(coordinator),
         server_device_id=server_device_id,
+        agents=AgentDirectory(hass, entry.unique_id, kind),
     )
+    # The sensors that name the agents (and the assistant model) follow their changes.
+    entry.async_on_unload(entry.runtime_data.agents.async_start(coordinator.async_update_listeners))
     if (source := gpu_source_from_options(hass, entry.options)) is not None:
         reserve = entry.options.get(CONF_RESERVE_GIB, DEFAULT_RESERVE_GIB)
         gpu = GpuCoordinator(

@@ -8,24 +8,32 @@ the agent's ``num_ctx``: these are its settings, read from the integration's ent
 Agents of OpenAI-compatible integrations (for example Extended OpenAI Conversation)
 pointed at the server are recognised too, where their entry names a base URL and a model
 in the usual keys: they are listed on the model's device, with no settings to follow.
+
+Each entry keeps an ``AgentDirectory``: the agents are read from the config entries once,
+and again whenever a config entry (or subentry) is added, changed or removed, not on every
+poll or state write of the sensors that name them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from homeassistant.config_entries import SIGNAL_CONFIG_ENTRY_CHANGED
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT, CONF_URL
-from homeassistant.core import Context, HomeAssistant, callback
+from homeassistant.core import CALLBACK_TYPE, Context, HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import llm, template
+from homeassistant.helpers.dispatcher import async_dispatcher_connect
 
 from .const import DOMAIN
 from .core.backends.base import KeepAlive, ServerKind
 from .core.backends.detection import DEFAULT_PORTS
 from .core.server_url import normalize_url, unique_id_for
-from .data import LlmWarmthConfigEntry
+
+if TYPE_CHECKING:
+    from .data import LlmWarmthConfigEntry
 
 OLLAMA_DOMAIN: Final = "ollama"
 _AGENT_SUBENTRY: Final = "conversation"
@@ -52,9 +60,57 @@ class Agent:
     think: bool | None = None
 
 
-@callback
-def ollama_agents(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> list[Agent]:
-    """Return the agents of Home Assistant's Ollama integration at the entry's address.
+@dataclass(frozen=True, slots=True)
+class AgentOfModel:
+    """A conversation agent that uses a model, and the integration it belongs to."""
+
+    name: str
+    integration: str
+
+
+class AgentDirectory:
+    """The conversation agents at one server, read again whenever a config entry changes."""
+
+    def __init__(self, hass: HomeAssistant, unique_id: str | None, kind: ServerKind) -> None:
+        """Follow the agents at the server ``unique_id`` names (a server of ``kind``)."""
+        self._hass = hass
+        self._unique_id = unique_id
+        self._port = DEFAULT_PORTS[kind]
+        # Home Assistant's Ollama agents at this address (read only for an Ollama server),
+        # and (agent, model, integration) of OpenAI-compatible agents pointed at it.
+        self._ollama = kind is ServerKind.OLLAMA
+        self.ollama: tuple[Agent, ...] = ()
+        self.openai_compatible: tuple[tuple[str, str, str], ...] = ()
+
+    @callback
+    def async_start(self, changed: CALLBACK_TYPE) -> CALLBACK_TYPE:
+        """Read the agents, and again on every entry change; return what stops it.
+
+        ``changed`` is called when what is read differs from before.
+        """
+        self._read()
+
+        @callback
+        def entry_changed(_change: object, _entry: object) -> None:
+            if self._read():
+                changed()
+
+        return async_dispatcher_connect(self._hass, SIGNAL_CONFIG_ENTRY_CHANGED, entry_changed)
+
+    def _read(self) -> bool:
+        """Read the agents from the config entries; return True when they changed."""
+        found = (
+            _ollama_agents(self._hass, self._unique_id) if self._ollama else (),
+            _openai_compatible_agents(self._hass, self._unique_id, self._port),
+        )
+        if found == (self.ollama, self.openai_compatible):
+            return False
+        self.ollama, self.openai_compatible = found
+        return True
+
+
+def _ollama_agents(hass: HomeAssistant, unique_id: str | None) -> tuple[Agent, ...]:
+    """Return the agents of Home Assistant's Ollama integration at the server's address.
 
     Entries in use only (not disabled, not ignored), in a fixed order; an agent whose
     settings cannot be read gets the integration's defaults for them.
@@ -65,9 +121,7 @@ def ollama_agents(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> list[Agen
     ):
         url = ollama.data.get(CONF_URL)
         try:
-            same = isinstance(url, str) and (
-                unique_id_for(normalize_url(url, 11434)) == entry.unique_id
-            )
+            same = isinstance(url, str) and (unique_id_for(normalize_url(url, 11434)) == unique_id)
         except ValueError:
             continue
         for subentry in sorted(ollama.subentries.values(), key=lambda s: s.subentry_id):
@@ -89,7 +143,7 @@ def ollama_agents(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> list[Agen
                     think=think if isinstance(think := subentry.data.get("think"), bool) else None,
                 )
             )
-    return agents
+    return tuple(agents)
 
 
 def _text(value: object) -> str | None:
@@ -143,9 +197,7 @@ def _whole(value: object, default: int) -> int:
 
 
 @callback
-def agent_context(
-    hass: HomeAssistant, entry: LlmWarmthConfigEntry, model: str
-) -> tuple[int | None, str | None]:
+def agent_context(entry: LlmWarmthConfigEntry, model: str) -> tuple[int | None, str | None]:
     """Return the context to load ``model`` with, and the agent it comes from.
 
     Ollama reloads a model loaded with another ``num_ctx``: a model one of Home Assistant's
@@ -155,28 +207,19 @@ def agent_context(
     runtime = entry.runtime_data
     if runtime.client.capabilities.keep_alive is not KeepAlive.IDLE_TIMER:
         return None, None
-    for agent in ollama_agents(hass, entry):
+    for agent in runtime.agents.ollama:
         if runtime.coordinator.resolve_model(agent.model) == model:
             return agent.num_ctx, agent.name
     return None, None
 
 
-@dataclass(frozen=True, slots=True)
-class AgentOfModel:
-    """A conversation agent that uses a model, and the integration it belongs to."""
-
-    name: str
-    integration: str
-
-
-def _same_server(url: object, entry: LlmWarmthConfigEntry) -> bool:
-    """Return True when ``url`` (an OpenAI-compatible base URL) is the entry's server."""
+def _same_server(url: object, unique_id: str | None, port: int) -> bool:
+    """Return True when ``url`` (an OpenAI-compatible base URL) is the server's."""
     if not isinstance(url, str) or not url.strip():
         return False
     text = url.strip().rstrip("/").removesuffix("/v1")
     try:
-        port = DEFAULT_PORTS[ServerKind(entry.runtime_data.client.kind)]
-        return unique_id_for(normalize_url(text, port)) == entry.unique_id
+        return unique_id_for(normalize_url(text, port)) == unique_id
     except ValueError:
         return False
 
@@ -188,11 +231,10 @@ def _first(values: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
     return None
 
 
-@callback
-def openai_compatible_agents(
-    hass: HomeAssistant, entry: LlmWarmthConfigEntry
-) -> list[tuple[str, str, str]]:
-    """Return (agent, model, integration) of OpenAI-compatible agents at the entry's server.
+def _openai_compatible_agents(
+    hass: HomeAssistant, unique_id: str | None, port: int
+) -> tuple[tuple[str, str, str], ...]:
+    """Return (agent, model, integration) of OpenAI-compatible agents at the server.
 
     An entry of any other integration whose data or options give a base URL of this server
     and a model (``chat_model`` or ``model``), or whose conversation subentries give one.
@@ -202,7 +244,7 @@ def openai_compatible_agents(
         if other.domain in (DOMAIN, OLLAMA_DOMAIN):
             continue
         settings = {**other.data, **other.options}
-        if not _same_server(_first(settings, _URL_KEYS), entry):
+        if not _same_server(_first(settings, _URL_KEYS), unique_id, port):
             continue
         if model := _first(settings, _MODEL_KEYS):
             found.append((other.title, model, other.domain))
@@ -211,23 +253,22 @@ def openai_compatible_agents(
                 model := _first(subentry.data, _MODEL_KEYS)
             ):
                 found.append((subentry.title, model, other.domain))
-    return found
+    return tuple(found)
 
 
 @callback
-def agents_of_model(
-    hass: HomeAssistant, entry: LlmWarmthConfigEntry, model: str
-) -> list[AgentOfModel]:
+def agents_of_model(entry: LlmWarmthConfigEntry, model: str) -> list[AgentOfModel]:
     """Return every recognised conversation agent that uses ``model`` on the entry's server."""
-    resolve = entry.runtime_data.coordinator.resolve_model
+    runtime = entry.runtime_data
+    resolve = runtime.coordinator.resolve_model
     agents = [
         AgentOfModel(agent.name, OLLAMA_DOMAIN)
-        for agent in ollama_agents(hass, entry)
+        for agent in runtime.agents.ollama
         if resolve(agent.model) == model
     ]
     agents += [
         AgentOfModel(name, integration)
-        for name, used, integration in openai_compatible_agents(hass, entry)
+        for name, used, integration in runtime.agents.openai_compatible
         if resolve(used) == model
     ]
     return agents

@@ -10,15 +10,8 @@ from homeassistant.components.sensor import (
     SensorEntity,
     SensorEntityDescription,
 )
-from homeassistant.config_entries import (
-    SIGNAL_CONFIG_ENTRY_CHANGED,
-    ConfigEntry,
-    ConfigEntryChange,
-)
-from homeassistant.core import HomeAssistant, callback
-from homeassistant.helpers.dispatcher import async_dispatcher_connect
+from homeassistant.core import callback
 
-from .agents import OLLAMA_DOMAIN, ollama_agents
 from .const import CONF_ASSISTANT_MODEL
 from .core.warmth import Warmth, model_warmth
 from .data import LlmWarmthConfigEntry
@@ -26,13 +19,13 @@ from .entity import ServerEntity
 
 
 @callback
-def assistant_model(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> tuple[str | None, str]:
+def assistant_model(entry: LlmWarmthConfigEntry) -> tuple[str | None, str]:
     """Return the assistant model of the entry's server and where that comes from.
 
     ``agent``: a conversation agent of Home Assistant's Ollama integration at the same
     address uses it; ``option``: the one chosen in the options; ``none``: neither.
     """
-    if agents := ollama_agents(hass, entry):
+    if agents := entry.runtime_data.agents.ollama:
         return agents[0].model, "agent"
     if chosen := entry.options.get(CONF_ASSISTANT_MODEL):
         return str(chosen), "option"
@@ -51,7 +44,8 @@ class AssistantWarmth(ServerEntity, SensorEntity):
     """The warmth of the household's assistant model, on the server's device.
 
     One entity per server for a dashboard: the agent's model when Home Assistant's
-    Ollama agent uses this server, else the model chosen in the options.
+    Ollama agent uses this server, else the model chosen in the options. It follows the
+    agents as they change (the entry's agent directory updates the coordinator's listeners).
     """
 
     @property
@@ -70,19 +64,5 @@ class AssistantWarmth(ServerEntity, SensorEntity):
 
     def _model(self) -> tuple[str | None, str]:
         """Return the assistant model as the server names it ("x" is "x:latest")."""
-        model, source = assistant_model(self.hass, self.coordinator.config_entry)
+        model, source = assistant_model(self.coordinator.config_entry)
         return (self.coordinator.resolve_model(model) if model else None), source
-
-    @override
-    async def async_added_to_hass(self) -> None:
-        """Follow changes of Home Assistant's Ollama entries (their agents' models)."""
-        await super().async_added_to_hass()
-
-        @callback
-        def ollama_changed(change: ConfigEntryChange, entry: ConfigEntry) -> None:
-            if entry.domain == OLLAMA_DOMAIN:
-                self.async_write_ha_state()
-
-        self.async_on_remove(
-            async_dispatcher_connect(self.hass, SIGNAL_CONFIG_ENTRY_CHANGED, ollama_changed)
-        )

@@ -49,7 +49,7 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
 
         models = sorted(entry.runtime_data.coordinator.data.models)
         # Without an assistant model (no agent found, none chosen) the row would read "Unknown".
-        has_assistant = assistant_model(hass, entry)[0] is not None
+        has_assistant = assistant_model(entry)[0] is not None
         server_warmth = entity("", "assistant_warmth") if has_assistant else None
         model_warmth = [e for m in models if (e := entity(m, "warmth"))]
         cards.append(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from homeassistant.config_entries import ConfigEntry
 
 if TYPE_CHECKING:
+    from .agents import AgentDirectory
     from .controller import ResidencyController
     from .coordinator import LlmWarmthCoordinator
     from .core.backends.base import LlmBackend
@@ -18,12 +19,14 @@ if TYPE_CHECKING:
 
 @dataclass
 class LlmWarmthData:
-    """What one entry runs: its server's client, coordinators and residency controller."""
+    """What one entry runs: its server's client, coordinators, residency controller, agents."""
 
     client: LlmBackend
     coordinator: LlmWarmthCoordinator
     controller: ResidencyController
     server_device_id: str
+    # The conversation agents that use this server's models.
+    agents: AgentDirectory
     gpu: GpuCoordinator | None = None
     guard: HouseholdGuard | None = None
     profiler: IdleProfiler | None = None

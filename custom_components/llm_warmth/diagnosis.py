@@ -7,6 +7,7 @@ only the intended state changes; the verdict is ``core.diagnose``'s.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any, Final
 
 from homeassistant.core import ServiceCall, ServiceResponse
@@ -15,8 +16,9 @@ from homeassistant.util import dt as dt_util
 from homeassistant.util.hass_dict import HassKey
 import probatio as vol
 
+from .agents import agent_context
 from .const import DOMAIN, EVENT_DIAGNOSIS_PROGRESS
-from .core.backends.base import GENERATION_TIMEOUT
+from .core.backends.base import GENERATION_TIMEOUT, KeepAlive
 from .core.diagnose import (
     Run,
     cold_vs_repeat,
@@ -30,14 +32,26 @@ from .core.server_url import redact_url
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
 from .probe_prompts import DEFAULT_NUM_PREDICT, DEFAULT_PROMPT, LONG_PROMPT
-from .targets import TARGET_FIELDS, model_target
+from .targets import ATTR_NUM_CTX, NUM_CTX, TARGET_FIELDS, model_context, model_target
 
 SERVICE_DIAGNOSE: Final = "diagnose"
 ATTR_SCENARIO: Final = "scenario"
 ATTR_OTHER_MODEL: Final = "other_model"
-SCENARIOS: Final = ("cold_vs_repeat", "short_vs_long", "model_switch", "competing_load")
+SCENARIOS: Final = (
+    "cold_vs_repeat",
+    "short_vs_long",
+    "model_switch",
+    "competing_load",
+    "context_change",
+)
 # The probes of each scenario.
-_STEPS: Final = {"cold_vs_repeat": 2, "short_vs_long": 3, "model_switch": 4, "competing_load": 3}
+_STEPS: Final = {
+    "cold_vs_repeat": 2,
+    "short_vs_long": 3,
+    "model_switch": 4,
+    "competing_load": 3,
+    "context_change": 2,
+}
 SERVICE_CANCEL_DIAGNOSIS: Final = "cancel_diagnosis"
 # The diagnoses running, by entry and model.
 _RUNNING: HassKey[dict[tuple[str, str], asyncio.Task[dict[str, Any]]]] = HassKey(
@@ -50,6 +64,8 @@ DIAGNOSE_SCHEMA = vol.Schema(
         vol.Optional(ATTR_SCENARIO, default="cold_vs_repeat"): vol.In(SCENARIOS),
         # The model B of a switch (A is the target).
         vol.Optional(ATTR_OTHER_MODEL): vol.All(str, vol.Length(min=1)),
+        # Ollama: the context every probe of the model asks for (default: its agent's).
+        vol.Optional(ATTR_NUM_CTX): NUM_CTX,
         vol.Optional("timeout", default=GENERATION_TIMEOUT): vol.All(
             vol.Coerce(float), vol.Range(min=1, max=1800)
         ),
@@ -58,12 +74,24 @@ DIAGNOSE_SCHEMA = vol.Schema(
 
 
 class _Prober:
-    """Probes one server with the fixed prompt, noting the residency around each probe."""
+    """Probes one server with the fixed prompt, noting the residency around each probe.
 
-    def __init__(self, entry: LlmWarmthConfigEntry, timeout: float, *, steps: int) -> None:
+    Each model is asked for with one context (``contexts``: its agent's ``num_ctx``, or
+    None for the server's), so that only the state the scenario changes changes.
+    """
+
+    def __init__(
+        self,
+        entry: LlmWarmthConfigEntry,
+        timeout: float,
+        *,
+        steps: int,
+        contexts: dict[str, int | None],
+    ) -> None:
         self._entry = entry
         self._timeout = timeout
         self._steps = steps
+        self.contexts = contexts
         self.runs: list[Run] = []
 
     async def probe(self, label: str, model: str, prompt: str = DEFAULT_PROMPT) -> Run:
@@ -76,8 +104,11 @@ class _Prober:
             step=len(self.runs) + 1,
             steps=self._steps,
         )
+        options: dict[str, Any] = {"num_predict": DEFAULT_NUM_PREDICT}
+        if (num_ctx := self.contexts.get(model)) is not None:
+            options["num_ctx"] = num_ctx
         result = await coordinator.async_probe(
-            model, prompt, options={"num_predict": DEFAULT_NUM_PREDICT}, timeout=self._timeout
+            model, prompt, options=options, timeout=self._timeout
         )
         before, after = result.resident_before, coordinator.data.held.get(model)
         gpus: list[dict[str, Any]] = []
@@ -102,7 +133,8 @@ class _Prober:
             resident_before=before is not None,
             resident_after=after is not None,
             num_ctx_before=before.context_length if before else None,
-            num_ctx_after=after.context_length if after else None,
+            # The server's figure; else, where it does not tell it, the context asked for.
+            num_ctx_after=(after.context_length or num_ctx) if after else None,
             size=coordinator.last_sizes.get(model),
             resident_models=tuple(sorted(coordinator.data.held)),
             gpus=tuple(gpus),
@@ -139,7 +171,21 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
             )
     if scenario in ("model_switch", "competing_load") and (other is None or other == model):
         raise ServiceValidationError(
-            translation_domain=DOMAIN, translation_key="diagnose_other_model"
+            translation_domain=DOMAIN,
+            translation_key="diagnose_other_model",
+            translation_placeholders={"scenario": scenario},
+        )
+    num_ctx, agent = model_context(call, entry, model)
+    contexts = {model: num_ctx}
+    if other is not None:
+        contexts[other] = agent_context(entry, other)[0]
+    if scenario == "context_change" and num_ctx is None:
+        # Only Ollama loads a model with the context a request asks for.
+        ollama = entry.runtime_data.client.capabilities.keep_alive is KeepAlive.IDLE_TIMER
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="diagnose_no_context" if ollama else "context_change_not_supported",
+            translation_placeholders={"model": model, "server": entry.title},
         )
     key = (entry.entry_id, model)
     running = call.hass.data.setdefault(_RUNNING, {})
@@ -153,7 +199,7 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
     # entry unloads, and llm_warmth.cancel_diagnosis cancels it.
     task = entry.async_create_background_task(
         call.hass,
-        _async_run(entry, model, other, scenario, call.data["timeout"]),
+        _async_run(entry, _Plan(model, other, scenario, call.data["timeout"], contexts, agent)),
         f"llm_warmth diagnose {model}",
     )
     running[key] = task
@@ -172,12 +218,26 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
             raise
 
 
-async def _async_run(
-    entry: LlmWarmthConfigEntry, model: str, other: str | None, scenario: str, timeout: float
-) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A diagnosis as the action resolved it."""
+
+    model: str
+    other: str | None
+    scenario: str
+    timeout: float
+    # The context each model is asked for with (None: the server's), and whose it is.
+    contexts: dict[str, int | None]
+    agent: str | None
+
+
+async def _async_run(entry: LlmWarmthConfigEntry, plan: _Plan) -> dict[str, Any]:
     """Run the scenario's probes; keep and return the answer."""
+    model, other, scenario, timeout = plan.model, plan.other, plan.scenario, plan.timeout
+    contexts = plan.contexts
     coordinator = entry.runtime_data.coordinator
-    prober = _Prober(entry, timeout, steps=_STEPS[scenario])
+    controller = entry.runtime_data.controller
+    prober = _Prober(entry, timeout, steps=_STEPS[scenario], contexts=contexts)
     extra: dict[str, Any] = {}
     if scenario == "cold_vs_repeat":
         await prober.evict(model)
@@ -196,12 +256,12 @@ async def _async_run(
         a_warm = await prober.probe("A warm", model)
         b = await prober.probe("B", other)
         verdict = model_switch(a_warm, b, await prober.probe("A again", model))
-    else:  # competing_load: the other model is loaded (no question), then A again
+    elif scenario == "competing_load":  # the other model loaded (no question), then A again
         assert other is not None
         await prober.probe("A warm-up", model)
         a_warm = await prober.probe("A warm", model)
-        await entry.runtime_data.controller.preload(
-            other, keep_seconds=None, num_ctx=None, timeout=timeout
+        await controller.preload(
+            other, keep_seconds=None, num_ctx=contexts.get(other), timeout=timeout
         )
         competing = Run(
             "competing load",
@@ -214,10 +274,17 @@ async def _async_run(
         verdict = model_switch(
             a_warm, competing, await prober.probe("A again", model), competing=True
         )
+    else:  # context_change: loaded as another client leaves it, then asked as the agent asks
+        await controller.preload(model, keep_seconds=None, num_ctx=None, timeout=timeout)
+        changed = await prober.probe("context change", model)
+        verdict = cold_vs_repeat(changed, await prober.probe("repeat", model))
     answer: dict[str, Any] = {
         "model": model,
         "scenario": scenario,
         "at": dt_util.utcnow().isoformat(),
+        # The context its probes asked for (None: the server's), and whose it is.
+        "num_ctx": contexts[model],
+        "agent": plan.agent,
         "runs": runs_table(prober.runs),
         **verdict_as_dict(verdict),
         **extra,

@@ -9,7 +9,6 @@ from homeassistant.components.diagnostics import async_redact_data
 from homeassistant.const import CONF_API_KEY, CONF_URL
 from homeassistant.core import HomeAssistant
 
-from .agents import ollama_agents, openai_compatible_agents
 from .const import CONF_EXPORTER_URL
 from .core.server_url import redact_url
 from .data import LlmWarmthConfigEntry
@@ -39,10 +38,10 @@ async def async_get_config_entry_diagnostics(
         "events_connected": coordinator.events_connected,
         "capabilities": asdict(entry.runtime_data.client.capabilities),
         # Home Assistant's Ollama agents at this address: their models and how they ask.
-        "agents": [asdict(agent) for agent in ollama_agents(hass, entry)],
+        "agents": [asdict(agent) for agent in entry.runtime_data.agents.ollama],
         "openai_compatible_agents": [
             {"name": name, "model": model, "integration": integration}
-            for name, model, integration in openai_compatible_agents(hass, entry)
+            for name, model, integration in entry.runtime_data.agents.openai_compatible
         ],
         "pins": {model: pin.as_dict() for model, pin in coordinator.pins.pins.items()},
         "diagnoses": coordinator.diagnoses,

@@ -9,12 +9,13 @@ five minutes and looks again. Profiles are stored, so one survives a restart.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Any, Final
 
 from homeassistant.core import CALLBACK_TYPE, HassJob, HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.event import async_track_point_in_utc_time
 
+from .agents import agent_context
 from .const import LOGGER
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
@@ -137,10 +138,14 @@ class IdleProfiler:
             if self._controller.held_back is not None and self._controller.held_back():
                 self._schedule(model, now + RETRY)  # the household needs the GPU now
                 continue
+            # Asked as its agent asks (its num_ctx): a probe that reloads the model would
+            # measure a load the agent would not have had.
+            options: dict[str, Any] = {"num_predict": DEFAULT_NUM_PREDICT}
+            num_ctx, _agent = agent_context(coordinator.config_entry, model)
+            if num_ctx is not None:
+                options["num_ctx"] = num_ctx
             try:
-                probe = await coordinator.async_probe(
-                    model, DEFAULT_PROMPT, options={"num_predict": DEFAULT_NUM_PREDICT}
-                )
+                probe = await coordinator.async_probe(model, DEFAULT_PROMPT, options=options)
             except (LlmServerError, HomeAssistantError) as err:
                 LOGGER.warning("%s: idle profile of %s: %s", coordinator.name, model, err)
                 self._schedule(model, now + RETRY)

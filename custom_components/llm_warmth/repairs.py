@@ -13,7 +13,6 @@ from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.util import dt as dt_util
 
-from .agents import ollama_agents
 from .const import DOMAIN
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
@@ -68,7 +67,7 @@ class RepairIssues:
         resolve = self._coordinator.resolve_model
         return [
             AgentUse(agent.name, resolve(agent.model), agent.num_ctx, agent.keep_alive)
-            for agent in ollama_agents(self._hass, self._entry)
+            for agent in self._entry.runtime_data.agents.ollama
         ]
 
     @callback

@@ -17,7 +17,7 @@ from homeassistant.util import dt as dt_util
 from homeassistant.util.json import JsonValueType
 import probatio as vol
 
-from .agents import agent_context, agent_system_prompt, ollama_agents
+from .agents import agent_system_prompt
 from .const import DOMAIN
 from .core.backends.base import GENERATION_TIMEOUT, KeepAlive
 from .core.pins import PRIORITY_MAX, PRIORITY_MIN, REASSERT_COST, Pin
@@ -25,7 +25,7 @@ from .core.server_url import redact_url
 from .core.summary import summary
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
-from .targets import TARGET_FIELDS, model_target, target
+from .targets import ATTR_NUM_CTX, NUM_CTX, TARGET_FIELDS, model_context, model_target, target
 
 SERVICE_EVICT: Final = "evict"
 SERVICE_PRELOAD: Final = "preload"
@@ -36,7 +36,6 @@ ATTR_EVICT: Final = "evict"
 ATTR_KEEP_FOR: Final = "keep_for"
 ATTR_KEEP_UNTIL: Final = "keep_until"
 ATTR_KEEP_FOREVER: Final = "keep_forever"
-ATTR_NUM_CTX: Final = "num_ctx"
 ATTR_PRIORITY: Final = "priority"
 ATTR_TIMEOUT: Final = "timeout"
 ATTR_UNTIL: Final = "until"
@@ -50,7 +49,6 @@ WARM_UP_PROMPT: Final = "Hello."
 # The turn after it, where the server reports what its prompt cache kept.
 NEXT_TURN_PROMPT: Final = "What time is it?"
 
-_NUM_CTX = vol.All(vol.Coerce(int), vol.Range(min=256, max=1_048_576))
 # Long: a client that gives up during a load makes Ollama abort the load.
 _LOAD_TIMEOUT = vol.All(vol.Coerce(float), vol.Range(min=1, max=1800))
 _DURATION = vol.All(cv.positive_time_period, vol.Range(min=timedelta(seconds=1)))
@@ -75,8 +73,7 @@ PRELOAD_SCHEMA = vol.Schema(
         ),
         vol.Exclusive(ATTR_KEEP_UNTIL, "keep"): cv.datetime,
         vol.Exclusive(ATTR_KEEP_FOREVER, "keep"): vol.All(cv.boolean, True),
-        # Ollama: the context to load it with (default: its agent's, so no reload follows).
-        vol.Optional(ATTR_NUM_CTX): vol.All(vol.Coerce(int), vol.Range(min=256, max=1_048_576)),
+        vol.Optional(ATTR_NUM_CTX): NUM_CTX,
         # Long: a client that gives up during a load makes Ollama abort the load.
         vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): vol.All(
             vol.Coerce(float), vol.Range(min=1, max=1800)
@@ -91,8 +88,7 @@ PRELOAD_SCHEMA = vol.Schema(
         vol.Exclusive(ATTR_KEEP_FOR, "keep"): _DURATION,
         vol.Exclusive(ATTR_KEEP_UNTIL, "keep"): cv.datetime,
         vol.Exclusive(ATTR_KEEP_FOREVER, "keep"): vol.All(cv.boolean, True),
-        # Ollama: the context to load it with (default: its agent's, so no reload follows).
-        vol.Optional(ATTR_NUM_CTX): _NUM_CTX,
+        vol.Optional(ATTR_NUM_CTX): NUM_CTX,
         # Load even when the household guard says the house needs the GPU.
         vol.Optional(ATTR_FORCE, default=False): cv.boolean,
         # Then a request shaped like the agent's (its system prompt), timed by stage.
@@ -113,7 +109,7 @@ PIN_SCHEMA = vol.Schema(
         vol.Optional(ATTR_PRIORITY, default=0): vol.All(
             vol.Coerce(int), vol.Range(min=PRIORITY_MIN, max=PRIORITY_MAX)
         ),
-        vol.Optional(ATTR_NUM_CTX): _NUM_CTX,
+        vol.Optional(ATTR_NUM_CTX): NUM_CTX,
         vol.Optional(ATTR_FORCE, default=False): cv.boolean,
         vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): _LOAD_TIMEOUT,
     }
@@ -221,21 +217,6 @@ def _decides_by_itself(entry: LlmWarmthConfigEntry) -> bool:
     return entry.runtime_data.client.capabilities.keep_alive is not KeepAlive.IDLE_TIMER
 
 
-def _context(
-    call: ServiceCall, entry: LlmWarmthConfigEntry, model: str
-) -> tuple[int | None, str | None]:
-    """Return the context to load with (the call's, else its agent's), and the agent."""
-    if ATTR_NUM_CTX in call.data:
-        if _decides_by_itself(entry):
-            raise ServiceValidationError(
-                translation_domain=DOMAIN,
-                translation_key="num_ctx_not_supported",
-                translation_placeholders={"server": entry.title},
-            )
-        return call.data[ATTR_NUM_CTX], None
-    return agent_context(call.hass, entry, model)
-
-
 def _known_model(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str, dict[str, str]]:
     """Return the entry, the model (one the server has: else refused) and its placeholders."""
     entry, requested = model_target(call)
@@ -255,7 +236,7 @@ async def _async_preload(call: ServiceCall) -> ServiceResponse:
     """Load a model now (or find it loaded); say how long its load took."""
     entry, model, placeholders = _known_model(call)
     keep_seconds = _keep_seconds(call, entry)
-    num_ctx, agent = _context(call, entry, model)
+    num_ctx, agent = model_context(call, entry, model)
     _guard_check(entry, model, force=call.data[ATTR_FORCE])
     with translated_errors(call.hass, entry, placeholders):
         done = await entry.runtime_data.controller.preload(
@@ -290,7 +271,7 @@ async def _warm_up(
     system: str | None = call.data.get(ATTR_SYSTEM_PROMPT)
     source: str | None = "call" if system else None
     resolve = entry.runtime_data.coordinator.resolve_model
-    agents = [a for a in ollama_agents(call.hass, entry) if resolve(a.model) == model]
+    agents = [a for a in entry.runtime_data.agents.ollama if resolve(a.model) == model]
     if system is None and agents:
         system, source = await agent_system_prompt(call.hass, agents[0]), agents[0].name
     think = agents[0].think if agents else None
@@ -355,7 +336,7 @@ async def _async_pin(call: ServiceCall) -> ServiceResponse:
     """Keep a model resident until unpinned or until a time; load it now."""
     entry, model, placeholders = _known_model(call)
     until = _pin_end(call)
-    num_ctx, agent = _context(call, entry, model)
+    num_ctx, agent = model_context(call, entry, model)
     pin = Pin(
         model=model,
         priority=call.data[ATTR_PRIORITY],

@@ -176,5 +176,5 @@ class ModelSensor(ModelEntity, SensorEntity):
         )
         if description.names_agents:
             entry = self.coordinator.config_entry
-            attrs["agents"] = [a.name for a in agents_of_model(self.hass, entry, self.model)]
+            attrs["agents"] = [a.name for a in agents_of_model(entry, self.model)]
         return attrs or None

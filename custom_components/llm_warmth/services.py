@@ -48,14 +48,13 @@ from .residency_actions import (
     SERVICE_UNPIN,
     async_register_residency_actions,
 )
-from .targets import ATTR_MODEL, TARGET_FIELDS, model_target
+from .targets import ATTR_MODEL, ATTR_NUM_CTX, NUM_CTX, TARGET_FIELDS, model_context, model_target
 
 SERVICE_PROBE: Final = "probe"
 SERVICE_DASHBOARD: Final = "dashboard"
 ATTR_PROMPT: Final = "prompt"
 ATTR_LONG_PROMPT: Final = "long_prompt"
 ATTR_API: Final = "api"
-ATTR_NUM_CTX: Final = "num_ctx"
 ATTR_OPTIONS: Final = "options"
 ATTR_TIMEOUT: Final = "timeout"
 
@@ -65,7 +64,7 @@ PROBE_SCHEMA = vol.Schema(
         vol.Optional(ATTR_PROMPT): vol.All(cv.string, vol.Length(min=1)),
         vol.Optional(ATTR_LONG_PROMPT, default=False): cv.boolean,
         vol.Optional(ATTR_API, default="chat"): vol.In(["chat", "generate"]),
-        vol.Optional(ATTR_NUM_CTX): vol.All(vol.Coerce(int), vol.Range(min=256, max=1_048_576)),
+        vol.Optional(ATTR_NUM_CTX): NUM_CTX,
         vol.Optional(ATTR_OPTIONS): dict,
         vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): vol.All(
             vol.Coerce(float), vol.Range(min=1, max=1800)
@@ -182,8 +181,13 @@ async def _async_probe(call: ServiceCall) -> ServiceResponse:
     )
     options: dict[str, Any] = {"num_predict": DEFAULT_NUM_PREDICT}
     options.update(call.data.get(ATTR_OPTIONS) or {})
-    if ATTR_NUM_CTX in call.data:
-        options["num_ctx"] = call.data[ATTR_NUM_CTX]
+    # Asked as the agent asks (its num_ctx): a probe that reloads the model would measure
+    # a load the agent never sees, and leave the agent's next turn a reload.
+    agent = None
+    if ATTR_NUM_CTX in call.data or "num_ctx" not in options:
+        num_ctx, agent = model_context(call, entry, model)
+        if num_ctx is not None:
+            options["num_ctx"] = num_ctx
     placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
     with translated_errors(call.hass, entry, placeholders):
         probe = await coordinator.async_probe(
@@ -198,5 +202,7 @@ async def _async_probe(call: ServiceCall) -> ServiceResponse:
         "summary": summary(probe.sample, probe.verdict),
         "classification": probe.verdict.classification.value,
         "dominant_stage": probe.verdict.dominant_stage.value,
+        "num_ctx": options.get("num_ctx"),
+        "agent": agent,
         **probe.sample.as_response(),
     }

@@ -68,7 +68,7 @@ class KeepWarmSwitch(ModelEntity, SwitchEntity):
     async def async_turn_on(self, **kwargs: Any) -> None:
         """Pin the model until turned off; load it now."""
         entry = self.coordinator.config_entry
-        num_ctx, _agent = agent_context(self.hass, entry, self.model)
+        num_ctx, _agent = agent_context(entry, self.model)
         pin = Pin(model=self.model, num_ctx=num_ctx, since=dt_util.utcnow())
         if (guard := entry.runtime_data.guard) is not None:
             guard.check(self.model, force=False)

@@ -1,4 +1,9 @@
-"""Which server and model an action acts on: a model's device, or a server and a name."""
+"""Which server and model an action acts on, and the context its requests load it with.
+
+The target: a model's device, or a server and a name. The context (Ollama's ``num_ctx``):
+the call's, else that of Home Assistant's Ollama agent that uses the model, so that what an
+action sends does not make the agent's next turn reload the model.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +15,17 @@ from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import config_validation as cv, device_registry as dr, service
 import probatio as vol
 
+from .agents import agent_context
 from .const import DOMAIN
+from .core.backends.base import KeepAlive
 from .data import LlmWarmthConfigEntry
 from .devices import server_device_identifier
 
 ATTR_DEVICE_ID: Final = "device_id"
 ATTR_MODEL: Final = "model"
+ATTR_NUM_CTX: Final = "num_ctx"
+# Ollama: the context to load with (default: its agent's, so no reload follows).
+NUM_CTX: Final = vol.All(vol.Coerce(int), vol.Range(min=256, max=1_048_576))
 
 # The fields that name the target of every action on a model.
 TARGET_FIELDS: Final[dict[Any, Any]] = {
@@ -77,3 +87,22 @@ def target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str | None]:
         raise ServiceValidationError(translation_domain=DOMAIN, translation_key="no_model_target")
     entry = service.async_get_config_entry(call.hass, DOMAIN, call.data[ATTR_CONFIG_ENTRY_ID])
     return cast(LlmWarmthConfigEntry, entry), named
+
+
+def model_context(
+    call: ServiceCall, entry: LlmWarmthConfigEntry, model: str
+) -> tuple[int | None, str | None]:
+    """Return the context to load ``model`` with (the call's, else its agent's), and the agent.
+
+    Only Ollama takes a context per request: the other servers' configuration sets it, and
+    a call that gives one there is refused.
+    """
+    if ATTR_NUM_CTX in call.data:
+        if entry.runtime_data.client.capabilities.keep_alive is not KeepAlive.IDLE_TIMER:
+            raise ServiceValidationError(
+                translation_domain=DOMAIN,
+                translation_key="num_ctx_not_supported",
+                translation_placeholders={"server": entry.title},
+            )
+        return call.data[ATTR_NUM_CTX], None
+    return agent_context(entry, model)

@@ -125,6 +125,12 @@ def cold_vs_repeat(cold: Run, repeat: Run) -> Verdict:
                 f"slow after a context change: reload for num_ctx {cold.num_ctx_after} vs "
                 f"{cold.num_ctx_before} (load {_s(grew)})"
             )
+        elif cold.num_ctx_after and not cold.num_ctx_before:
+            # The server does not tell the context it had (Ollama before 0.10).
+            words = (
+                f"slow after a context change: reload for num_ctx {cold.num_ctx_after} "
+                f"(load {_s(grew)})"
+            )
         else:
             words = f"reloaded without eviction (load {_s(grew)})"
         return Verdict(Pattern.CONTEXT_RELOAD, stage, grew, words, Recommendation.SAME_CONTEXT)
