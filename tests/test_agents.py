@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from unittest.mock import patch
 
+from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
@@ -127,6 +129,20 @@ async def test_the_agents_are_read_again_when_an_entry_changes(
         await runtime.coordinator.async_refresh()
         await hass.async_block_till_done()
     assert entries.call_count == 0
+    # A second agent added as a subentry, then removed again.
+    office = ConfigSubentry(
+        data=MappingProxyType({"model": LLAMA, "num_ctx": 2048}),
+        subentry_type="conversation",
+        title="Office",
+        unique_id=None,
+    )
+    hass.config_entries.async_add_subentry(agent, office)
+    await hass.async_block_till_done()
+    assert agent_context(init_integration, LLAMA) == (2048, "Office")
+    assert hass.states.get(WARMTH.format("llama3_2_3b")).attributes["agents"] == ["Office"]
+    hass.config_entries.async_remove_subentry(agent, office.subentry_id)
+    await hass.async_block_till_done()
+    assert agent_context(init_integration, LLAMA) == (None, None)
     # Removed: no agent left.
     await hass.config_entries.async_remove(agent.entry_id)
     await hass.async_block_till_done()

@@ -6,6 +6,7 @@ from custom_components.llm_warmth.core.diagnose import (
     Recommendation,
     Run,
     cold_vs_repeat,
+    context_change,
     first_expanded,
     model_switch,
     prefill_per_token,
@@ -68,10 +69,33 @@ def test_reload_for_another_context() -> None:
     assert verdict.recommendation is Recommendation.SAME_CONTEXT
     plain = cold_vs_repeat(run("cold", sample(3000.0, load=2800.0)), WARM)
     assert plain.words == "reloaded without eviction (load 2.8 s)"
-    # Where the server does not tell the context it had, the one asked for is said.
-    asked = cold_vs_repeat(run("cold", sample(3000.0, load=2800.0), num_ctx_after=1024), WARM)
-    assert asked.pattern is Pattern.CONTEXT_RELOAD
-    assert asked.words == "slow after a context change: reload for num_ctx 1024 (load 2.8 s)"
+    # A reload where the server does not tell the context it had: no context change said.
+    unknown = cold_vs_repeat(run("cold", sample(3000.0, load=2800.0), num_ctx_after=1024), WARM)
+    assert unknown.words == "reloaded without eviction (load 2.8 s)"
+
+
+def test_a_context_change_scenario() -> None:
+    """Loaded with the server's default context, then asked for with 1024."""
+    changed = run("context change", sample(3000.0, load=2800.0), num_ctx_after=1024)
+    verdict = context_change(changed, WARM)
+    assert (verdict.pattern, verdict.stage, verdict.recommendation) == (
+        Pattern.CONTEXT_RELOAD,
+        "load",
+        Recommendation.SAME_CONTEXT,
+    )
+    assert verdict.words == (
+        "slow after a context change: reload for num_ctx 1024 vs the server's default (load 2.8 s)"
+    )
+    reported = run(
+        "context change", sample(3000.0, load=2800.0), num_ctx_before=512, num_ctx_after=1024
+    )
+    assert "reload for num_ctx 1024 vs 512 (" in context_change(reported, WARM).words
+    # The same context (no reload): nothing expanded, and that is what it says.
+    same = context_change(run("context change", sample(85.0), num_ctx_after=512), WARM)
+    assert same.pattern is Pattern.NO_CLEAR_STAGE
+    # Not resident before (something evicted it in between): judged as a cold start.
+    evicted = context_change(run("context change", sample(3000.0, load=2800.0), before=False), WARM)
+    assert evicted.pattern is Pattern.EVICTED
 
 
 def test_every_request_slow_is_not_eviction() -> None:

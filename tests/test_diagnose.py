@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from homeassistant.core import Context, HomeAssistant
@@ -259,10 +260,23 @@ async def test_every_probe_asks_as_the_agent_asks(
     assert (probe["num_ctx"], probe["agent"]) == (16384, "Kitchen")
     assert probe_contexts(emulator)[-1] == (LLAMA, 16384)
     assert probe["queue_and_load_ms"] < 300
-    # Given by the call, it wins (and the model is reloaded for it).
+    # Given by the call, it wins (and the model is reloaded for it); the field over options.
     probe = await call(hass, "probe", config_entry_id=ENTRY_ID, model=LLAMA, num_ctx=4096)
     assert (probe["num_ctx"], probe["agent"]) == (4096, None)
     assert probe["queue_and_load_ms"] >= 400
+    probe = await call(
+        hass, "probe", config_entry_id=ENTRY_ID, model=LLAMA, options={"num_ctx": 1024}
+    )
+    assert (probe["num_ctx"], probe_contexts(emulator)[-1]) == (1024, (LLAMA, 1024))
+    probe = await call(
+        hass,
+        "probe",
+        config_entry_id=ENTRY_ID,
+        model=LLAMA,
+        num_ctx=2048,
+        options={"num_ctx": 1024},
+    )
+    assert (probe["num_ctx"], probe_contexts(emulator)[-1]) == (2048, (LLAMA, 2048))
 
 
 async def test_a_context_change_reloads_the_resident_model(
@@ -285,14 +299,22 @@ async def test_a_context_change_reloads_the_resident_model(
         f"slow after a context change: reload for num_ctx 8192 vs {emulator.default_num_ctx}"
     )
     assert answer["expanded_ms"] >= 500
-    # The load before the probes asked for no context (as another client would).
+    # The load before the probes asked for no context (as another client would); the one
+    # after them left the model as the agent asks: its context, kept for ever (no reload).
     loads = [r.json for r in emulator.requests if r.path == "/api/generate"]
-    assert loads[-1] == {"model": LLAMA}
-    # An Ollama that does not tell the context it had (before 0.10): the one asked for.
+    assert loads[-2:] == [
+        {"model": LLAMA},
+        {"model": LLAMA, "keep_alive": -1, "options": {"num_ctx": 8192}},
+    ]
+    assert answer["left_for_agent"] == "Kitchen"
+    assert (emulator.loaded[LLAMA].num_ctx, emulator.loaded[LLAMA].keep_alive) == (8192, math.inf)
+    # An Ollama that does not tell the context it had (before 0.10): the server's default.
     emulator.report_context_length = False
     answer = await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA, scenario="context_change")
     assert answer["pattern"] == "context_reload"
-    assert answer["verdict"].startswith("slow after a context change: reload for num_ctx 8192 (")
+    assert answer["verdict"].startswith(
+        "slow after a context change: reload for num_ctx 8192 vs the server's default ("
+    )
 
 
 async def test_a_context_change_needs_a_context(
@@ -304,7 +326,8 @@ async def test_a_context_change_needs_a_context(
     with pytest.raises(ServiceValidationError) as err:
         await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA, scenario="context_change")
     assert err.value.translation_key == "diagnose_no_context"
-    # Given in the call, it runs: the same context everywhere, so no reload at all.
+    # Given in the call, it runs: the same context everywhere, so no reload at all. (An
+    # other_model is for a switch: here it changes nothing.)
     emulator.models[LLAMA].load_delay = 0.6
     answer = await diagnose(
         hass,
@@ -312,9 +335,12 @@ async def test_a_context_change_needs_a_context(
         model=LLAMA,
         scenario="context_change",
         num_ctx=emulator.default_num_ctx,
+        other_model=LLAMA,
     )
     assert answer["pattern"] == "no_clear_stage"
     assert answer["verdict"].startswith("no clear stage expanded")
+    assert probe_contexts(emulator)[-2:] == [(LLAMA, emulator.default_num_ctx)] * 2
+    assert answer["left_for_agent"] is None  # no agent: left as the runs left it
     # llama-server's configuration sets the context: nothing a request changes.
     entry = await add_server(hass, server.url)
     with pytest.raises(ServiceValidationError) as err:
@@ -325,7 +351,22 @@ async def test_a_context_change_needs_a_context(
     with pytest.raises(ServiceValidationError) as err:
         await diagnose(hass, config_entry_id=entry.entry_id, model="tiny", num_ctx=2048)
     assert err.value.translation_key == "num_ctx_not_supported"
-    with pytest.raises(ServiceValidationError) as err:
-        await call(hass, "probe", config_entry_id=entry.entry_id, model="tiny", num_ctx=2048)
-    assert err.value.translation_key == "num_ctx_not_supported"
+    for context in ({"num_ctx": 2048}, {"options": {"num_ctx": 2048}}):
+        with pytest.raises(ServiceValidationError) as err:
+            await call(hass, "probe", config_entry_id=entry.entry_id, model="tiny", **context)
+        assert err.value.translation_key == "num_ctx_not_supported"
     await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_a_switch_asks_each_model_as_its_agent_does(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """Each model with its own agent's num_ctx; the diagnosed one is left as its agent asks."""
+    add_agent(hass, emulator.url, LLAMA, 8192)
+    add_agent(hass, emulator.url, QWEN, 4096)
+    answer = await diagnose(
+        hass, config_entry_id=ENTRY_ID, model=LLAMA, scenario="model_switch", other_model=QWEN
+    )
+    assert probe_contexts(emulator) == [(LLAMA, 8192), (LLAMA, 8192), (QWEN, 4096), (LLAMA, 8192)]
+    assert answer["left_for_agent"] == "Kitchen"
+    assert emulator.loaded[LLAMA].keep_alive == math.inf  # kept for ever

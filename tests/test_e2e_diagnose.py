@@ -74,12 +74,23 @@ async def test_a_context_change_on_the_real_ollama(
     )
     await proxy.stop()
     print(f"\ncontext change on the real Ollama: {answer['verdict']}")
-    # What it sent: one load without a context (another client), two probes with the agent's.
+    # What it sent: one load without a context (another client), two probes with the agent's,
+    # and one load that left big as the agent asks (its context, kept for ever).
     loads = [r.json() for r in proxy.requests if r.path == "/api/generate"]
     chats = [r for r in proxy.requests if r.path == "/api/chat"]
-    assert [load.get("options") for load in loads] == [None]
+    assert [(load.get("options"), load.get("keep_alive")) for load in loads] == [
+        (None, None),
+        ({"num_ctx": 1024}, -1),
+    ]
     assert [r.json()["options"]["num_ctx"] for r in chats] == [1024, 1024]
-    assert (answer["num_ctx"], answer["agent"]) == (1024, "Kitchen")
+    assert (answer["num_ctx"], answer["agent"], answer["left_for_agent"]) == (
+        1024,
+        "Kitchen",
+        "Kitchen",
+    )
+    # The last load did not reload big (same context): the server's own load_duration.
+    left = [r for r in proxy.requests if r.path == "/api/generate"][-1].last_reply_line()
+    assert left["load_duration"] < 100_000_000
     # The stages are the server's own figures: its load_duration says it reloaded big.
     for run, chat in zip(answer["runs"], chats, strict=True):
         reply = chat.last_reply_line()
@@ -92,7 +103,7 @@ async def test_a_context_change_on_the_real_ollama(
         "same_context",
     )
     # Ollama 0.9 does not report the context it had; 0.10 and later do ("vs 512").
-    assert answer["verdict"].startswith("slow after a context change: reload for num_ctx 1024")
+    assert answer["verdict"].startswith("slow after a context change: reload for num_ctx 1024 vs")
     await evict(url, "big")
     await hass.config_entries.async_unload(entry.entry_id)
 

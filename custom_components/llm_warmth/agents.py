@@ -20,7 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from homeassistant.config_entries import SIGNAL_CONFIG_ENTRY_CHANGED
+from homeassistant.config_entries import (
+    SIGNAL_CONFIG_ENTRY_CHANGED,
+    ConfigEntry,
+    ConfigEntryChange,
+)
 from homeassistant.const import CONF_LLM_HASS_API, CONF_PROMPT, CONF_URL
 from homeassistant.core import CALLBACK_TYPE, Context, HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
@@ -91,8 +95,9 @@ class AgentDirectory:
         self._read()
 
         @callback
-        def entry_changed(_change: object, _entry: object) -> None:
-            if self._read():
+        def entry_changed(_change: ConfigEntryChange, changed_entry: ConfigEntry) -> None:
+            # LLM Warmth's own entries hold no agents (and change as they load).
+            if changed_entry.domain != DOMAIN and self._read():
                 changed()
 
         return async_dispatcher_connect(self._hass, SIGNAL_CONFIG_ENTRY_CHANGED, entry_changed)
@@ -197,6 +202,16 @@ def _whole(value: object, default: int) -> int:
 
 
 @callback
+def model_agent(entry: LlmWarmthConfigEntry, model: str) -> Agent | None:
+    """Return the first of Home Assistant's Ollama agents that uses ``model`` (Ollama only)."""
+    runtime = entry.runtime_data
+    if runtime.client.capabilities.keep_alive is not KeepAlive.IDLE_TIMER:
+        return None
+    resolve = runtime.coordinator.resolve_model
+    return next((a for a in runtime.agents.ollama if resolve(a.model) == model), None)
+
+
+@callback
 def agent_context(entry: LlmWarmthConfigEntry, model: str) -> tuple[int | None, str | None]:
     """Return the context to load ``model`` with, and the agent it comes from.
 
@@ -204,13 +219,8 @@ def agent_context(entry: LlmWarmthConfigEntry, model: str) -> tuple[int | None, 
     Ollama agents uses is loaded with that agent's. The other servers set the context in
     their own configuration: None.
     """
-    runtime = entry.runtime_data
-    if runtime.client.capabilities.keep_alive is not KeepAlive.IDLE_TIMER:
-        return None, None
-    for agent in runtime.agents.ollama:
-        if runtime.coordinator.resolve_model(agent.model) == model:
-            return agent.num_ctx, agent.name
-    return None, None
+    agent = model_agent(entry, model)
+    return (agent.num_ctx, agent.name) if agent else (None, None)
 
 
 def _same_server(url: object, unique_id: str | None, port: int) -> bool:

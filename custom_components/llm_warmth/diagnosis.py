@@ -16,12 +16,14 @@ from homeassistant.util import dt as dt_util
 from homeassistant.util.hass_dict import HassKey
 import probatio as vol
 
-from .agents import agent_context
-from .const import DOMAIN, EVENT_DIAGNOSIS_PROGRESS
+from .agents import agent_context, model_agent
+from .const import DOMAIN, EVENT_DIAGNOSIS_PROGRESS, LOGGER
 from .core.backends.base import GENERATION_TIMEOUT, KeepAlive
+from .core.backends.errors import LlmServerError
 from .core.diagnose import (
     Run,
     cold_vs_repeat,
+    context_change,
     model_switch,
     prefill_per_token,
     prompt_cost,
@@ -44,6 +46,8 @@ SCENARIOS: Final = (
     "competing_load",
     "context_change",
 )
+# The scenarios that need another model.
+_WITH_OTHER: Final = ("model_switch", "competing_load")
 # The probes of each scenario.
 _STEPS: Final = {
     "cold_vs_repeat": 2,
@@ -152,7 +156,8 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
     coordinator = entry.runtime_data.coordinator
     model = coordinator.resolve_model(requested)
     scenario = call.data[ATTR_SCENARIO]
-    other = call.data.get(ATTR_OTHER_MODEL)
+    # The other model of a switch or a competing load (the other scenarios have none).
+    other = call.data.get(ATTR_OTHER_MODEL) if scenario in _WITH_OTHER else None
     other = coordinator.resolve_model(other) if other else None
     placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
     for name in (model, other):
@@ -169,7 +174,7 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
                 translation_key="diagnose_pinned",
                 translation_placeholders={"model": name},
             )
-    if scenario in ("model_switch", "competing_load") and (other is None or other == model):
+    if scenario in _WITH_OTHER and (other is None or other == model):
         raise ServiceValidationError(
             translation_domain=DOMAIN,
             translation_key="diagnose_other_model",
@@ -185,7 +190,7 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
         raise ServiceValidationError(
             translation_domain=DOMAIN,
             translation_key="diagnose_no_context" if ollama else "context_change_not_supported",
-            translation_placeholders={"model": model, "server": entry.title},
+            translation_placeholders={"model": model} if ollama else {"server": entry.title},
         )
     key = (entry.entry_id, model)
     running = call.hass.data.setdefault(_RUNNING, {})
@@ -277,7 +282,8 @@ async def _async_run(entry: LlmWarmthConfigEntry, plan: _Plan) -> dict[str, Any]
     else:  # context_change: loaded as another client leaves it, then asked as the agent asks
         await controller.preload(model, keep_seconds=None, num_ctx=None, timeout=timeout)
         changed = await prober.probe("context change", model)
-        verdict = cold_vs_repeat(changed, await prober.probe("repeat", model))
+        verdict = context_change(changed, await prober.probe("repeat", model))
+    left_for = await _async_leave_for_agent(entry, model, timeout)
     answer: dict[str, Any] = {
         "model": model,
         "scenario": scenario,
@@ -285,6 +291,8 @@ async def _async_run(entry: LlmWarmthConfigEntry, plan: _Plan) -> dict[str, Any]
         # The context its probes asked for (None: the server's), and whose it is.
         "num_ctx": contexts[model],
         "agent": plan.agent,
+        # The agent the model was left loaded for, as it asks (None: left as the runs left it).
+        "left_for_agent": left_for,
         "runs": runs_table(prober.runs),
         **verdict_as_dict(verdict),
         **extra,
@@ -294,6 +302,28 @@ async def _async_run(entry: LlmWarmthConfigEntry, plan: _Plan) -> dict[str, Any]
     coordinator.async_save_soon()
     coordinator.async_update_listeners()
     return answer
+
+
+async def _async_leave_for_agent(
+    entry: LlmWarmthConfigEntry, model: str, timeout: float
+) -> str | None:
+    """Load the model once more as its Ollama agent asks (its num_ctx and keep_alive).
+
+    The runs loaded it with no keep_alive (the server's default: 5 minutes on Ollama) and
+    perhaps another context: without this, an agent that keeps its model for ever would
+    find it gone, or reload it, at its next turn. Same context: no reload, only the keep.
+    Return the agent's name; None when no agent uses the model or the load failed.
+    """
+    if (agent := model_agent(entry, model)) is None:
+        return None
+    try:
+        await entry.runtime_data.controller.preload(
+            model, keep_seconds=agent.keep_alive, num_ctx=agent.num_ctx, timeout=timeout
+        )
+    except (LlmServerError, HomeAssistantError) as err:
+        LOGGER.warning("%s: could not leave %s as %s asks: %s", entry.title, model, agent.name, err)
+        return None
+    return agent.name
 
 
 CANCEL_SCHEMA = vol.Schema(TARGET_FIELDS)

@@ -183,11 +183,9 @@ async def _async_probe(call: ServiceCall) -> ServiceResponse:
     options.update(call.data.get(ATTR_OPTIONS) or {})
     # Asked as the agent asks (its num_ctx): a probe that reloads the model would measure
     # a load the agent never sees, and leave the agent's next turn a reload.
-    agent = None
-    if ATTR_NUM_CTX in call.data or "num_ctx" not in options:
-        num_ctx, agent = model_context(call, entry, model)
-        if num_ctx is not None:
-            options["num_ctx"] = num_ctx
+    num_ctx, agent = model_context(call, entry, model, options.get("num_ctx"))
+    if num_ctx is not None:
+        options["num_ctx"] = num_ctx
     placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
     with translated_errors(call.hass, entry, placeholders):
         probe = await coordinator.async_probe(

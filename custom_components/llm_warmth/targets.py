@@ -90,19 +90,21 @@ def target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str | None]:
 
 
 def model_context(
-    call: ServiceCall, entry: LlmWarmthConfigEntry, model: str
+    call: ServiceCall, entry: LlmWarmthConfigEntry, model: str, given: Any = None
 ) -> tuple[int | None, str | None]:
     """Return the context to load ``model`` with (the call's, else its agent's), and the agent.
 
+    The call's is its ``num_ctx`` field, else ``given`` (a probe's ``options.num_ctx``).
     Only Ollama takes a context per request: the other servers' configuration sets it, and
     a call that gives one there is refused.
     """
-    if ATTR_NUM_CTX in call.data:
+    given = call.data.get(ATTR_NUM_CTX, given)
+    if given is not None:
         if entry.runtime_data.client.capabilities.keep_alive is not KeepAlive.IDLE_TIMER:
             raise ServiceValidationError(
                 translation_domain=DOMAIN,
                 translation_key="num_ctx_not_supported",
                 translation_placeholders={"server": entry.title},
             )
-        return call.data[ATTR_NUM_CTX], None
+        return given, None
     return agent_context(entry, model)

@@ -125,12 +125,6 @@ def cold_vs_repeat(cold: Run, repeat: Run) -> Verdict:
                 f"slow after a context change: reload for num_ctx {cold.num_ctx_after} vs "
                 f"{cold.num_ctx_before} (load {_s(grew)})"
             )
-        elif cold.num_ctx_after and not cold.num_ctx_before:
-            # The server does not tell the context it had (Ollama before 0.10).
-            words = (
-                f"slow after a context change: reload for num_ctx {cold.num_ctx_after} "
-                f"(load {_s(grew)})"
-            )
         else:
             words = f"reloaded without eviction (load {_s(grew)})"
         return Verdict(Pattern.CONTEXT_RELOAD, stage, grew, words, Recommendation.SAME_CONTEXT)
@@ -159,6 +153,29 @@ def cold_vs_repeat(cold: Run, repeat: Run) -> Verdict:
         grew,
         f"the first token itself took longer ({_s(grew)} more)",
         Recommendation.NOTHING_TO_WARM,
+    )
+
+
+def context_change(changed: Run, repeat: Run) -> Verdict:
+    """Judge a request with another context than the resident model's, against its repeat.
+
+    The model was loaded with the server's default context (as a client that sends none
+    leaves it), then asked for with ``num_ctx_after``: a load that expanded is the reload
+    that context change costs. The server may not report the context it had (Ollama
+    before 0.10): then it is the server's default, by construction.
+    """
+    expanded = first_expanded(changed.sample, repeat.sample)
+    if expanded is None or expanded[0] != "load" or not changed.resident_before:
+        return cold_vs_repeat(changed, repeat)
+    grew = expanded[1]
+    had = changed.num_ctx_before or "the server's default"
+    return Verdict(
+        Pattern.CONTEXT_RELOAD,
+        "load",
+        grew,
+        f"slow after a context change: reload for num_ctx {changed.num_ctx_after} vs {had} "
+        f"(load {_s(grew)})",
+        Recommendation.SAME_CONTEXT,
     )
 
 
