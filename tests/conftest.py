@@ -99,6 +99,32 @@ def add_entry(hass: HomeAssistant, entry: MockConfigEntry) -> MockConfigEntry:
     return entry
 
 
+def add_ollama_agent(
+    hass: HomeAssistant,
+    url: str,
+    model: str,
+    *,
+    title: str = "Kitchen assistant",
+    **settings: Any,
+) -> MockConfigEntry:
+    """Home Assistant's Ollama integration at ``url`` with one conversation agent (a subentry)."""
+    return add_entry(
+        hass,
+        MockConfigEntry(
+            domain="ollama",
+            data={"url": url},
+            subentries_data=[
+                {
+                    "data": {"model": model, **settings},
+                    "subentry_type": "conversation",
+                    "title": title,
+                    "unique_id": None,
+                }
+            ],
+        ),
+    )
+
+
 def model_id(entry: ConfigEntry, entity_id: str) -> str:
     """Return a model entity's id as Home Assistant makes it: the server's name comes first.
 

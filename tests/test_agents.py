@@ -12,7 +12,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from custom_components.llm_warmth.agents import agent_context
 from custom_components.llm_warmth.diagnostics import async_get_config_entry_diagnostics
 
-from .conftest import LLAMA, QWEN, add_entry
+from .conftest import LLAMA, QWEN, add_entry, add_ollama_agent
 from .ollama_emulator import OllamaEmulator
 
 WARMTH = "sensor.ollama_test_{}_warmth"
@@ -21,21 +21,7 @@ WARMTH = "sensor.ollama_test_{}_warmth"
 async def test_the_agents_of_a_model_are_named_on_its_device(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
 ) -> None:
-    add_entry(
-        hass,
-        MockConfigEntry(
-            domain="ollama",
-            data={"url": emulator.url},
-            subentries_data=[
-                {
-                    "data": {"model": "llama3.2:3b", "num_ctx": 8192},
-                    "subentry_type": "conversation",
-                    "title": "Kitchen assistant",
-                    "unique_id": None,
-                }
-            ],
-        ),
-    )
+    add_ollama_agent(hass, emulator.url, LLAMA, num_ctx=8192)
     # An OpenAI-compatible integration pointed at the server's /v1 (model in its options),
     # one with agents as subentries, and some that are not this server's.
     add_entry(
@@ -92,21 +78,7 @@ async def test_the_agents_are_read_again_when_an_entry_changes(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
 ) -> None:
     """Read once, and again on each change of a config entry: not on every poll."""
-    agent = add_entry(
-        hass,
-        MockConfigEntry(
-            domain="ollama",
-            data={"url": emulator.url},
-            subentries_data=[
-                {
-                    "data": {"model": LLAMA, "num_ctx": 8192},
-                    "subentry_type": "conversation",
-                    "title": "Kitchen",
-                    "unique_id": None,
-                }
-            ],
-        ),
-    )
+    agent = add_ollama_agent(hass, emulator.url, LLAMA, title="Kitchen", num_ctx=8192)
     await hass.async_block_till_done()
     runtime = init_integration.runtime_data
     assert agent_context(init_integration, LLAMA) == (8192, "Kitchen")

@@ -17,7 +17,7 @@ from pytest_homeassistant_custom_component.common import (
 from custom_components.llm_warmth.const import DOMAIN, EVENT_DIAGNOSIS_PROGRESS
 from custom_components.llm_warmth.diagnostics import async_get_config_entry_diagnostics
 
-from .conftest import ENTRY_ID, LLAMA, QWEN, add_entry
+from .conftest import ENTRY_ID, LLAMA, QWEN, add_ollama_agent
 from .e2e import add_server, wait_until
 from .llama_server_emulator import LlamaServerEmulator
 from .ollama_emulator import OllamaEmulator
@@ -213,25 +213,6 @@ async def test_each_run_says_what_the_gpu_did(
     }
 
 
-def add_agent(hass: HomeAssistant, url: str, model: str, num_ctx: int) -> None:
-    """Home Assistant's Ollama agent "Kitchen" at ``url``, using ``model`` with ``num_ctx``."""
-    add_entry(
-        hass,
-        MockConfigEntry(
-            domain="ollama",
-            data={"url": url},
-            subentries_data=[
-                {
-                    "data": {"model": model, "num_ctx": num_ctx, "keep_alive": -1},
-                    "subentry_type": "conversation",
-                    "title": "Kitchen",
-                    "unique_id": None,
-                }
-            ],
-        ),
-    )
-
-
 def probe_contexts(emulator: OllamaEmulator) -> list[tuple[str, Any]]:
     """The model and ``options.num_ctx`` of each chat request the emulator received."""
     return [
@@ -245,7 +226,7 @@ async def test_every_probe_asks_as_the_agent_asks(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
 ) -> None:
     """With the agent's num_ctx a warm model stays loaded: only the intended state changes."""
-    add_agent(hass, emulator.url, LLAMA, 16384)
+    add_ollama_agent(hass, emulator.url, LLAMA, title="Kitchen", num_ctx=16384)
     emulator.models[LLAMA].load_delay = 0.4
     await call(hass, "preload", config_entry_id=ENTRY_ID, model=LLAMA)  # at the agent's 16384
     answer = await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA, scenario="short_vs_long")
@@ -283,7 +264,7 @@ async def test_a_context_change_reloads_the_resident_model(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
 ) -> None:
     """Loaded as another client leaves it (the default 2048), then asked with the agent's."""
-    add_agent(hass, emulator.url, LLAMA, 8192)
+    add_ollama_agent(hass, emulator.url, LLAMA, title="Kitchen", num_ctx=8192)
     emulator.models[LLAMA].load_delay = 0.6
     answer = await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA, scenario="context_change")
     assert [(r["run"], r["resident_before"], r["resident_after"]) for r in answer["runs"]] == [
@@ -362,8 +343,8 @@ async def test_a_switch_asks_each_model_as_its_agent_does(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
 ) -> None:
     """Each model with its own agent's num_ctx; the diagnosed one is left as its agent asks."""
-    add_agent(hass, emulator.url, LLAMA, 8192)
-    add_agent(hass, emulator.url, QWEN, 4096)
+    add_ollama_agent(hass, emulator.url, LLAMA, title="Kitchen", num_ctx=8192)
+    add_ollama_agent(hass, emulator.url, QWEN, title="Kitchen", num_ctx=4096)
     answer = await diagnose(
         hass, config_entry_id=ENTRY_ID, model=LLAMA, scenario="model_switch", other_model=QWEN
     )

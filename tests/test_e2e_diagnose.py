@@ -16,9 +16,9 @@ import pytest
 
 from custom_components.llm_warmth.const import DOMAIN
 
+from .conftest import add_ollama_agent
 from .e2e import add_server, drop_from_page_cache, evict, model_file, server_url
 from .recording_proxy import RecordingProxy
-from .test_diagnose import add_agent
 from .test_e2e_llama_server import unload_all
 
 
@@ -68,7 +68,9 @@ async def test_a_context_change_on_the_real_ollama(
     proxy = RecordingProxy(url)
     await proxy.start()
     entry = await add_server(hass, proxy.url)
-    add_agent(hass, proxy.url, "big", 1024)  # Home Assistant's Ollama agent, num_ctx 1024
+    add_ollama_agent(
+        hass, proxy.url, "big", title="Kitchen", num_ctx=1024
+    )  # Home Assistant's Ollama agent, num_ctx 1024
     answer = await diagnose(
         hass, config_entry_id=entry.entry_id, model="big", scenario="context_change"
     )

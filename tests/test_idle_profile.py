@@ -17,9 +17,9 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, async_
 from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES
 from custom_components.llm_warmth.core.idle_profile import IdleProfile, IdleResult
 
-from .conftest import ENTRY_ID, LLAMA, ollama_request
+from .conftest import ENTRY_ID, LLAMA, add_ollama_agent, ollama_request
 from .ollama_emulator import OllamaEmulator
-from .test_diagnose import add_agent, probe_contexts
+from .test_diagnose import probe_contexts
 from .test_pin import call
 
 SENSOR = "sensor.ollama_test_llama3_2_3b_idle_profile"
@@ -129,7 +129,7 @@ async def test_the_profile_asks_as_the_agent_asks(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
 ) -> None:
     """Probes with the agent's num_ctx: a resident model is found resident, not reloaded."""
-    add_agent(hass, emulator.url, LLAMA, 8192)
+    add_ollama_agent(hass, emulator.url, LLAMA, title="Kitchen", num_ctx=8192)
     clock = Clock(hass, emulator)
     emulator.models[LLAMA].load_delay = 0.3
     await call(hass, "preload", config_entry_id=ENTRY_ID, model=LLAMA)  # as the agent left it

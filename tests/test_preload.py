@@ -18,7 +18,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUs
 from custom_components.llm_warmth.const import DOMAIN
 from custom_components.llm_warmth.diagnostics import async_get_config_entry_diagnostics
 
-from .conftest import ENTRY_ID, LLAMA, QWEN, add_entry, model_id
+from .conftest import ENTRY_ID, LLAMA, QWEN, add_ollama_agent, model_id
 from .e2e import add_server, ollama_call, ollama_get, server_url, wait_until
 from .llama_server_emulator import LlamaServerEmulator
 from .ollama_emulator import OllamaEmulator
@@ -172,21 +172,7 @@ async def test_preload_loads_with_the_agents_context(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
 ) -> None:
     """Home Assistant's Ollama agent sends num_ctx on every turn: the preload loads with it."""
-    add_entry(
-        hass,
-        MockConfigEntry(
-            domain="ollama",
-            data={"url": emulator.url},
-            subentries_data=[
-                {
-                    "data": {"model": LLAMA, "num_ctx": 16384.0, "keep_alive": -1},
-                    "subentry_type": "conversation",
-                    "title": "Kitchen assistant",
-                    "unique_id": None,
-                }
-            ],
-        ),
-    )
+    add_ollama_agent(hass, emulator.url, LLAMA, num_ctx=16384.0, keep_alive=-1)
     answer = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA)
     assert (answer["num_ctx"], answer["agent"]) == (16384, "Kitchen assistant")
     assert generate_requests(emulator)[-1] == {"model": LLAMA, "options": {"num_ctx": 16384}}
@@ -217,26 +203,14 @@ async def test_a_warm_up_shaped_like_the_agents_request(
 ) -> None:
     """The agent's system prompt (as Home Assistant renders it) and context, no keep_alive."""
     hass.config.location_name = "Maple House"
-    add_entry(
+    add_ollama_agent(
         hass,
-        MockConfigEntry(
-            domain="ollama",
-            data={"url": emulator.url},
-            subentries_data=[
-                {
-                    "data": {
-                        "model": LLAMA,
-                        "num_ctx": 4096,
-                        "prompt": "You are the voice of {{ ha_name }}.",
-                        "llm_hass_api": ["an_api_that_is_gone"],
-                        "think": False,
-                    },
-                    "subentry_type": "conversation",
-                    "title": "Kitchen assistant",
-                    "unique_id": None,
-                }
-            ],
-        ),
+        emulator.url,
+        LLAMA,
+        num_ctx=4096,
+        prompt="You are the voice of {{ ha_name }}.",
+        llm_hass_api=["an_api_that_is_gone"],
+        think=False,
     )
     emulator.models[LLAMA].load_delay = 0.2
     answer = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, warm_up=True)

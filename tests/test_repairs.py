@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.util import dt as dt_util
@@ -12,28 +10,9 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.llm_warmth.const import DOMAIN
 
-from .conftest import ENTRY_ID, LLAMA, QWEN, add_entry, ollama_request
+from .conftest import ENTRY_ID, LLAMA, QWEN, add_ollama_agent, ollama_request
 from .ollama_emulator import OllamaEmulator
 from .test_pin import call, next_poll
-
-
-def add_agent(hass: HomeAssistant, url: str, **settings: Any) -> None:
-    """Home Assistant's Ollama integration with one conversation agent at ``url``."""
-    add_entry(
-        hass,
-        MockConfigEntry(
-            domain="ollama",
-            data={"url": url},
-            subentries_data=[
-                {
-                    "data": {"model": LLAMA, **settings},
-                    "subentry_type": "conversation",
-                    "title": "Kitchen assistant",
-                    "unique_id": None,
-                }
-            ],
-        ),
-    )
 
 
 def issue(registry: ir.IssueRegistry, kind: str, *models: str) -> ir.IssueEntry | None:
@@ -51,7 +30,7 @@ async def test_a_model_loaded_with_another_context_than_its_agent(
     emulator: OllamaEmulator,
     issue_registry: ir.IssueRegistry,
 ) -> None:
-    add_agent(hass, emulator.url, num_ctx=8192.0)
+    add_ollama_agent(hass, emulator.url, LLAMA, num_ctx=8192.0)
     # Another client (a chat UI) loads the assistant's model with 2048.
     await ollama_request(emulator, "/api/generate", {"model": LLAMA, "options": {"num_ctx": 2048}})
     await next_poll(hass, emulator)
@@ -98,7 +77,7 @@ async def test_an_agents_keep_alive_overrides_a_pin(
     emulator: OllamaEmulator,
     issue_registry: ir.IssueRegistry,
 ) -> None:
-    add_agent(hass, emulator.url, keep_alive=300.0)
+    add_ollama_agent(hass, emulator.url, LLAMA, keep_alive=300.0)
     await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA)
     await next_poll(hass, emulator)
     found = issue(issue_registry, "keep_alive_conflict", LLAMA)

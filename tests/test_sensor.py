@@ -12,7 +12,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, snapshot_platform
 from syrupy.assertion import SnapshotAssertion
 
-from .conftest import GIB, LLAMA, QWEN, add_entry, ollama_request, start_load
+from .conftest import GIB, LLAMA, QWEN, add_ollama_agent, ollama_request, start_load
 from .ollama_emulator import EmulatedModel, OllamaEmulator
 
 
@@ -272,21 +272,7 @@ async def test_the_servers_assistant_warmth(
     assert (state.state, state.attributes["chosen_by"]) == (STATE_UNKNOWN, "none")
     # Agents of other servers (or of no readable address) say nothing about this one.
     for url in ("http://elsewhere:11434", "ftp://nowhere"):
-        add_entry(
-            hass,
-            MockConfigEntry(
-                domain="ollama",
-                data={"url": url},
-                subentries_data=[
-                    {
-                        "data": {"model": LLAMA},
-                        "subentry_type": "conversation",
-                        "title": "Other",
-                        "unique_id": None,
-                    }
-                ],
-            ),
-        )
+        add_ollama_agent(hass, url, LLAMA, title="Other")
     # Home Assistant's Ollama agent at this address (written its own way) names the model.
     agent = MockConfigEntry(
         domain="ollama",
