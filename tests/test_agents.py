@@ -5,8 +5,13 @@ from __future__ import annotations
 from types import MappingProxyType
 from unittest.mock import patch
 
-from homeassistant.config_entries import ConfigSubentry
+from homeassistant.config_entries import (
+    SIGNAL_CONFIG_ENTRY_CHANGED,
+    ConfigEntryChange,
+    ConfigSubentry,
+)
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers.dispatcher import async_dispatcher_send
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.llm_warmth.agents import agent_context
@@ -120,3 +125,20 @@ async def test_the_agents_are_read_again_when_an_entry_changes(
     await hass.async_block_till_done()
     assert runtime.agents.ollama == ()
     assert hass.states.get(WARMTH.format("qwen3_8b")).attributes["agents"] == []
+
+
+async def test_llm_warmths_own_entry_changes_are_not_read(
+    hass: HomeAssistant, init_integration: MockConfigEntry
+) -> None:
+    """Its own entries hold no agents (and change at every load): no reading for them."""
+    with patch.object(
+        hass.config_entries, "async_entries", wraps=hass.config_entries.async_entries
+    ) as entries:
+        async_dispatcher_send(
+            hass, SIGNAL_CONFIG_ENTRY_CHANGED, ConfigEntryChange.UPDATED, init_integration
+        )
+        await hass.async_block_till_done()
+        assert entries.call_count == 0
+        add_entry(hass, MockConfigEntry(domain="other", data={}))
+        await hass.async_block_till_done()
+        assert entries.call_count > 0  # another integration's entry: read again

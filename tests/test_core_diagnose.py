@@ -90,6 +90,9 @@ def test_a_context_change_scenario() -> None:
         "context change", sample(3000.0, load=2800.0), num_ctx_before=512, num_ctx_after=1024
     )
     assert "reload for num_ctx 1024 vs 512 (" in context_change(reported, WARM).words
+    # Reloaded, though the context it had was the one asked for: not a context change.
+    other_cause = run("x", sample(3000.0, load=2800.0), num_ctx_before=1024, num_ctx_after=1024)
+    assert context_change(other_cause, WARM).words == "reloaded without eviction (load 2.8 s)"
     # The same context (no reload): nothing expanded, and that is what it says.
     same = context_change(run("context change", sample(85.0), num_ctx_after=512), WARM)
     assert same.pattern is Pattern.NO_CLEAR_STAGE

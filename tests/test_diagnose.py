@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from homeassistant.const import STATE_ON
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError, Unauthorized
 import pytest
@@ -14,7 +15,11 @@ from pytest_homeassistant_custom_component.common import (
     async_capture_events,
 )
 
-from custom_components.llm_warmth.const import DOMAIN, EVENT_DIAGNOSIS_PROGRESS
+from custom_components.llm_warmth.const import (
+    CONF_PROTECTED_ENTITIES,
+    DOMAIN,
+    EVENT_DIAGNOSIS_PROGRESS,
+)
 from custom_components.llm_warmth.diagnostics import async_get_config_entry_diagnostics
 
 from .conftest import ENTRY_ID, LLAMA, QWEN, add_ollama_agent
@@ -344,10 +349,66 @@ async def test_a_switch_asks_each_model_as_its_agent_does(
 ) -> None:
     """Each model with its own agent's num_ctx; the diagnosed one is left as its agent asks."""
     add_ollama_agent(hass, emulator.url, LLAMA, title="Kitchen", num_ctx=8192)
-    add_ollama_agent(hass, emulator.url, QWEN, title="Kitchen", num_ctx=4096)
+    add_ollama_agent(hass, emulator.url, QWEN, title="Office", num_ctx=4096)
     answer = await diagnose(
         hass, config_entry_id=ENTRY_ID, model=LLAMA, scenario="model_switch", other_model=QWEN
     )
     assert probe_contexts(emulator) == [(LLAMA, 8192), (LLAMA, 8192), (QWEN, 4096), (LLAMA, 8192)]
     assert answer["left_for_agent"] == "Kitchen"
     assert emulator.loaded[LLAMA].keep_alive == math.inf  # kept for ever
+
+
+async def test_the_model_is_left_as_its_agent_asks_even_after_a_cancel_or_a_failure(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """The runs evict it; a cancel or a failing server then still leaves it for the agent."""
+    add_ollama_agent(hass, emulator.url, LLAMA, num_ctx=8192)  # keep_alive -1 (the default)
+    emulator.models[LLAMA].load_delay = 1.0
+    progress = async_capture_events(hass, EVENT_DIAGNOSIS_PROGRESS)
+    running = hass.async_create_task(diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA))
+    await wait_until(lambda: progress, 5, "the cold run")
+    await call(hass, "cancel_diagnosis", config_entry_id=ENTRY_ID, model=LLAMA)
+    with pytest.raises(HomeAssistantError) as err:
+        await running
+    assert err.value.translation_key == "diagnosis_cancelled"
+    runner = emulator.loaded[LLAMA]
+    assert (runner.num_ctx, runner.keep_alive) == (8192, math.inf)
+    # The server fails the probes: the diagnosis fails, and the model is left all the same.
+    emulator.inject("/api/chat", status=500, body="runner crashed")
+    with pytest.raises(HomeAssistantError):
+        await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    runner = emulator.loaded[LLAMA]
+    assert (runner.num_ctx, runner.keep_alive) == (8192, math.inf)
+
+
+async def test_the_model_is_not_left_loaded_against_the_household_or_its_agent(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Not while the house needs the GPU; not for an agent that unloads after each turn."""
+    add_ollama_agent(hass, emulator.url, LLAMA, num_ctx=8192)
+    add_ollama_agent(hass, emulator.url, QWEN, title="Office", num_ctx=4096, keep_alive=0)
+    answer = await diagnose(hass, config_entry_id=ENTRY_ID, model=QWEN)
+    assert (answer["agent"], answer["left_for_agent"]) == ("Office", None)
+    # Nothing was loaded to keep: the only loads with a keep_alive are the evictions (0).
+    keeps = [r.json.get("keep_alive") for r in emulator.requests if r.path == "/api/generate"]
+    assert set(keeps) <= {None, 0}
+    plex = "binary_sensor.plex_transcoding"
+    hass.config_entries.async_update_entry(
+        init_integration, options={**init_integration.options, CONF_PROTECTED_ENTITIES: [plex]}
+    )
+    await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done()
+    hass.states.async_set(plex, STATE_ON)
+    await hass.async_block_till_done()
+    answer = await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    assert (answer["agent"], answer["left_for_agent"]) == ("Kitchen assistant", None)
+    assert emulator.loaded[LLAMA].keep_alive != math.inf  # the server's default, not for ever
+    hass.states.async_set(plex, "off")
+    await hass.async_block_till_done()
+    answer = await diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    assert answer["left_for_agent"] == "Kitchen assistant"
+    assert emulator.loaded[LLAMA].keep_alive == math.inf
+    assert "could not leave" not in caplog.text

@@ -22,6 +22,7 @@ from .core.backends.base import GENERATION_TIMEOUT, KeepAlive
 from .core.backends.errors import LlmServerError
 from .core.diagnose import (
     Run,
+    Verdict,
     cold_vs_repeat,
     context_change,
     model_switch,
@@ -237,12 +238,48 @@ class _Plan:
 
 
 async def _async_run(entry: LlmWarmthConfigEntry, plan: _Plan) -> dict[str, Any]:
-    """Run the scenario's probes; keep and return the answer."""
+    """Run the scenario's probes; keep and return the answer.
+
+    Then, or when the runs fail or are cancelled, the model is left as its agent asks.
+    """
+    model = plan.model
+    coordinator = entry.runtime_data.coordinator
+    prober = _Prober(entry, plan.timeout, steps=_STEPS[plan.scenario], contexts=plan.contexts)
+    try:
+        verdict, extra = await _async_scenario(entry, plan, prober)
+    except BaseException:
+        await _async_leave_for_agent(entry, model, plan.timeout)
+        raise
+    answer: dict[str, Any] = {
+        "model": model,
+        "scenario": plan.scenario,
+        "at": dt_util.utcnow().isoformat(),
+        # The context its probes asked for (None: the server's), and whose it is.
+        "num_ctx": plan.contexts[model],
+        "agent": plan.agent,
+        # The agent the model was left loaded for, as it asks (None: left as the runs left it).
+        "left_for_agent": None,
+        "runs": runs_table(prober.runs),
+        **verdict_as_dict(verdict),
+        **extra,
+    }
+    # The model's "Last diagnosis" sensor shows it, and it is kept across restarts: stored
+    # before the model is left for its agent (a cancel then loses no run).
+    coordinator.diagnoses[model] = answer
+    coordinator.async_save_soon()
+    answer["left_for_agent"] = await _async_leave_for_agent(entry, model, plan.timeout)
+    coordinator.async_update_listeners()
+    return answer
+
+
+async def _async_scenario(
+    entry: LlmWarmthConfigEntry, plan: _Plan, prober: _Prober
+) -> tuple[Verdict, dict[str, Any]]:
+    """Run the scenario's probes; return the verdict and what else the scenario measured."""
     model, other, scenario, timeout = plan.model, plan.other, plan.scenario, plan.timeout
     contexts = plan.contexts
     coordinator = entry.runtime_data.coordinator
     controller = entry.runtime_data.controller
-    prober = _Prober(entry, timeout, steps=_STEPS[scenario], contexts=contexts)
     extra: dict[str, Any] = {}
     if scenario == "cold_vs_repeat":
         await prober.evict(model)
@@ -283,25 +320,7 @@ async def _async_run(entry: LlmWarmthConfigEntry, plan: _Plan) -> dict[str, Any]
         await controller.preload(model, keep_seconds=None, num_ctx=None, timeout=timeout)
         changed = await prober.probe("context change", model)
         verdict = context_change(changed, await prober.probe("repeat", model))
-    left_for = await _async_leave_for_agent(entry, model, timeout)
-    answer: dict[str, Any] = {
-        "model": model,
-        "scenario": scenario,
-        "at": dt_util.utcnow().isoformat(),
-        # The context its probes asked for (None: the server's), and whose it is.
-        "num_ctx": contexts[model],
-        "agent": plan.agent,
-        # The agent the model was left loaded for, as it asks (None: left as the runs left it).
-        "left_for_agent": left_for,
-        "runs": runs_table(prober.runs),
-        **verdict_as_dict(verdict),
-        **extra,
-    }
-    # The model's "Last diagnosis" sensor shows it, and it is kept across restarts.
-    coordinator.diagnoses[model] = answer
-    coordinator.async_save_soon()
-    coordinator.async_update_listeners()
-    return answer
+    return verdict, extra
 
 
 async def _async_leave_for_agent(
@@ -309,15 +328,25 @@ async def _async_leave_for_agent(
 ) -> str | None:
     """Load the model once more as its Ollama agent asks (its num_ctx and keep_alive).
 
-    The runs loaded it with no keep_alive (the server's default: 5 minutes on Ollama) and
-    perhaps another context: without this, an agent that keeps its model for ever would
-    find it gone, or reload it, at its next turn. Same context: no reload, only the keep.
-    Return the agent's name; None when no agent uses the model or the load failed.
+    The runs loaded it with no keep_alive (the server's default: 5 minutes on Ollama),
+    perhaps with another context, or evicted it: without this, an agent that keeps its
+    model for ever would find it gone, or reload it, at its next turn. Same context: no
+    reload, only the keep. Not while the household guard says the house needs the GPU,
+    nor over a pin made meanwhile (the pin decides), nor for an agent that unloads its
+    model after each turn (keep_alive 0: nothing to keep). Return the agent's name; None
+    when nothing was loaded for it.
     """
-    if (agent := model_agent(entry, model)) is None:
+    agent = model_agent(entry, model)
+    controller = entry.runtime_data.controller
+    if (
+        agent is None
+        or agent.keep_alive == 0
+        or entry.runtime_data.coordinator.pins.get(model) is not None
+        or (controller.held_back is not None and controller.held_back() is not None)
+    ):
         return None
     try:
-        await entry.runtime_data.controller.preload(
+        await controller.preload(
             model, keep_seconds=agent.keep_alive, num_ctx=agent.num_ctx, timeout=timeout
         )
     except (LlmServerError, HomeAssistantError) as err:

@@ -165,7 +165,12 @@ def context_change(changed: Run, repeat: Run) -> Verdict:
     before 0.10): then it is the server's default, by construction.
     """
     expanded = first_expanded(changed.sample, repeat.sample)
-    if expanded is None or expanded[0] != "load" or not changed.resident_before:
+    if (
+        expanded is None
+        or expanded[0] != "load"
+        or not changed.resident_before
+        or changed.num_ctx_before == changed.num_ctx_after  # a reload, but not for this
+    ):
         return cold_vs_repeat(changed, repeat)
     grew = expanded[1]
     had = changed.num_ctx_before or "the server's default"
