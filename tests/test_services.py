@@ -18,7 +18,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.matchers import path_type
 
 from custom_components.llm_warmth.const import DOMAIN, EVENT_COLD_START, EVENT_MODEL_LOADED
-from custom_components.llm_warmth.services import DEFAULT_NUM_PREDICT, LONG_PROMPT
+from custom_components.llm_warmth.probe_prompts import DEFAULT_NUM_PREDICT, LONG_PROMPT
 
 from .conftest import ENTRY_ID, GIB, LLAMA, QWEN, model_device, ollama_request, start_load
 from .ollama_emulator import EmulatedModel, OllamaEmulator

@@ -32,7 +32,7 @@ from homeassistant.helpers import llm, template
 from homeassistant.helpers.dispatcher import async_dispatcher_connect
 
 from .const import DOMAIN
-from .core.backends.base import KeepAlive, ServerKind
+from .core.backends.base import ServerKind
 from .core.backends.detection import DEFAULT_PORTS
 from .core.server_url import normalize_url, unique_id_for
 
@@ -203,10 +203,12 @@ def _whole(value: object, default: int) -> int:
 
 @callback
 def model_agent(entry: LlmWarmthConfigEntry, model: str) -> Agent | None:
-    """Return the first of Home Assistant's Ollama agents that uses ``model`` (Ollama only)."""
+    """Return the first of Home Assistant's Ollama agents that uses ``model``.
+
+    None on llama-server and llama-swap: the directory reads these agents for an Ollama
+    server alone.
+    """
     runtime = entry.runtime_data
-    if runtime.client.capabilities.keep_alive is not KeepAlive.IDLE_TIMER:
-        return None
     resolve = runtime.coordinator.resolve_model
     return next((a for a in runtime.agents.ollama if resolve(a.model) == model), None)
 

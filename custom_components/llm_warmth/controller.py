@@ -19,7 +19,7 @@ from homeassistant.exceptions import HomeAssistantError
 
 from .const import DOMAIN, EVENT_PIN_REASSERTED, EVICT_CHECK_INTERVAL, LOGGER, PIN_SETTLE_SECONDS
 from .coordinator import LlmWarmthCoordinator
-from .core.backends.base import GENERATION_TIMEOUT, KeepAlive
+from .core.backends.base import GENERATION_TIMEOUT
 from .core.backends.errors import LlmServerError, LlmServerTimeoutError
 from .core.guard import GpuNeed
 from .core.pins import Pin, Reassertion, ReassertReason
@@ -74,7 +74,13 @@ class ResidencyController:
 
     @property
     def _idle_timer(self) -> bool:
-        return self._coordinator.client.capabilities.keep_alive is KeepAlive.IDLE_TIMER
+        return self._coordinator.client.capabilities.requests_set_keep_and_context
+
+    def _asked_for(self, pin: Pin) -> tuple[float | None, int | None]:
+        """Return the keep (seconds) and context a load for ``pin`` asks for (Ollama only)."""
+        if not self._idle_timer:
+            return None, None
+        return pin.keep_seconds(self._coordinator.utcnow()), pin.num_ctx
 
     async def pin(self, pin: Pin, *, timeout: float) -> Preloaded:
         """Load ``pin.model`` to be kept to the pin's end, then keep the pin (stored).
@@ -83,11 +89,10 @@ class ResidencyController:
         model by their own rule, and the pin asks again whenever they let it go.
         """
         coordinator = self._coordinator
-        keep = pin.keep_seconds(coordinator.utcnow()) if self._idle_timer else None
-        num_ctx = pin.num_ctx if self._idle_timer else None
+        keep, num_ctx = self._asked_for(pin)
         done = await self.preload(pin.model, keep_seconds=keep, num_ctx=num_ctx, timeout=timeout)
         coordinator.pins.pin(pin)
-        await coordinator.async_save_pins()
+        await coordinator.async_save_now()
         coordinator.async_update_listeners()
         return done
 
@@ -102,7 +107,7 @@ class ResidencyController:
         coordinator = self._coordinator
         pin = coordinator.pins.unpin(model)
         if pin is not None:
-            await coordinator.async_save_pins()
+            await coordinator.async_save_now()
             coordinator.async_update_listeners()
         if evict:
             return pin, "unloaded" if await self.evict([model], timeout=timeout) else "not_resident"
@@ -137,7 +142,7 @@ class ResidencyController:
             return
         now = coordinator.utcnow()
         if coordinator.pins.drop_expired(now):
-            coordinator.hass.async_create_task(coordinator.async_save_pins())
+            coordinator.hass.async_create_task(coordinator.async_save_now())
             coordinator.async_update_listeners()
         for due in self._due():
             self._reasserting.add(due.pin.model)
@@ -167,13 +172,9 @@ class ResidencyController:
                     return
             coordinator.pins.asserted(due, coordinator.utcnow())
             started = time.monotonic()
+            keep, num_ctx = self._asked_for(due.pin)
             await coordinator.client.load(
-                model,
-                keep_seconds=due.pin.keep_seconds(coordinator.utcnow())
-                if self._idle_timer
-                else None,
-                num_ctx=due.pin.num_ctx if self._idle_timer else None,
-                timeout=GENERATION_TIMEOUT,
+                model, keep_seconds=keep, num_ctx=num_ctx, timeout=GENERATION_TIMEOUT
             )
         except (LlmServerError, HomeAssistantError) as err:
             if model not in self._failing:  # once per failing streak
@@ -205,7 +206,7 @@ class ResidencyController:
         await self._read()  # another client may have loaded one since the last poll
         held = sorted(model for model in coordinator.data.held if models is None or model in models)
         if [coordinator.pins.unpin(model) for model in held if model in coordinator.pins.pins]:
-            await coordinator.async_save_pins()
+            await coordinator.async_save_now()
             coordinator.async_update_listeners()
         try:
             for model in held:

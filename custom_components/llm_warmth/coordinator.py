@@ -153,8 +153,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         """Write what is kept a few seconds from now (writes close together merge)."""
         self._storage.async_delay_save(self._stored)
 
-    async def async_save_pins(self) -> None:
-        """Write the pins now (a restart right after a pin must not lose it)."""
+    async def async_save_now(self) -> None:
+        """Write what is kept now (a restart right after a pin or a release must not lose it)."""
         await self._storage.async_save(self._stored())
 
     @callback

@@ -18,7 +18,7 @@ import probatio as vol
 
 from .agents import agent_context, model_agent
 from .const import DOMAIN, EVENT_DIAGNOSIS_PROGRESS, LOGGER
-from .core.backends.base import GENERATION_TIMEOUT, KeepAlive
+from .core.backends.base import GENERATION_TIMEOUT
 from .core.backends.errors import LlmServerError
 from .core.diagnose import (
     Run,
@@ -34,7 +34,7 @@ from .core.diagnose import (
 from .core.server_url import redact_url
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
-from .probe_prompts import DEFAULT_NUM_PREDICT, DEFAULT_PROMPT, LONG_PROMPT
+from .probe_prompts import DEFAULT_PROMPT, LONG_PROMPT, probe_options
 from .targets import ATTR_NUM_CTX, NUM_CTX, TARGET_FIELDS, model_context, model_target
 
 SERVICE_DIAGNOSE: Final = "diagnose"
@@ -109,11 +109,9 @@ class _Prober:
             step=len(self.runs) + 1,
             steps=self._steps,
         )
-        options: dict[str, Any] = {"num_predict": DEFAULT_NUM_PREDICT}
-        if (num_ctx := self.contexts.get(model)) is not None:
-            options["num_ctx"] = num_ctx
+        num_ctx = self.contexts.get(model)
         result = await coordinator.async_probe(
-            model, prompt, options=options, timeout=self._timeout
+            model, prompt, options=probe_options(num_ctx), timeout=self._timeout
         )
         before, after = result.resident_before, coordinator.data.held.get(model)
         gpus: list[dict[str, Any]] = []
@@ -187,7 +185,7 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
         contexts[other] = agent_context(entry, other)[0]
     if scenario == "context_change" and num_ctx is None:
         # Only Ollama loads a model with the context a request asks for.
-        ollama = entry.runtime_data.client.capabilities.keep_alive is KeepAlive.IDLE_TIMER
+        ollama = entry.runtime_data.client.capabilities.requests_set_keep_and_context
         raise ServiceValidationError(
             translation_domain=DOMAIN,
             translation_key="diagnose_no_context" if ollama else "context_change_not_supported",

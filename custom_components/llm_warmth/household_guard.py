@@ -184,7 +184,7 @@ class HouseholdGuard:
                     f"llm_warmth release {decision.model}",
                 )
         if decisions:
-            self._hass.async_create_task(coordinator.async_save_pins())
+            self._hass.async_create_task(coordinator.async_save_now())
             coordinator.async_update_listeners()
             self._controller.async_check_pins()
         elif round(self.guard.contended_minutes, 1) != self._shown_minutes:

@@ -9,7 +9,7 @@ five minutes and looks again. Profiles are stored, so one survives a restart.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Final
 
 from homeassistant.core import CALLBACK_TYPE, HassJob, HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
@@ -21,7 +21,7 @@ from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.errors import LlmServerError
 from .core.idle_profile import IdleProfile, IdleResult
-from .probe_prompts import DEFAULT_NUM_PREDICT, DEFAULT_PROMPT
+from .probe_prompts import DEFAULT_PROMPT, probe_options
 
 # Another look this long after a probe could not run (the house needed the GPU, or the
 # server failed).
@@ -140,10 +140,7 @@ class IdleProfiler:
                 continue
             # Asked as its agent asks (its num_ctx): a probe that reloads the model would
             # measure a load the agent would not have had.
-            options: dict[str, Any] = {"num_predict": DEFAULT_NUM_PREDICT}
-            num_ctx, _agent = agent_context(coordinator.config_entry, model)
-            if num_ctx is not None:
-                options["num_ctx"] = num_ctx
+            options = probe_options(agent_context(coordinator.config_entry, model)[0])
             try:
                 probe = await coordinator.async_probe(model, DEFAULT_PROMPT, options=options)
             except (LlmServerError, HomeAssistantError) as err:

@@ -16,7 +16,6 @@ from homeassistant.util import dt as dt_util
 from .const import DOMAIN
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
-from .core.backends.base import KeepAlive
 from .core.repairs import AgentUse, context_mismatches, keep_alive_conflicts
 from .data import LlmWarmthConfigEntry
 
@@ -61,9 +60,10 @@ class RepairIssues:
         return stop
 
     def agent_uses(self) -> list[AgentUse]:
-        """Return how Home Assistant's Ollama agents at this server ask for their models."""
-        if self._entry.runtime_data.client.capabilities.keep_alive is not KeepAlive.IDLE_TIMER:
-            return []
+        """Return how Home Assistant's Ollama agents at this server ask for their models.
+
+        None unless it is an Ollama server: the directory reads them for that alone.
+        """
         resolve = self._coordinator.resolve_model
         return [
             AgentUse(agent.name, resolve(agent.model), agent.num_ctx, agent.keep_alive)

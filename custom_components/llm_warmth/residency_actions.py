@@ -199,7 +199,7 @@ def _keep_seconds(call: ServiceCall, entry: LlmWarmthConfigEntry) -> float | Non
             )
     else:
         return None
-    if _decides_by_itself(entry):
+    if not entry.runtime_data.client.capabilities.requests_set_keep_and_context:
         how = _KEEPS_BY_ITSELF[entry.runtime_data.client.capabilities.keep_alive]
         raise ServiceValidationError(
             translation_domain=DOMAIN,
@@ -207,14 +207,6 @@ def _keep_seconds(call: ServiceCall, entry: LlmWarmthConfigEntry) -> float | Non
             translation_placeholders={"server": entry.title, "how": how},
         )
     return seconds
-
-
-def _decides_by_itself(entry: LlmWarmthConfigEntry) -> bool:
-    """Return True when the server's configuration sets keep and context (not a request).
-
-    llama-server (``--models-max``, ``--ctx-size``) and llama-swap (``ttl``, its commands).
-    """
-    return entry.runtime_data.client.capabilities.keep_alive is not KeepAlive.IDLE_TIMER
 
 
 def _known_model(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str, dict[str, str]]:

@@ -40,7 +40,7 @@ from .diagnosis import (
     async_stop_idle_profile,
 )
 from .errors import translated_errors
-from .probe_prompts import DEFAULT_NUM_PREDICT, DEFAULT_PROMPT, LONG_PROMPT
+from .probe_prompts import DEFAULT_PROMPT, LONG_PROMPT, probe_options
 from .residency_actions import (
     SERVICE_EVICT,
     SERVICE_PIN,
@@ -179,13 +179,11 @@ async def _async_probe(call: ServiceCall) -> ServiceResponse:
     prompt = call.data.get(ATTR_PROMPT) or (
         LONG_PROMPT if call.data[ATTR_LONG_PROMPT] else DEFAULT_PROMPT
     )
-    options: dict[str, Any] = {"num_predict": DEFAULT_NUM_PREDICT}
-    options.update(call.data.get(ATTR_OPTIONS) or {})
+    given = call.data.get(ATTR_OPTIONS) or {}
     # Asked as the agent asks (its num_ctx): a probe that reloads the model would measure
     # a load the agent never sees, and leave the agent's next turn a reload.
-    num_ctx, agent = model_context(call, entry, model, options.get("num_ctx"))
-    if num_ctx is not None:
-        options["num_ctx"] = num_ctx
+    num_ctx, agent = model_context(call, entry, model, given.get("num_ctx"))
+    options = probe_options(num_ctx, given)
     placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
     with translated_errors(call.hass, entry, placeholders):
         probe = await coordinator.async_probe(

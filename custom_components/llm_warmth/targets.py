@@ -17,7 +17,6 @@ import probatio as vol
 
 from .agents import agent_context
 from .const import DOMAIN
-from .core.backends.base import KeepAlive
 from .data import LlmWarmthConfigEntry
 from .devices import server_device_identifier
 
@@ -100,7 +99,7 @@ def model_context(
     """
     given = call.data.get(ATTR_NUM_CTX, given)
     if given is not None:
-        if entry.runtime_data.client.capabilities.keep_alive is not KeepAlive.IDLE_TIMER:
+        if not entry.runtime_data.client.capabilities.requests_set_keep_and_context:
             raise ServiceValidationError(
                 translation_domain=DOMAIN,
                 translation_key="num_ctx_not_supported",

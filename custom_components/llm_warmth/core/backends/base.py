@@ -62,6 +62,15 @@ class Capabilities:
     reports_loading: bool
     expiry_moves_while_busy: bool = False
 
+    @property
+    def requests_set_keep_and_context(self) -> bool:
+        """Return True when a request sets the model's idle time and context.
+
+        Ollama's ``keep_alive`` and ``num_ctx``; elsewhere the server's configuration sets
+        both (llama-server's ``--models-max`` and ``--ctx-size``, llama-swap's ``ttl``).
+        """
+        return self.keep_alive is KeepAlive.IDLE_TIMER
+
 
 class LlmBackend(Protocol):
     """One LLM server, as every part of LLM Warmth talks to it.
