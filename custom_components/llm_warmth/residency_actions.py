@@ -17,7 +17,7 @@ from homeassistant.util import dt as dt_util
 from homeassistant.util.json import JsonValueType
 import probatio as vol
 
-from .agents import agent_system_prompt
+from .agents import agent_system_prompt, model_agent
 from .const import DOMAIN
 from .core.backends.base import GENERATION_TIMEOUT, KeepAlive
 from .core.pins import PRIORITY_MAX, PRIORITY_MIN, REASSERT_COST, Pin
@@ -25,6 +25,7 @@ from .core.server_url import redact_url
 from .core.summary import summary
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
+from .probe_prompts import probe_options
 from .targets import ATTR_NUM_CTX, NUM_CTX, TARGET_FIELDS, model_context, model_target, target
 
 SERVICE_EVICT: Final = "evict"
@@ -262,14 +263,12 @@ async def _warm_up(
         return None
     system: str | None = call.data.get(ATTR_SYSTEM_PROMPT)
     source: str | None = "call" if system else None
-    resolve = entry.runtime_data.coordinator.resolve_model
-    agents = [a for a in entry.runtime_data.agents.ollama if resolve(a.model) == model]
-    if system is None and agents:
-        system, source = await agent_system_prompt(call.hass, agents[0]), agents[0].name
-    think = agents[0].think if agents else None
-    options: dict[str, Any] = {"num_predict": 1}
-    if num_ctx is not None:
-        options["num_ctx"] = num_ctx
+    agent = model_agent(entry, model)
+    if system is None and agent is not None:
+        system, source = await agent_system_prompt(call.hass, agent), agent.name
+    think = agent.think if agent else None
+    # One token: the prefill is what a warm-up is for.
+    options = probe_options(num_ctx, {"num_predict": 1})
     coordinator = entry.runtime_data.coordinator
     probe = await coordinator.async_probe(
         model,
