@@ -1,4 +1,4 @@
-"""Shared helpers of the end-to-end tests against the real servers from ../shared/servers."""
+"""Shared helpers of the end-to-end tests against the real servers of scripts/llm_servers."""
 
 import asyncio
 from collections.abc import Callable
@@ -19,7 +19,10 @@ def server_url(variable: str) -> str:
     url = os.environ.get(variable)
     if url:
         return url.rstrip("/")
-    reason = f"{variable} is not set: start ../shared/servers/start_servers.sh and export it"
+    reason = (
+        f"{variable} is not set: start the real servers with `scripts/llm_servers start`"
+        " and export what `scripts/llm_servers env` prints"
+    )
     if os.environ.get("LLM_WARMTH_REQUIRE_E2E"):
         pytest.fail(reason)
     pytest.skip(reason)
@@ -56,6 +59,17 @@ async def evict(url: str, model: str, *, within: float = 30.0) -> None:
                 return
             await asyncio.sleep(0.2)
     pytest.fail(f"{model} was still resident {within:g} s after its eviction")
+
+
+async def lists_only_once_loaded(url: str) -> bool:
+    """Return True for an Ollama that lists a model in /api/ps only once it is loaded.
+
+    Measured on the real servers: 0.9.3 lists it 0.05 s into its load, 0.34.4 only when
+    its llama-server runner is up (tests/fixtures/ollama_current/README.md).
+    """
+    version = str((await ollama_get(url, "/api/version"))["version"])
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return (major, minor) >= (0, 30)
 
 
 def drop_from_page_cache(path: str) -> None:

@@ -58,3 +58,25 @@ def test_setup_is_quick_the_second_time() -> None:
     second = _run("scripts/setup")
     assert second.returncode == 0, second.stderr
     assert "is up to date" in second.stdout, second.stdout + second.stderr
+
+
+def test_the_server_kit_names_what_it_can_start(tmp_path: Path) -> None:
+    """scripts/llm_servers: usage, a refused server said in words, an unknown one refused."""
+    kit = [str(ROOT / "scripts" / "llm_servers")]
+    env = {**os.environ, "PREFIX": str(tmp_path)}
+    usage = subprocess.run(kit, capture_output=True, text=True, env=env, check=False)
+    assert usage.returncode == 0
+    assert "ollama_current" in usage.stdout
+    wrong = subprocess.run([*kit, "launch"], capture_output=True, text=True, env=env, check=False)
+    assert wrong.returncode == 2
+    unknown = subprocess.run(
+        [*kit, "stop", "vllm"], capture_output=True, text=True, env=env, check=False
+    )
+    assert unknown.returncode == 0  # nothing of that name was started: nothing to stop
+    swap = subprocess.run(
+        [*kit, "install", "llama_swap"], capture_output=True, text=True, env=env, check=False
+    )
+    assert "Go module proxy refuses" in swap.stderr
+    # Nothing runs under a new prefix: no variable is printed.
+    listed = subprocess.run([*kit, "env"], capture_output=True, text=True, env=env, check=False)
+    assert (listed.returncode, listed.stdout) == (0, "")
