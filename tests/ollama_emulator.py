@@ -12,8 +12,12 @@ It models the server behaviour that matters for warmth tracking, following the f
   response headers are sent to the requester;
 * ``keep_alive`` parsing and "last writer wins" semantics, expiry driven by a :class:`FakeClock`;
 * reload on ``options.num_ctx`` mismatch, VRAM budget eviction and partial offload;
-* ``expires_at`` reporting of current Ollama (Go zero time while loading) or, with
-  ``legacy_expires=True``, of 0.9.x (``now + keep_alive`` that floats with the clock);
+* ``expires_at`` reporting of Ollama 0.10-0.29 as written from its source (Go zero time
+  while loading; not recorded from a real server) or, with ``legacy_expires=True``, of 0.9.x
+  (``now + keep_alive`` that floats with the clock);
+* from version 0.30 on, what the real 0.34.4 does (``tests/fixtures/ollama_current/``): a
+  loading model is not listed in ``/api/ps`` at all, a busy one's expiry floats like 0.9's,
+  and replies carry ``prompt_eval_cached_count``;
 * fault injection: HTTP errors, delays, dropped connections, and mid-stream errors/drops/hangs.
 
 Handlers never read the wall clock for anything observable except the ``*_duration`` metrics,
@@ -613,10 +617,16 @@ class OllamaEmulator:
         else:
             self._unload(runner)
 
+    @property
+    def runs_llama_server(self) -> bool:
+        """Return True for a version of 0.30 or newer (llama.cpp's llama-server as runner)."""
+        found = re.match(r"(\d+)\.(\d+)", self.version)
+        return found is not None and (int(found[1]), int(found[2])) >= (0, 30)
+
     def _reported_expiry(self, runner: Runner) -> datetime | None:
         if runner.expires_at is not None:
             return runner.expires_at
-        if not self.legacy_expires:
+        if not (self.legacy_expires or self.runs_llama_server):
             return None
         return self.clock.now() + _lifetime(runner.keep_alive)
 
@@ -714,6 +724,8 @@ class OllamaEmulator:
     async def _handle_ps(self, request: web.Request) -> web.Response:
         rows: list[tuple[datetime | None, dict[str, Any]]] = []
         for runner in sorted(self.loaded.values(), key=lambda r: r.model.name):
+            if runner.loading and self.runs_llama_server:
+                continue  # listed once its runner is up (sched.go at v0.34.4)
             expiry = self._reported_expiry(runner)
             entry: dict[str, Any] = {
                 "name": runner.model.name,
@@ -892,8 +904,10 @@ class OllamaEmulator:
             "eval_count": eval_count,
             "eval_duration": max(1, decode_ns) if eval_count else 0,
         }
-        # Go tags every metric `omitempty`.
+        # Go tags every metric `omitempty`; the cached count is a pointer, sent when set.
         final.update({key: value for key, value in metrics.items() if value})
+        if self.runs_llama_server:
+            final["prompt_eval_cached_count"] = 0  # no prompt cache here
         return final
 
     async def _generate(self, request: web.Request, req: _GenRequest) -> web.StreamResponse:

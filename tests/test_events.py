@@ -48,6 +48,36 @@ async def test_loaded_event_with_observed_load_time(
     assert timing.load_seconds is None
 
 
+async def test_on_ollama_0_30_a_load_is_seen_once_over_without_a_figure(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """0.34.4 lists a model only once it is loaded (as recorded from the real server).
+
+    The integration learns the new release when the server comes back with it, and from
+    then on takes a first sighting as the end of a load whose length polling cannot know.
+    """
+    coordinator = init_integration.runtime_data.coordinator
+    assert coordinator.monitor.capabilities.lists_while_loading
+    restarted = async_capture_events(hass, EVENT_SERVER_RESTARTED)
+    await emulator.stop()
+    await poll()
+    emulator.version = "0.34.4"
+    await emulator.start()
+    await poll()
+    assert [e.data["version"] for e in restarted] == ["0.34.4"]
+    assert not coordinator.monitor.capabilities.lists_while_loading
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    load = await start_load(emulator, LLAMA, 0.5)
+    await poll()
+    assert LLAMA not in coordinator.data.resident  # not listed while it loads
+    assert loaded == []
+    await load
+    await poll()
+    assert [(e.data["model"], e.data["load_seconds"]) for e in loaded] == [(LLAMA, None)]
+    assert loaded[0].data["cold_request_seconds"] is None
+    assert coordinator.data.timings[LLAMA].cold_request_seconds is None
+
+
 async def test_loaded_event_without_load_time_when_not_seen_loading(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
 ) -> None:

@@ -23,6 +23,7 @@ from custom_components.llm_warmth.core.backends.errors import (
 )
 from custom_components.llm_warmth.core.backends.ollama import OllamaClient
 from custom_components.llm_warmth.core.backends.replies import parse_timestamp
+from custom_components.llm_warmth.core.runner_key import runner_key
 
 from .conftest import GIB, LLAMA, QWEN, ollama_request
 from .ollama_emulator import EmulatedModel, OllamaEmulator
@@ -604,6 +605,67 @@ async def test_recorded_replies_of_ollama_0_9_3(
     emulator.inject("/api/chat", status=status, body=recorded("error_model_not_found.json"))
     with pytest.raises(LlmModelNotFoundError, match="try pulling it first"):
         await client.timed_generation("chat", "nope", "hi")
+
+
+CURRENT_FIXTURES = Path(__file__).parent / "fixtures" / "ollama_current"
+
+
+async def test_recorded_replies_of_a_current_ollama(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    """What the real 0.34.4 sent (scripts/record_fixtures), and what the client makes of it."""
+
+    def replay(path: str, name: str, content_type: str = "application/json") -> None:
+        status_file = CURRENT_FIXTURES / Path(name).with_suffix(".status").name
+        status = int(status_file.read_text()) if status_file.exists() else 200
+        body = (CURRENT_FIXTURES / name).read_bytes()
+        emulator.inject(path, status=status, body=body, content_type=content_type)
+
+    replay("/api/version", "version.json")
+    assert await client.version() == "0.34.4"
+    # The version tells what this release does that its kind alone does not.
+    assert not client.capabilities.lists_while_loading
+    assert client.capabilities.reports_prompt_cache
+    # Polled every 0.05 s through a cold load of big: nothing is listed until it is
+    # loaded, then it is, with the context its runner got.
+    replay("/api/ps", "ps_during_load.json")
+    assert await client.running_models() == ()
+    replay("/api/ps", "ps_after_load.json")
+    (big,) = await client.running_models()
+    assert (big.name, big.state, big.context_length) == ("big:latest", "loaded", 512)
+    # On this CPU-only machine the weights llama.cpp repacked for the CPU's AMX units are
+    # counted as the size_vram of a device: the server's figure, passed on as it is.
+    assert (big.size, big.size_vram) == (1345123778, 1233125376)
+    # Another num_ctx: reloaded, with the new context and a new size.
+    replay("/api/ps", "ps_num_ctx_512.json")
+    (small,) = await client.running_models()
+    replay("/api/ps", "ps_num_ctx_2048.json")
+    (large,) = await client.running_models()
+    assert (small.context_length, large.context_length) == (512, 2048)
+    assert large.size is not None
+    assert small.size is not None
+    assert large.size > small.size
+    assert runner_key(small) != runner_key(large)
+    # The same request again: the reply says how much of the prompt came from the cache.
+    for name, cached in (("generate_reload_num_ctx.json", 0), ("generate_cached_prompt.json", 53)):
+        replay("/api/generate", name, NDJSON)
+        reply = await client.timed_generation("generate", "tiny:latest", "hi")
+        assert (reply.prompt_eval_count, reply.prompt_cached_count) == (54, cached)
+    # A short keep_alive: the expiry says when, and once it passed nothing is listed.
+    replay("/api/ps", "ps_keep_2s.json")
+    (kept,) = await client.running_models()
+    assert kept.expires_at is not None
+    for name in ("ps_expired.json", "ps_unloaded.json", "ps_after_restart.json"):
+        replay("/api/ps", name)
+        assert await client.running_models() == (), name
+    replay("/api/version", "version_after_restart.json")
+    assert await client.version() == "0.34.4"
+    replay("/api/generate", "error_generate_unknown.json")
+    with pytest.raises(LlmModelNotFoundError, match="'nope' not found"):
+        await client.timed_generation("generate", "nope", "hi")
+    replay("/api/show", "error_show_unknown.json")
+    with pytest.raises(LlmModelNotFoundError, match="not found"):
+        await client.show("nope")
 
 
 async def test_https_to_a_plain_http_server_is_a_tls_error_not_an_outage(

@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -211,6 +212,38 @@ async def test_ps_legacy_floating_expiry(socket_enabled: None) -> None:
             assert entry["expires_at"] == _at(660)  # fixed once the request finished
     finally:
         await emu.stop()
+
+
+CURRENT = Path(__file__).parent / "fixtures" / "ollama_current"
+
+
+def _recorded(name: str) -> Any:
+    return json.loads((CURRENT / name).read_bytes())
+
+
+async def test_from_0_30_the_emulator_follows_the_real_0_34_4(socket_enabled: None) -> None:
+    """A load polled as on the real server: not listed, then listed with the recorded keys."""
+    emu = OllamaEmulator(version="0.34.4")
+    emu.add_model(EmulatedModel("slow:7b", size=10, load_delay=0.3))
+    await emu.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            body = {"model": "slow:7b", "prompt": "hi", "stream": False, "keep_alive": "10m"}
+            pending = asyncio.create_task(_post(session, emu, "/api/generate", body))
+            await asyncio.sleep(0.1)
+            assert emu.loaded["slow:7b"].loading
+            # ps_during_load.json: the real server lists nothing while it loads
+            assert await _ps(session, emu) == _recorded("ps_during_load.json")["models"]
+            _, reply = await pending
+            (entry,) = await _ps(session, emu)
+    finally:
+        await emu.stop()
+    recorded_entry = _recorded("ps_after_load.json")["models"][0]
+    assert entry.keys() == recorded_entry.keys()
+    assert entry["expires_at"] == _at(600)
+    recorded_reply = _recorded("generate_cold_big.json")
+    assert reply.keys() - {"context"} == recorded_reply.keys() - {"context"}
+    assert reply["prompt_eval_cached_count"] == 0
 
 
 async def test_ps_sorted_by_expiry_and_forever(

@@ -2,7 +2,10 @@
 
 from datetime import UTC, datetime, timedelta
 
-from custom_components.llm_warmth.core.backends.ollama import OLLAMA_CAPABILITIES
+from custom_components.llm_warmth.core.backends.ollama import (
+    OLLAMA_CAPABILITIES,
+    ollama_capabilities,
+)
 from custom_components.llm_warmth.core.backends.types import ResidencyState, ResidentModel
 from custom_components.llm_warmth.core.load_figures import LoadFigures
 from custom_components.llm_warmth.core.residency import (
@@ -78,6 +81,57 @@ def test_floating_expiry_of_a_new_runner_is_its_cold_request() -> None:
     assert observe(tracker, 11, model("a", at(11 + 300))) == []
     # The request ended at 11.2: the expiry stops moving, and how far it moved dates the end.
     assert observe(tracker, 11.5, model("a", at(11.2 + 300))) == [ModelLoaded("a", 1.2)]
+
+
+def test_a_first_sighting_on_ollama_0_30_is_the_end_of_a_load() -> None:
+    """0.34.4 lists a model only once loaded: the load is over, its length unknown.
+
+    The time its expiry then moves is the rest of the request, not the load: no figure
+    (recorded: tests/fixtures/ollama_current/ps_during_load.json, ps_after_load.json).
+    """
+    tracker = ResidencyTracker(ollama_capabilities("0.34.4"))
+    observe(tracker, 0)
+    assert observe(tracker, 10, model("a", at(10 + 300))) == [ModelLoaded("a", None)]
+    assert tracker.phase("a") is Phase.LOADED
+    assert not tracker.settling
+    for t in (10.5, 11):
+        assert observe(tracker, t, model("a", at(t + 300))) == []
+    assert observe(tracker, 11.5, model("a", at(11.2 + 300))) == []
+
+
+def test_a_reload_in_place_on_ollama_0_30_has_no_figure() -> None:
+    tracker = ResidencyTracker(ollama_capabilities("0.34.4"))
+    observe(tracker, 0, model("a", at(300), size=100))
+    # Listed again with another size (num_ctx): the new runner is up; the request runs on.
+    assert observe(tracker, 2, model("a", at(2 + 300), size=200)) == []
+    assert observe(tracker, 2.5, model("a", at(2.5 + 300), size=200)) == []
+    assert observe(tracker, 3, model("a", at(2.7 + 300), size=200)) == [
+        ModelLoaded("a", None, reloaded=True)
+    ]
+
+
+def test_the_tracker_follows_the_capabilities_of_the_version_it_learns() -> None:
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
+    tracker.use_capabilities(ollama_capabilities("0.34.4"))
+    observe(tracker, 0)
+    assert observe(tracker, 1, model("a", at(301))) == [ModelLoaded("a", None)]
+    tracker.use_capabilities(ollama_capabilities("0.9.3"))
+    observe(tracker, 2)
+    observe(tracker, 3, model("b", at(303)))
+    assert tracker.phase("b") is Phase.UNSURE
+
+
+def test_ollama_capabilities_by_release() -> None:
+    for old in ("0.9.3", "0.12.6", "0.29.9", "0.0.0", "not a version", ""):
+        assert ollama_capabilities(old) == OLLAMA_CAPABILITIES, old
+        assert ollama_capabilities(old).lists_while_loading
+        assert not ollama_capabilities(old).reports_prompt_cache
+    for new in ("0.30.0", "0.34.4", "0.34.4-rc1", "1.2.3"):
+        capabilities = ollama_capabilities(new)
+        assert not capabilities.lists_while_loading, new
+        assert capabilities.reports_prompt_cache
+        assert capabilities.expiry_moves_while_busy
+    assert not OLLAMA_CAPABILITIES.reports_loading
 
 
 def test_a_loaded_model_in_use_is_not_loading() -> None:

@@ -282,6 +282,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             version = None
             if monitor.version_due(time.monotonic()):
                 version = await self.client.version()
+                if self.client.capabilities != monitor.capabilities:
+                    monitor.use_capabilities(self.client.capabilities)
             resident = await self.client.running_models()
             installed = None
             if monitor.installed_due(resident, time.monotonic()):

@@ -122,6 +122,11 @@ class ServerMonitor:
         self._unreachable = False
         self._last: ServerSnapshot | None = None
 
+    def use_capabilities(self, capabilities: Capabilities) -> None:
+        """Follow what the server reports, once its version told more than its kind."""
+        self.capabilities = capabilities
+        self._tracker.use_capabilities(capabilities)
+
     @property
     def timings(self) -> dict[str, ModelTiming]:
         """Return what was measured per model (a copy)."""

@@ -163,10 +163,13 @@ class ResidencyTracker:
 
         A server whose expiry moves while a request runs (Ollama 0.9) may be loading a
         model it lists as loaded: such a first sighting is unsure until the next poll. A
-        server that names its loading state is believed at once.
+        server that names its loading state is believed at once, and so is one that lists
+        a model only once it is loaded (Ollama 0.30 and newer).
         """
-        self._floating = capabilities.expiry_moves_while_busy
-        self._load_end_seen = capabilities.reports_loading and not self._floating
+        self._floating = False
+        self._load_end_seen = False
+        self._listed_while_loading = True
+        self.use_capabilities(capabilities)
         self._models: dict[str, _Tracked] = {}
         self._baseline_taken = False
         # Models that left early with nothing in sight: decided once a replacement shows
@@ -178,6 +181,12 @@ class ResidencyTracker:
         # Loads our requests announced before any poll saw the runner, and until when a
         # first sighting is that load (monotonic); later it is somebody else's.
         self._expected: dict[str, float] = {}
+
+    def use_capabilities(self, capabilities: Capabilities) -> None:
+        """Follow what the server reports (its version told more than its kind)."""
+        self._floating = capabilities.expiry_moves_while_busy
+        self._load_end_seen = capabilities.reports_loading and not self._floating
+        self._listed_while_loading = capabilities.lists_while_loading
 
     @property
     def settling(self) -> bool:
@@ -197,8 +206,15 @@ class ResidencyTracker:
         return tracked.phase if tracked else None
 
     def loading(self) -> frozenset[str]:
-        """Return the models busy with the request that loaded them."""
-        return frozenset(n for n, t in self._models.items() if t.phase is Phase.LOADING)
+        """Return the models busy with the request that loads them.
+
+        Where the server lists a model only once it is loaded, a model that one of our
+        requests runs against and that the server does not list yet is loading for it.
+        """
+        busy = {n for n, t in self._models.items() if t.phase is Phase.LOADING}
+        if not self._listed_while_loading:
+            busy |= {m for m, own in self._own.items() if own.running and m not in self._models}
+        return frozenset(busy)
 
     def observe(
         self,
@@ -287,7 +303,7 @@ class ResidencyTracker:
             phase = Phase.LOADING
         elif baseline or expected >= monotonic:
             phase, expected = Phase.LOADED, -math.inf
-        elif self._floating:
+        elif self._floating and self._listed_while_loading:
             phase = Phase.UNSURE
         else:
             # Loaded between two polls, and the server says so: no need to wait.
@@ -342,7 +358,9 @@ class ResidencyTracker:
         tracked.phase, tracked.announced_until, tracked.reloaded = Phase.LOADED, -math.inf, False
         if not announced:
             seconds = None
-            if previous.phase is Phase.LOADING:
+            # Where the server lists a model only once loaded, the time seen loading is
+            # the rest of the request after its load: not a figure of the load.
+            if previous.phase is Phase.LOADING and self._listed_while_loading:
                 ended = (
                     _load_end(previous, model.expires_at, monotonic)
                     if self._floating

@@ -28,9 +28,12 @@ def warmth(model: ResidentModel | None, *, loading: bool, now: datetime) -> Warm
     """Return the warmth of a model the server lists as ``model`` (None: not listed).
 
     ``loading``: the residency tracker sees the model busy with the request that loads it
-    (on Ollama 0.9 the server itself does not say so).
+    (on Ollama 0.9 the server itself does not say so; Ollama 0.30 and newer does not list
+    it at all until loaded, so our own request to it is what tells).
     """
-    if model is None or model.state is ResidencyState.SLEEPING:
+    if model is None:
+        return Warmth.LOADING if loading else Warmth.COLD
+    if model.state is ResidencyState.SLEEPING:
         return Warmth.COLD
     if model.state is ResidencyState.UNLOADING:
         return Warmth.UNLOADING

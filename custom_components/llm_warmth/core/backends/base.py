@@ -47,6 +47,9 @@ class Capabilities:
     model while any request to it runs, so a moving expiry means "in use".
     ``reports_loading``: the server names a loading state, so the end of a load is seen;
     without it polling sees only the end of the request that loaded the model.
+    ``lists_while_loading``: the server lists a model from the start of its load (Ollama
+    before 0.30). Ollama 0.30 and newer lists it only once it is loaded: a first sighting
+    is the end of a load, whose start polling never sees.
     """
 
     reports_load_duration: bool
@@ -61,6 +64,7 @@ class Capabilities:
     reports_expiry: bool
     reports_loading: bool
     expiry_moves_while_busy: bool = False
+    lists_while_loading: bool = True
 
     @property
     def requests_set_keep_and_context(self) -> bool:

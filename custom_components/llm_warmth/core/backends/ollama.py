@@ -5,7 +5,9 @@ API facts this client relies on.
 """
 
 from collections.abc import Mapping
+from dataclasses import replace
 import math
+import re
 import time
 from typing import Any, Final, Literal
 
@@ -48,22 +50,42 @@ OLLAMA_CAPABILITIES: Final = Capabilities(
     can_unload=True,
     keep_alive=KeepAlive.IDLE_TIMER,
     pushes_events=False,
-    reports_prompt_cache=False,  # prompt_eval_count includes the cached tokens
+    # prompt_eval_count includes the cached tokens; 0.30 and newer say how many
+    reports_prompt_cache=False,
     reports_context_length=True,  # since 0.10 (0.9 leaves it out)
     reports_memory=True,
     reports_expiry=True,
-    reports_loading=True,  # current releases: the zero expiry; 0.9 never shows it
-    expiry_moves_while_busy=True,  # 0.9: "now + keep_alive" while any request runs
+    # No loading state: 0.9.3 lists a loading model with a moving expiry, 0.34.4 does not
+    # list it until loaded (recorded: tests/fixtures/ollama_current/README.md); both then
+    # report "now + keep_alive" while any request runs.
+    reports_loading=False,
+    expiry_moves_while_busy=True,
 )
+# From 0.30 Ollama runs llama.cpp's llama-server: it adds a model to the list /api/ps reads
+# only once that runner is up (server/sched.go at v0.34.4: llama.Load, then s.loaded), and
+# its replies carry the runner's cached prompt tokens (prompt_eval_cached_count).
+LISTED_ONCE_LOADED_SINCE: Final = (0, 30)
+_RELEASE = re.compile(r"(\d+)\.(\d+)")
 # The final chunk's metrics: the reply's key, TimedReply's field, the largest sane value.
 _FINAL_METRICS: Final = (
     ("load_duration", "load_duration_ns", MAX_DURATION_NS),
     ("prompt_eval_count", "prompt_eval_count", MAX_TOKENS),
+    # 0.30 and newer: the part of prompt_eval_count served from the prompt cache
+    ("prompt_eval_cached_count", "prompt_cached_count", MAX_TOKENS),
     ("prompt_eval_duration", "prompt_eval_duration_ns", MAX_DURATION_NS),
     ("eval_count", "eval_count", MAX_TOKENS),
     ("eval_duration", "eval_duration_ns", MAX_DURATION_NS),
     ("total_duration", "total_duration_ns", MAX_DURATION_NS),
 )
+
+
+def ollama_capabilities(version: str) -> Capabilities:
+    """Return what an Ollama release reports (a version that does not parse: as 0.9)."""
+    if (found := _RELEASE.match(version)) is None:
+        return OLLAMA_CAPABILITIES
+    if (int(found[1]), int(found[2])) >= LISTED_ONCE_LOADED_SINCE:
+        return replace(OLLAMA_CAPABILITIES, lists_while_loading=False, reports_prompt_cache=True)
+    return OLLAMA_CAPABILITIES
 
 
 def error_for_status(status: int, message: str, path: str) -> LlmServerError:
@@ -80,7 +102,10 @@ class OllamaClient(HttpClient):
     capabilities = OLLAMA_CAPABILITIES
 
     async def version(self, *, timeout: float | None = None) -> str:
-        """Return the server's version; raise ``LlmServerNotSupportedError`` if not Ollama."""
+        """Return the server's version; raise ``LlmServerNotSupportedError`` if not Ollama.
+
+        The capabilities follow the version (what a release lists while it loads).
+        """
         try:
             payload = await self._http.request("GET", "/api/version", timeout=timeout)
         except (LlmServerResponseError, LlmModelNotFoundError) as err:
@@ -92,6 +117,7 @@ class OllamaClient(HttpClient):
             raise LlmServerNotSupportedError(
                 f"{self._http.shown_url} did not answer like an Ollama server: no version"
             )
+        self.capabilities = ollama_capabilities(version)
         return version
 
     async def running_models(self, *, timeout: float | None = None) -> tuple[ResidentModel, ...]:
