@@ -27,6 +27,7 @@ from custom_components.llm_warmth.const import DOMAIN
 from custom_components.llm_warmth.coordinator import LlmWarmthCoordinator
 from custom_components.llm_warmth.core.gpu.exporter import ExporterKind
 
+from .e2e import server_url
 from .ollama_emulator import EmulatedModel, OllamaEmulator
 
 GPU_FIXTURES = Path(__file__).parent / "fixtures" / "gpu"
@@ -43,6 +44,34 @@ def exporter_fixture(kind: ExporterKind) -> str:
 
 
 pytest_plugins = ["pytest_homeassistant_custom_component"]
+
+# The real servers the e2e tests run on (scripts/llm_servers starts them): each Ollama test
+# runs on both releases, the variable naming the server's URL (and, with _RESTART instead of
+# _URL, the command that restarts it).
+OLLAMA_SERVERS = {
+    "ollama-0.9.3": "LLM_WARMTH_OLLAMA",
+    "ollama-current": "LLM_WARMTH_OLLAMA_CURRENT",
+}
+
+
+@pytest.fixture(params=list(OLLAMA_SERVERS.values()), ids=list(OLLAMA_SERVERS))
+def ollama_server(request: pytest.FixtureRequest) -> str:
+    """Return the variable prefix of one real Ollama release (the test runs on each)."""
+    prefix: str = request.param
+    return prefix
+
+
+@pytest.fixture
+def ollama_url(ollama_server: str, socket_enabled: None) -> str:
+    """Return the URL of a real Ollama (skipped without one; CI fails instead)."""
+    return server_url(f"{ollama_server}_URL")
+
+
+@pytest.fixture
+def llama_url(socket_enabled: None) -> str:
+    """Return the URL of the real llama-server in router mode."""
+    return server_url("LLM_WARMTH_LLAMA_URL")
+
 
 ENTRY_ID = "01JLLMWARMTHTESTENTRY0000"
 LLAMA = "llama3.2:3b"

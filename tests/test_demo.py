@@ -25,7 +25,6 @@ from demo.home_assistant import write_config
 
 from .chromium import chromium_page, look, require_browser, sign_in_script
 from .conftest import free_port
-from .e2e import server_url
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -202,9 +201,9 @@ async def test_develop_starts_clean(socket_enabled: None, tmp_path: Path) -> Non
 
 
 @pytest.mark.e2e
-async def test_the_demo_against_a_real_server(socket_enabled: None, tmp_path: Path) -> None:
+async def test_the_demo_against_a_real_server(ollama_url: str, tmp_path: Path) -> None:
     """``scripts/demo --server URL``: the real Ollama instead of the emulated GPU box."""
-    ollama = server_url("LLM_WARMTH_OLLAMA_URL")
+    ollama = ollama_url
     running = await start_demo(tmp_path / "demo", "--server", ollama)
     process = running.process
     try:

@@ -19,15 +19,15 @@ from pytest_homeassistant_custom_component.common import (
 
 from custom_components.llm_warmth.const import DOMAIN, EVENT_MODEL_LOADED
 
-from .e2e import add_server, evict, server_url
+from .e2e import add_server, evict
 from .recording_proxy import RecordingProxy
 
 
 @pytest.mark.e2e
 async def test_a_preload_spares_the_agents_next_turn_a_reload(
-    hass: HomeAssistant, socket_enabled: None
+    hass: HomeAssistant, ollama_url: str
 ) -> None:
-    url = server_url("LLM_WARMTH_OLLAMA_URL")
+    url = ollama_url
     proxy = RecordingProxy(url)
     await proxy.start()
     try:

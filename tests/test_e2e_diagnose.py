@@ -17,7 +17,7 @@ import pytest
 from custom_components.llm_warmth.const import DOMAIN
 
 from .conftest import add_ollama_agent
-from .e2e import add_server, drop_from_page_cache, evict, model_file, ollama_get, server_url
+from .e2e import add_server, drop_from_page_cache, evict, model_file, ollama_get
 from .recording_proxy import RecordingProxy
 from .test_e2e_llama_server import unload_all
 
@@ -31,8 +31,8 @@ async def diagnose(hass: HomeAssistant, **data: Any) -> dict[str, Any]:
 
 
 @pytest.mark.e2e
-async def test_cold_vs_repeat_on_the_real_ollama(hass: HomeAssistant, socket_enabled: None) -> None:
-    url = server_url("LLM_WARMTH_OLLAMA_URL")
+async def test_cold_vs_repeat_on_the_real_ollama(hass: HomeAssistant, ollama_url: str) -> None:
+    url = ollama_url
     proxy = RecordingProxy(url)  # to read the server's own figures of each reply
     await proxy.start()
     entry = await add_server(hass, proxy.url)
@@ -60,11 +60,9 @@ async def test_cold_vs_repeat_on_the_real_ollama(hass: HomeAssistant, socket_ena
 
 
 @pytest.mark.e2e
-async def test_a_context_change_on_the_real_ollama(
-    hass: HomeAssistant, socket_enabled: None
-) -> None:
+async def test_a_context_change_on_the_real_ollama(hass: HomeAssistant, ollama_url: str) -> None:
     """big as another client leaves it (its Modelfile's num_ctx 512), then the agent's 1024."""
-    url = server_url("LLM_WARMTH_OLLAMA_URL")
+    url = ollama_url
     proxy = RecordingProxy(url)
     await proxy.start()
     entry = await add_server(hass, proxy.url)
@@ -112,8 +110,8 @@ async def test_a_context_change_on_the_real_ollama(
 
 
 @pytest.mark.e2e
-async def test_a_switch_on_the_real_llama_server(hass: HomeAssistant, socket_enabled: None) -> None:
-    url = server_url("LLM_WARMTH_LLAMA_URL")
+async def test_a_switch_on_the_real_llama_server(hass: HomeAssistant, llama_url: str) -> None:
+    url = llama_url
     await unload_all(url)
     entry = await add_server(hass, url)
     answer = await diagnose(

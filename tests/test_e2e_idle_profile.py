@@ -15,7 +15,7 @@ from homeassistant.core import HomeAssistant
 import pytest
 
 from .conftest import model_id
-from .e2e import add_server, evict, server_url, wait_until
+from .e2e import add_server, evict, wait_until
 from .recording_proxy import RecordingProxy
 from .test_pin import call
 
@@ -24,9 +24,9 @@ TINY = "tiny:latest"
 
 @pytest.mark.e2e
 async def test_the_first_two_intervals_on_the_real_ollama(
-    hass: HomeAssistant, socket_enabled: None
+    hass: HomeAssistant, ollama_url: str
 ) -> None:
-    url = server_url("LLM_WARMTH_OLLAMA_URL")
+    url = ollama_url
     await evict(url, TINY)
     proxy = RecordingProxy(url)
     await proxy.start()

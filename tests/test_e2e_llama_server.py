@@ -30,18 +30,13 @@ from custom_components.llm_warmth.const import (
 )
 
 from .conftest import model_id
-from .e2e import add_server, drop_from_page_cache, server_url, wait_until
+from .e2e import add_server, drop_from_page_cache, wait_until
 from .recording_proxy import RecordingProxy
 
 pytestmark = pytest.mark.e2e
 BIG, TINY = "big", "tiny"
 INTERVAL = 2.0
 PROMPT = "Reply with one word: ready?"
-
-
-@pytest.fixture
-def llama_url(socket_enabled: None) -> str:
-    return server_url("LLM_WARMTH_LLAMA_URL")
 
 
 @pytest.fixture

@@ -41,7 +41,13 @@ def restart_command(variable: str) -> str:
 
 @pytest.mark.e2e
 @pytest.mark.parametrize(
-    ("kind", "load_path"), [("OLLAMA", "/api/generate"), ("LLAMA", "/models/load")]
+    ("kind", "load_path"),
+    [
+        ("OLLAMA", "/api/generate"),
+        ("OLLAMA_CURRENT", "/api/generate"),
+        ("LLAMA", "/models/load"),
+    ],
+    ids=["ollama-0.9.3", "ollama-current", "llama-server"],
 )
 async def test_a_pin_survives_a_real_server_restart(
     hass: HomeAssistant, socket_enabled: None, kind: str, load_path: str
@@ -91,13 +97,13 @@ async def test_a_pin_survives_a_real_server_restart(
 
 
 @pytest.mark.e2e
-async def test_the_guard_on_the_real_ollama(hass: HomeAssistant, socket_enabled: None) -> None:
+async def test_the_guard_on_the_real_ollama(hass: HomeAssistant, ollama_url: str) -> None:
     """A protected entity turns on: the pin is released (one unload sent); off: loaded again.
 
     On the integration's own timers (polls every 2 s, re-applied at once), through a proxy
     that counts what it sent.
     """
-    url = server_url("LLM_WARMTH_OLLAMA_URL")
+    url = ollama_url
     proxy = RecordingProxy(url)
     await proxy.start()
     try:

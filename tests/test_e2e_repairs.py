@@ -16,7 +16,7 @@ import pytest
 from custom_components.llm_warmth.const import DOMAIN
 
 from .e2e import add_server, wait_until
-from .test_e2e_llama_server import call, llama_url, statuses, unload_all  # noqa: F401
+from .test_e2e_llama_server import call, statuses, unload_all
 
 
 async def load(url: str, model: str) -> None:
@@ -32,7 +32,7 @@ async def load(url: str, model: str) -> None:
 @pytest.mark.e2e
 async def test_two_models_that_do_not_fit_raise_the_thrash_repair(
     hass: HomeAssistant,
-    llama_url: str,  # noqa: F811 (the fixture imported above)
+    llama_url: str,
     issue_registry: ir.IssueRegistry,
 ) -> None:
     await unload_all(llama_url)
