@@ -159,7 +159,7 @@ async def test_residency_and_an_unload_by_another_client(
 async def test_a_reload_for_another_context_by_another_client(
     hass: HomeAssistant, ollama_url: str, proxy: RecordingProxy
 ) -> None:
-    """num_ctx 2048 after 512: Ollama 0.9 reloads in place, and /api/ps shows a new size."""
+    """num_ctx 2048 after 512: reloaded in place; /api/ps shows a new size (and context)."""
     await evict(ollama_url, TINY)
     small = {"model": TINY, "prompt": "hi", "keep_alive": "10m"}
     await ollama_call(ollama_url, "/api/generate", small | {"options": {"num_ctx": 512}})
@@ -177,6 +177,14 @@ async def test_a_reload_for_another_context_by_another_client(
     assert after != before
     assert [(e.data["model"], e.data["reloaded"]) for e in loaded] == [(TINY, True)]
     assert unloaded == []
+    # The context the runner got, as the server lists it (0.10 and newer; 0.9 omits it).
+    (listed,) = (await ollama_get(ollama_url, "/api/ps"))["models"]
+    context = hass.states.get(model_id(entry, "sensor.tiny_context_length"))
+    if "context_length" in listed:
+        assert listed["context_length"] == 2048
+        assert int(context.state) == listed["context_length"]
+    else:
+        assert context.state == "unknown"
     await evict(ollama_url, TINY)
     await hass.config_entries.async_unload(entry.entry_id)
 
