@@ -6,6 +6,7 @@ wait, and the household guard holding a probe back.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 
 from homeassistant.const import STATE_ON
@@ -141,3 +142,54 @@ async def test_the_profile_asks_as_the_agent_asks(
     loads = [r["load_ms"] for r in hass.states.get(SENSOR).attributes["results"]]
     assert all(load < 250 for load in loads)
     assert emulator.loaded[LLAMA].num_ctx == 8192
+
+
+def probes_sent(emulator: OllamaEmulator) -> int:
+    return sum(1 for r in emulator.requests if r.path in ("/api/chat", "/api/generate"))
+
+
+@pytest.mark.usefixtures("socket_enabled")
+@pytest.mark.parametrize("how", ["remove", "reload"])
+async def test_an_entry_removed_or_reloaded_while_its_probe_runs_leaves_nothing_behind(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    caplog: pytest.LogCaptureFixture,
+    how: str,
+) -> None:
+    """The 0-minute probe is loading the model when the entry goes (or comes back)."""
+    mock_config_entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(ENTRY_ID)
+    await hass.async_block_till_done()
+    clock = Clock(hass, emulator)
+    emulator.models[LLAMA].load_delay = 1.0
+    await call(hass, "start_idle_profile", config_entry_id=ENTRY_ID, model=LLAMA)
+    async_fire_time_changed(hass, clock.now())
+    for _ in range(200):
+        if LLAMA in emulator.loaded and emulator.loaded[LLAMA].loading:
+            break
+        await asyncio.sleep(0.01)
+    assert emulator.loaded[LLAMA].loading  # the probe is in flight
+    if how == "remove":
+        await hass.config_entries.async_remove(ENTRY_ID)
+    else:
+        await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    sent = probes_sent(emulator)
+    # The next probes of the profile are due 1 and 10 minutes on: only a reloaded entry
+    # sends them, once each (no old profiler beside the new one).
+    await clock.minutes(12)
+    await asyncio.sleep(1.2)  # the cancelled request's load ends in the emulator
+    await hass.async_block_till_done(wait_background_tasks=True)
+    if how == "remove":
+        assert probes_sent(emulator) == sent
+        assert hass.config_entries.async_get_entry(ENTRY_ID) is None
+    else:
+        # The probe that was cut short is due again at once, then the 1- and the
+        # 10-minute ones: one profiler, so three probes, not six.
+        assert probes_sent(emulator) - sent == 3
+        assert [minutes for minutes, _ in results(hass)] == [0, 1, 10]
+        await hass.config_entries.async_unload(ENTRY_ID)
+    assert "Task exception was never retrieved" not in caplog.text
+    assert "AttributeError" not in caplog.text
+    assert "Error doing job" not in caplog.text

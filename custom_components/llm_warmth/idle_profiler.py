@@ -44,6 +44,9 @@ class IdleProfiler:
         self._coordinator = coordinator
         self._controller = controller
         self._timers: dict[str, CALLBACK_TYPE] = {}
+        # Once stopped (the entry unloads), nothing is scheduled again: a probe that was
+        # running is cancelled with the entry's background tasks.
+        self._stopped = False
         # What the last poll showed of each profiled model: resident, and its expiry. None
         # (absent): no baseline yet (after a start, a restart or a probe of ours).
         self._seen: dict[str, tuple[bool, datetime | None]] = {}
@@ -57,6 +60,7 @@ class IdleProfiler:
 
         @callback
         def stop() -> None:
+            self._stopped = True
             unsub()
             for cancel in self._timers.values():
                 cancel()
@@ -91,11 +95,13 @@ class IdleProfiler:
     def _schedule(self, model: str, at: datetime | None = None) -> None:
         if (cancel := self._timers.pop(model, None)) is not None:
             cancel()
+        if self._stopped:
+            return
         profile = self._coordinator.idle_profiles.get(model)
         due = at or (profile.due_at() if profile else None)
         if due is None:
             return
-        job = HassJob(self._async_due, f"llm_warmth idle profile {model}", cancel_on_shutdown=True)
+        job = HassJob(self._due, f"llm_warmth idle profile {model}", cancel_on_shutdown=True)
         self._timers[model] = async_track_point_in_utc_time(
             self._hass, job, max(due, self._coordinator.utcnow())
         )
@@ -126,8 +132,17 @@ class IdleProfiler:
                 coordinator.idle_profiles[model] = profile.used(now)
                 self._schedule(model)
 
-    async def _async_due(self, _now: datetime) -> None:
-        """Run the probes that are due (the timer fired)."""
+    @callback
+    def _due(self, _now: datetime) -> None:
+        """Run the due probes as a task of the entry's (the timer fired)."""
+        if self._stopped:
+            return
+        self._coordinator.config_entry.async_create_background_task(
+            self._hass, self._async_due(), f"{self._coordinator.name} idle profile probes"
+        )
+
+    async def _async_due(self) -> None:
+        """Run the probes that are due."""
         coordinator = self._coordinator
         now = coordinator.utcnow()
         for model, profile in list(coordinator.idle_profiles.items()):
