@@ -7,8 +7,10 @@ The parsers read the raw replies recorded from the real server (``fixtures/llama
 
 import asyncio
 from collections.abc import AsyncIterator
+import logging
 from pathlib import Path
 import time
+from typing import Any
 
 import aiohttp
 from homeassistant.const import STATE_OFF, STATE_ON
@@ -16,6 +18,7 @@ from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import async_capture_events
 
+from custom_components.llm_warmth import coordinator as coordinator_module
 from custom_components.llm_warmth.const import DOMAIN, EVENT_MODEL_LOADED, EVENT_MODEL_UNLOADED
 from custom_components.llm_warmth.core.backends.detection import detect
 from custom_components.llm_warmth.core.backends.errors import (
@@ -408,3 +411,44 @@ async def test_a_system_prompt_and_think_reach_the_chat_template(
     completion = [r.json for r in server.requests if r.path == "/v1/completions"][-1]
     assert completion["prompt"] == "Be brief.\n\nHello."
     assert "chat_template_kwargs" not in completion
+
+
+async def test_an_unexpected_event_stream_failure_is_logged_once_until_it_recovers(
+    hass: HomeAssistant,
+    server: LlamaServerEmulator,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bug on every pushed snapshot: one traceback, then debug lines, then 'works again'."""
+    monkeypatch.setattr(coordinator_module, "EVENTS_RETRY_MIN", 0.05)
+    monkeypatch.setattr(coordinator_module, "EVENTS_RETRY_MAX", 0.1)
+    entry = await add_server(hass, server.url)
+    coordinator = entry.runtime_data.coordinator
+    await wait_until(lambda: coordinator.events_connected, 3, "the event stream")
+    observe = coordinator._observe_pushed
+    failures = 0
+
+    def failing(resident: Any) -> None:
+        nonlocal failures
+        if failures < 4:
+            failures += 1
+            raise RuntimeError("a bug in reading a pushed snapshot")
+        observe(resident)
+
+    caplog.set_level(logging.DEBUG, logger="custom_components.llm_warmth")
+    monkeypatch.setattr(coordinator, "_observe_pushed", failing)
+    server.cut_sse()
+    await wait_until(lambda: failures == 4, 5, "four failures")
+    await server.load_by_other_client(TINY)  # a snapshot that is read again
+    await wait_until(
+        lambda: "the event stream works again" in caplog.text, 5, "the stream working again"
+    )
+    mine = [r for r in caplog.records if "event stream" in r.getMessage()]
+    errors = [r for r in mine if r.levelno >= logging.ERROR]
+    assert [r.getMessage().split(";")[0] for r in errors] == [
+        f"{coordinator.name}: the event stream failed"
+    ]
+    assert errors[0].exc_info is not None
+    again = [r for r in mine if "failed again" in r.getMessage()]
+    assert len(again) == 3
+    assert all(r.levelno == logging.DEBUG for r in again)

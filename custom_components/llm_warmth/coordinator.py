@@ -199,6 +199,9 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         installed models, and they tell when the server is gone).
         """
         delay = EVENTS_RETRY_MIN
+        # An unexpected failure is logged with its traceback once; until the stream works
+        # again the same failure on every retry goes to the debug log only.
+        failed_unexpectedly = False
         while not self._shut_down:
             connected_at: float | None = None
             try:
@@ -209,10 +212,24 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
                             self.events_connected = True
                             LOGGER.debug("%s: following the server's events", self.name)
                         self._observe_pushed(resident)
+                        if failed_unexpectedly:
+                            LOGGER.info("%s: the event stream works again", self.name)
+                            failed_unexpectedly = False
             except LlmServerError as err:
                 LOGGER.debug("%s: event stream: %s; retrying in %s s", self.name, err, delay)
             except Exception:
-                LOGGER.exception("%s: the event stream failed; retrying in %s s", self.name, delay)
+                if failed_unexpectedly:
+                    LOGGER.debug(
+                        "%s: the event stream failed again; retrying in %s s",
+                        self.name,
+                        delay,
+                        exc_info=True,
+                    )
+                else:
+                    LOGGER.exception(
+                        "%s: the event stream failed; retrying in %s s", self.name, delay
+                    )
+                    failed_unexpectedly = True
             finally:
                 self.events_connected = False
             if connected_at is not None and time.monotonic() - connected_at > EVENTS_RETRY_MAX:
