@@ -1,0 +1,231 @@
+"""The words people read: every translation key the code uses exists and renders.
+
+In the spirit of Home Assistant core's ``check_translations``: the code is read (its
+``translation_key=`` arguments, with the placeholders given beside them), and every key it
+names must exist in ``translations/en.json`` with no placeholder the code does not give;
+every key there must be used; the server errors render for the poll, the flow and the
+actions with the placeholders those give.
+"""
+
+import ast
+from collections.abc import Iterator
+import json
+from pathlib import Path
+import string
+
+import pytest
+
+from custom_components.llm_warmth import errors
+from custom_components.llm_warmth.core.backends.detection import OpenAiCompatibleError
+from custom_components.llm_warmth.core.backends.errors import (
+    LlmModelNotFoundError,
+    LlmServerAuthenticationError,
+    LlmServerBusyError,
+    LlmServerConnectionError,
+    LlmServerError,
+    LlmServerNotSupportedError,
+    LlmServerOutOfMemoryError,
+    LlmServerResponseError,
+    LlmServerTimeoutError,
+    LlmServerTlsError,
+)
+from custom_components.llm_warmth.core.repairs import ThrashCause
+
+PACKAGE = Path(__file__).resolve().parent.parent / "custom_components" / "llm_warmth"
+STRINGS = json.loads((PACKAGE / "translations" / "en.json").read_text())
+# The platform whose entities a module describes.
+PLATFORMS = {
+    "sensor.py": "sensor",
+    "sensor_descriptions.py": "sensor",
+    "gpu_sensor.py": "sensor",
+    "diagnosis_sensor.py": "sensor",
+    "guard_sensor.py": "sensor",
+    "assistant.py": "sensor",
+    "binary_sensor.py": "binary_sensor",
+    "switch.py": "switch",
+    "number.py": "number",
+}
+EXCEPTION_CALLS = ("Error", "Failed", "NotReady", "Unauthorized")
+# The values a repair's key is completed with (f"reload_thrash_{cause}" and the like).
+KEY_ENDINGS = {
+    "reload_thrash_": [cause.value for cause in ThrashCause],
+    "keep_alive_overrides_": ["pin", "preload"],  # KeepAliveConflict.what
+}
+
+
+def fields(text: str) -> set[str]:
+    """Return the placeholders a translated text needs."""
+    return {name for _, name, _, _ in string.Formatter().parse(text) if name}
+
+
+def sources() -> Iterator[tuple[Path, ast.Module]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield path, ast.parse(path.read_text(), str(path))
+
+
+def called(node: ast.Call) -> str:
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+
+
+def keyword(node: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in node.keywords if k.arg == name), None)
+
+
+def given(node: ast.Call) -> set[str] | None:
+    """Return the placeholder names a call gives (None: not a literal, cannot tell)."""
+    value = keyword(node, "translation_placeholders")
+    if value is None:
+        return set()
+    if isinstance(value, ast.Dict) and all(isinstance(k, ast.Constant) for k in value.keys):
+        return {k.value for k in value.keys if isinstance(k, ast.Constant)}
+    return None
+
+
+def issue_keys(node: ast.expr) -> list[str]:
+    """Return the keys a repair's key expression can take (a literal or an f-string)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.JoinedStr) and isinstance(node.values[0], ast.Constant):
+        prefix = str(node.values[0].value)
+        assert prefix in KEY_ENDINGS, f"a repair key {prefix}... whose endings are not known"
+        return [prefix + ending for ending in KEY_ENDINGS[prefix]]
+    return []
+
+
+def repairs() -> list[tuple[str, str, str, set[str] | None]]:
+    """Return the issues repairs.py raises: its (key, {placeholders}) pairs."""
+    path = PACKAGE / "repairs.py"
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Tuple) and len(node.elts) == 2:
+            key, placeholders = node.elts
+            if isinstance(placeholders, ast.Dict):
+                names = {k.value for k in placeholders.keys if isinstance(k, ast.Constant)}
+                found += [
+                    ("issues", name, f"repairs.py:{node.lineno}", names) for name in issue_keys(key)
+                ]
+    return found
+
+
+def uses() -> list[tuple[str, str, str, set[str] | None]]:
+    """Return (section, key, where, placeholders given) for each key in the code."""
+    found = repairs()
+    for path, tree in sources():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            key = keyword(node, "translation_key")
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                continue
+            name, where = called(node), f"{path.name}:{node.lineno}"
+            if name == "async_create_issue":
+                section = "issues"
+            elif name.endswith(EXCEPTION_CALLS):
+                section = "exceptions"
+            else:
+                platform = PLATFORMS.get(path.name)
+                assert platform, f"{where}: {name}(translation_key=...) of no known platform"
+                section = f"entity.{platform}"
+            found.append((section, key.value, where, given(node)))
+    return found
+
+
+def lookup(section: str) -> dict[str, dict[str, str]]:
+    table = STRINGS
+    for part in section.split("."):
+        table = table[part]
+    return table
+
+
+def texts(entry: object) -> list[str]:
+    if isinstance(entry, str):
+        return [entry]
+    assert isinstance(entry, dict)
+    return [t for value in entry.values() for t in texts(value)]
+
+
+def test_the_code_reads_keys_of_every_kind() -> None:
+    """The scan itself finds what it looks for (a scan that finds nothing proves nothing)."""
+    sections = {section for section, *_ in uses()}
+    assert {"issues", "exceptions", "entity.sensor", "entity.binary_sensor"} <= sections
+    assert {key for _, key, _, _ in repairs()} >= {
+        f"reload_thrash_{cause.value}" for cause in ThrashCause
+    }
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "where", "placeholders"),
+    uses(),
+    ids=lambda value: value if isinstance(value, str) else "",
+)
+def test_every_key_the_code_uses_exists_and_renders(
+    section: str, key: str, where: str, placeholders: set[str] | None
+) -> None:
+    table = lookup(section)
+    assert key in table, f"{where}: {section}.{key} is not in translations/en.json"
+    if placeholders is None or section.startswith("entity."):
+        return  # built at run time (tested below), or entity names (no placeholders)
+    needed = set().union(*(fields(text) for text in texts(table[key])))
+    assert needed <= placeholders, f"{where}: {section}.{key} needs {needed - placeholders}"
+
+
+def test_no_key_is_left_unused() -> None:
+    """Every exception, issue, entity and abort key is named somewhere in the code."""
+    constants = {
+        node.value
+        for _, tree in sources()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    } | {key for _, key, _, _ in repairs()}
+    sections = ["exceptions", "issues", "config.abort", "config.error"] + [
+        f"entity.{platform}" for platform in STRINGS["entity"]
+    ]
+    unused = [
+        f"{section}.{key}"
+        for section in sections
+        for key in lookup(section)
+        # Home Assistant's own flow helpers abort with these three.
+        if key not in constants
+        and key not in {"already_configured", "reauth_successful", "reconfigure_successful"}
+    ]
+    assert unused == []
+
+
+ERRORS: list[LlmServerError] = [
+    LlmServerAuthenticationError("refused"),
+    OpenAiCompatibleError("vllm"),
+    LlmServerTimeoutError("slow"),
+    LlmServerTlsError("handshake"),
+    LlmServerConnectionError("refused"),
+    LlmServerNotSupportedError("a web server"),
+    LlmModelNotFoundError("no such model"),
+    LlmServerBusyError("queue full"),
+    LlmServerOutOfMemoryError("cudaMalloc failed"),
+    LlmServerResponseError("not JSON"),
+]
+
+
+def test_every_server_error_has_its_words() -> None:
+    """The table maps each error; each key exists for the actions, and for the flow too."""
+    keys = {errors.translation_key(err) for err in ERRORS}
+    assert len(keys) == len(ERRORS)  # each error its own words
+    for key in keys:
+        assert key in STRINGS["exceptions"], key
+    for err in ERRORS:
+        assert errors.server_translation_key(err) in STRINGS["config"]["error"]
+
+
+@pytest.mark.parametrize(
+    "err",
+    # A refused key is no poll failure: the coordinator starts re-authentication instead.
+    [err for err in ERRORS if not isinstance(err, LlmServerAuthenticationError)],
+    ids=lambda err: type(err).__name__,
+)
+def test_a_poll_failure_renders_and_names_the_server(err: LlmServerError) -> None:
+    failure = errors.update_failed(err, "http://gpu-box:11434")
+    assert failure.translation_key is not None
+    assert failure.translation_placeholders is not None
+    message = STRINGS["exceptions"][failure.translation_key]["message"]
+    rendered = message.format(**failure.translation_placeholders)
+    assert "http://gpu-box:11434" in rendered
