@@ -174,6 +174,27 @@ async def test_reconfigure_onto_another_configured_server(
         await other.stop()
 
 
+async def test_reconfigure_onto_a_server_of_another_kind_is_refused(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    other = LlamaServerEmulator([EmulatedLlamaModel("tiny")])
+    await other.start()
+    try:
+        result = await init_integration.start_reconfigure_flow(hass)
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_URL: other.url, CONF_VERIFY_SSL: True}
+        )
+        assert result["type"] is FlowResultType.ABORT
+        assert result["reason"] == "other_server_kind"
+        assert result["description_placeholders"] == {
+            "kind": "llama-server",
+            "configured": "Ollama",
+        }
+        assert init_integration.data[CONF_URL] == emulator.url
+    finally:
+        await other.stop()
+
+
 async def test_reauth(hass: HomeAssistant, secured: OllamaEmulator) -> None:
     entry = MockConfigEntry(
         domain=DOMAIN,

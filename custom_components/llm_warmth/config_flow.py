@@ -182,6 +182,15 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
                 errors["base"] = err.key
                 placeholders["found"] = err.found
             else:
+                if data[CONF_SERVER_KIND] != entry.data[CONF_SERVER_KIND]:
+                    # Another server: its pins, timings and entities would not fit it.
+                    return self.async_abort(
+                        reason="other_server_kind",
+                        description_placeholders={
+                            "kind": KIND_TITLES[ServerKind(data[CONF_SERVER_KIND])],
+                            "configured": KIND_TITLES[ServerKind(entry.data[CONF_SERVER_KIND])],
+                        },
+                    )
                 unique_id = unique_id_for(data[CONF_URL])
                 if unique_id != entry.unique_id:
                     await self.async_set_unique_id(unique_id)
