@@ -319,3 +319,20 @@ async def test_an_assistant_model_chosen_in_the_options(
         "gemma3:latest",
         "option",
     )
+    # An Ollama agent of this server appears: the user's explicit choice still wins.
+    agent = add_ollama_agent(hass, emulator.url, QWEN)
+    async_dispatcher_send(hass, SIGNAL_CONFIG_ENTRY_CHANGED, ConfigEntryChange.ADDED, agent)
+    await hass.async_block_till_done()
+    state = hass.states.get("sensor.ollama_test_assistant_warmth")
+    assert (state.attributes["model"], state.attributes["chosen_by"]) == (
+        "gemma3:latest",
+        "option",
+    )
+    # Without a choice in the options, the agent's model is the assistant's.
+    result = await hass.config_entries.options.async_init(init_integration.entry_id)
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {"scan_interval": 10}
+    )
+    await hass.async_block_till_done()
+    state = hass.states.get("sensor.ollama_test_assistant_warmth")
+    assert (state.attributes["model"], state.attributes["chosen_by"]) == (QWEN, "agent")

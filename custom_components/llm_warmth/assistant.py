@@ -22,13 +22,14 @@ from .entity import ServerEntity
 def assistant_model(entry: LlmWarmthConfigEntry) -> tuple[str | None, str]:
     """Return the assistant model of the entry's server and where that comes from.
 
-    ``agent``: a conversation agent of Home Assistant's Ollama integration at the same
-    address uses it; ``option``: the one chosen in the options; ``none``: neither.
+    ``option``: the one the user chose in the options (an explicit choice wins);
+    ``agent``: else the model of the first conversation agent of Home Assistant's Ollama
+    integration at the same address; ``none``: neither.
     """
-    if agents := entry.runtime_data.agents.ollama:
-        return agents[0].model, "agent"
     if chosen := entry.options.get(CONF_ASSISTANT_MODEL):
         return str(chosen), "option"
+    if agents := entry.runtime_data.agents.ollama:
+        return agents[0].model, "agent"
     return None, "none"
 
 
@@ -43,8 +44,8 @@ ASSISTANT_WARMTH = SensorEntityDescription(
 class AssistantWarmth(ServerEntity, SensorEntity):
     """The warmth of the household's assistant model, on the server's device.
 
-    One entity per server for a dashboard: the agent's model when Home Assistant's
-    Ollama agent uses this server, else the model chosen in the options. It follows the
+    One entity per server for a dashboard: the model chosen in the options, else the
+    model of Home Assistant's Ollama agent that uses this server. It follows the
     agents as they change (the entry's agent directory updates the coordinator's listeners).
     """
 
