@@ -7,13 +7,17 @@ from typing import Any
 
 from homeassistant.config_entries import SOURCE_REAUTH
 from homeassistant.const import STATE_UNKNOWN
-from homeassistant.core import Event, EventStateChangedData, HomeAssistant, callback
-from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
+from homeassistant.core import Context, Event, EventStateChangedData, HomeAssistant, callback
+from homeassistant.exceptions import HomeAssistantError, ServiceValidationError, Unauthorized
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.event import async_track_state_change_event
 from homeassistant.helpers.service import async_get_all_descriptions
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    MockUser,
+    async_capture_events,
+)
 from syrupy.assertion import SnapshotAssertion
 from syrupy.matchers import path_type
 
@@ -366,11 +370,15 @@ async def test_a_load_polling_saw_during_a_failed_probe_is_announced(
         while LLAMA not in emulator.loaded:
             await asyncio.sleep(0.01)
     entry = {"name": LLAMA, "size": 3 * GIB, "size_vram": 3 * GIB}
+    coordinator = init_integration.runtime_data.coordinator
     for expires in ("0001-01-01T00:00:00Z", "2026-11-29T08:05:00Z"):
         emulator.inject(
             "/api/ps", status=200, body=json.dumps({"models": [entry | {"expires_at": expires}]})
         )
-        await poll()
+        # Not poll(): its async_block_till_done would wait for the probe (an admin
+        # action runs as a task of Home Assistant's).
+        await coordinator.async_refresh()
+        await asyncio.sleep(0)
     assert loaded == []  # held while the probe runs
     with pytest.raises(HomeAssistantError):
         await task
@@ -605,3 +613,21 @@ async def test_the_action_responses(
         DOMAIN, "dashboard", {}, blocking=True, return_response=True
     )
     assert dashboard == snapshot(name="dashboard")
+
+
+async def test_probe_is_for_administrators(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    hass_read_only_user: MockUser,
+) -> None:
+    """A probe loads the model it times: like preload, pin and evict, an admin's action."""
+    with pytest.raises(Unauthorized):
+        await hass.services.async_call(
+            DOMAIN,
+            "probe",
+            {"config_entry_id": ENTRY_ID, "model": LLAMA},
+            blocking=True,
+            context=Context(user_id=hass_read_only_user.id),
+        )
+    assert not [r for r in emulator.requests if r.path in ("/api/chat", "/api/generate")]

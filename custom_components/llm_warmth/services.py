@@ -94,7 +94,10 @@ async def async_setup_services(hass: HomeAssistant) -> None:
     hass.data[_DESCRIPTIONS] = await hass.async_add_executor_job(
         load_yaml_dict, str(Path(__file__).parent / "services.yaml")
     )
-    hass.services.async_register(
+    # Every action that loads or unloads a model is an administrator's: a probe loads
+    # the model it times.
+    service.async_register_admin_service(
+        hass,
         DOMAIN,
         SERVICE_PROBE,
         _async_probe,
