@@ -95,6 +95,7 @@ async def test_gpu_entities(
         assert state == snapshot(name=f"{entity_entry.entity_id}-state")
 
 
+@pytest.mark.usefixtures("entity_registry_enabled_by_default")
 async def test_nvml_values_and_attribution(
     hass: HomeAssistant,
     mock_config_entry: MockConfigEntry,
@@ -246,6 +247,7 @@ async def test_gpu_devices_can_be_removed_once_gone(
     assert await async_remove_config_entry_device(hass, mock_config_entry, device)
 
 
+@pytest.mark.usefixtures("entity_registry_enabled_by_default")
 async def test_exporter_source(
     hass: HomeAssistant,
     mock_config_entry: MockConfigEntry,
@@ -350,3 +352,24 @@ async def test_options_flow_tries_nvml_before_saving(
     result = await hass.config_entries.options.async_configure(result["flow_id"], choice)
     assert result["type"] is FlowResultType.CREATE_ENTRY
     assert init_integration.options[CONF_GPU_SOURCE] == "nvml"
+
+
+@pytest.mark.usefixtures("nvml")
+async def test_only_the_memory_of_a_gpu_is_recorded_by_default(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, entity_registry: er.EntityRegistry
+) -> None:
+    """What changes on every poll (clocks, power, temperature, load) starts disabled."""
+    await setup_with(hass, mock_config_entry, NVML_OPTIONS)
+    entries = er.async_entries_for_config_entry(entity_registry, mock_config_entry.entry_id)
+    gpu0 = [e for e in entries if e.entity_id.startswith(GPU0)]
+    enabled = sorted(e.entity_id.removeprefix(GPU0) for e in gpu0 if e.disabled_by is None)
+    assert enabled == [
+        "_headroom",
+        "_memory_free",
+        "_memory_total",
+        "_memory_used",
+        "_memory_used_by_models",
+        "_memory_used_by_other_processes",
+    ]
+    disabled = {e.entity_id.removeprefix(GPU0) for e in gpu0 if e.disabled_by is not None}
+    assert {"_utilization", "_temperature", "_power", "_sm_clock"} <= disabled

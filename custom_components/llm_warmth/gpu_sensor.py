@@ -69,6 +69,9 @@ def _other_processes(reading: GpuReading) -> Mapping[str, Any]:
 
 PERFORMANCE_STATES = [f"p{n}" for n in range(16)]
 
+# Enabled by default: what a household watches, the memory (changes with each load). The
+# rest changes on every poll (utilisation, temperature, power, clocks): on the order of
+# 10^5 recorder rows a day per GPU, so it is there to enable where someone wants it.
 GPU_SENSORS: tuple[GpuSensorDescription, ...] = (
     memory_sensor(
         GpuSensorDescription,
@@ -91,6 +94,7 @@ GPU_SENSORS: tuple[GpuSensorDescription, ...] = (
         translation_key="gpu_utilization",
         native_unit_of_measurement=PERCENTAGE,
         state_class=SensorStateClass.MEASUREMENT,
+        entity_registry_enabled_default=False,
         value_fn=lambda r: r.status.utilization_gpu,
     ),
     GpuSensorDescription(
@@ -106,6 +110,7 @@ GPU_SENSORS: tuple[GpuSensorDescription, ...] = (
         device_class=SensorDeviceClass.TEMPERATURE,
         native_unit_of_measurement=UnitOfTemperature.CELSIUS,
         state_class=SensorStateClass.MEASUREMENT,
+        entity_registry_enabled_default=False,
         value_fn=lambda r: r.status.temperature,
     ),
     GpuSensorDescription(
@@ -114,6 +119,7 @@ GPU_SENSORS: tuple[GpuSensorDescription, ...] = (
         native_unit_of_measurement=UnitOfPower.WATT,
         state_class=SensorStateClass.MEASUREMENT,
         suggested_display_precision=1,
+        entity_registry_enabled_default=False,
         value_fn=lambda r: r.status.power_draw,
     ),
     GpuSensorDescription(
@@ -130,6 +136,7 @@ GPU_SENSORS: tuple[GpuSensorDescription, ...] = (
         translation_key="gpu_performance_state",
         device_class=SensorDeviceClass.ENUM,
         options=PERFORMANCE_STATES,
+        entity_registry_enabled_default=False,
         value_fn=lambda r: (
             f"p{r.status.performance_state}" if r.status.performance_state is not None else None
         ),
@@ -140,6 +147,7 @@ GPU_SENSORS: tuple[GpuSensorDescription, ...] = (
         device_class=SensorDeviceClass.FREQUENCY,
         native_unit_of_measurement=UnitOfFrequency.MEGAHERTZ,
         state_class=SensorStateClass.MEASUREMENT,
+        entity_registry_enabled_default=False,
         value_fn=lambda r: r.status.sm_clock,
     ),
     GpuSensorDescription(
