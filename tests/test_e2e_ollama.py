@@ -177,14 +177,15 @@ async def test_a_reload_for_another_context_by_another_client(
     assert after != before
     assert [(e.data["model"], e.data["reloaded"]) for e in loaded] == [(TINY, True)]
     assert unloaded == []
-    # The context the runner got, as the server lists it (0.10 and newer; 0.9 omits it).
+    # The context the runner got, as the server lists it (0.10 and newer; 0.9 omits it),
+    # is what the model's Context length sensor (disabled by default) reads.
     (listed,) = (await ollama_get(ollama_url, "/api/ps"))["models"]
-    context = hass.states.get(model_id(entry, "sensor.tiny_context_length"))
+    context = entry.runtime_data.coordinator.data.resident[TINY].context_length
     if "context_length" in listed:
         assert listed["context_length"] == 2048
-        assert int(context.state) == listed["context_length"]
+        assert context == listed["context_length"]
     else:
-        assert context.state == "unknown"
+        assert context is None
     await evict(ollama_url, TINY)
     await hass.config_entries.async_unload(entry.entry_id)
 

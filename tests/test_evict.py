@@ -19,7 +19,7 @@ from pytest_homeassistant_custom_component.common import (
 from custom_components.llm_warmth.const import DOMAIN, EVENT_MODEL_UNLOADED
 
 from .conftest import ENTRY_ID, LLAMA, QWEN, model_device, model_id, ollama_request
-from .e2e import add_server, ollama_call, ollama_get, server_url, wait_until
+from .e2e import add_server, ollama_call, ollama_get, wait_until
 from .llama_server_emulator import LlamaServerEmulator
 from .llama_swap_emulator import LlamaSwapEmulator
 from .ollama_emulator import OllamaEmulator
@@ -136,10 +136,11 @@ async def test_evict_on_llama_server_and_llama_swap(
 
 
 @pytest.mark.e2e
-async def test_evict_on_the_real_servers(hass: HomeAssistant, socket_enabled: None) -> None:
-    """The real Ollama and llama-server let the model go; the entities say so at once."""
-    ollama = server_url("LLM_WARMTH_OLLAMA_URL")
-    llama = server_url("LLM_WARMTH_LLAMA_URL")
+async def test_evict_on_the_real_servers(
+    hass: HomeAssistant, ollama_url: str, llama_url: str
+) -> None:
+    """The real Ollama (each release) and llama-server let the model go, the entities at once."""
+    ollama, llama = ollama_url, llama_url
     await ollama_call(ollama, "/api/generate", {"model": "tiny", "keep_alive": "10m"})
     await llama_call(llama, "/models/load", {"model": "tiny"})
     for url in (ollama, llama):

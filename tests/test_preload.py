@@ -19,7 +19,7 @@ from custom_components.llm_warmth.const import DOMAIN
 from custom_components.llm_warmth.diagnostics import async_get_config_entry_diagnostics
 
 from .conftest import ENTRY_ID, LLAMA, QWEN, add_ollama_agent, model_id
-from .e2e import add_server, ollama_call, ollama_get, server_url, wait_until
+from .e2e import add_server, ollama_call, ollama_get, wait_until
 from .llama_server_emulator import LlamaServerEmulator
 from .ollama_emulator import OllamaEmulator
 from .recording_proxy import RecordingProxy
@@ -126,13 +126,13 @@ async def test_a_server_that_keeps_models_by_itself_says_so(
 
 
 @pytest.mark.e2e
-async def test_preload_on_the_real_ollama(hass: HomeAssistant, socket_enabled: None) -> None:
+async def test_preload_on_the_real_ollama(hass: HomeAssistant, ollama_url: str) -> None:
     """The real Ollama, through a proxy that counts what the integration sent.
 
     Evict sends one unload; two preloads at once send one load, kept as asked (Ollama's own
     expires_at agrees); the entities show each result when the action returns.
     """
-    url = server_url("LLM_WARMTH_OLLAMA_URL")
+    url = ollama_url
     proxy = RecordingProxy(url)
     await proxy.start()
     try:
