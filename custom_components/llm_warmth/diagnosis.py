@@ -18,7 +18,6 @@ import probatio as vol
 
 from .agents import agent_context, model_agent
 from .const import DOMAIN, EVENT_DIAGNOSIS_PROGRESS, LOGGER
-from .core.backends.base import GENERATION_TIMEOUT
 from .core.backends.errors import LlmServerError
 from .core.diagnose import (
     Run,
@@ -31,11 +30,20 @@ from .core.diagnose import (
     runs_table,
     verdict_as_dict,
 )
-from .core.server_url import redact_url
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
 from .probe_prompts import DEFAULT_PROMPT, LONG_PROMPT, probe_options
-from .targets import ATTR_NUM_CTX, NUM_CTX, TARGET_FIELDS, model_context, model_target
+from .targets import (
+    ATTR_NUM_CTX,
+    ATTR_TIMEOUT,
+    LOAD_TIMEOUT_FIELD,
+    NUM_CTX,
+    TARGET_FIELDS,
+    known_model,
+    known_model_target,
+    model_context,
+    model_target,
+)
 
 SERVICE_DIAGNOSE: Final = "diagnose"
 ATTR_SCENARIO: Final = "scenario"
@@ -71,9 +79,7 @@ DIAGNOSE_SCHEMA = vol.Schema(
         vol.Optional(ATTR_OTHER_MODEL): vol.All(str, vol.Length(min=1)),
         # Ollama: the context every probe of the model asks for (default: its agent's).
         vol.Optional(ATTR_NUM_CTX): NUM_CTX,
-        vol.Optional("timeout", default=GENERATION_TIMEOUT): vol.All(
-            vol.Coerce(float), vol.Range(min=1, max=1800)
-        ),
+        **LOAD_TIMEOUT_FIELD,
     }
 )
 
@@ -151,21 +157,14 @@ class _Prober:
 
 async def async_diagnose(call: ServiceCall) -> ServiceResponse:
     """Run a scenario on a model; answer its runs and the verdict."""
-    entry, requested = model_target(call)
+    entry, model, placeholders = known_model_target(call)
     coordinator = entry.runtime_data.coordinator
-    model = coordinator.resolve_model(requested)
     scenario = call.data[ATTR_SCENARIO]
     # The other model of a switch or a competing load (the other scenarios have none).
     other = call.data.get(ATTR_OTHER_MODEL) if scenario in _WITH_OTHER else None
-    other = coordinator.resolve_model(other) if other else None
-    placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
+    if other:
+        other = known_model(entry, other)[0]
     for name in (model, other):
-        if name is not None and name not in coordinator.data.models:
-            raise ServiceValidationError(
-                translation_domain=DOMAIN,
-                translation_key="model_not_found",
-                translation_placeholders={**placeholders, "model": name},
-            )
         if name is not None and coordinator.pins.get(name) is not None:
             # The scenarios evict: that would unpin it.
             raise ServiceValidationError(
@@ -203,7 +202,7 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
     # entry unloads, and llm_warmth.cancel_diagnosis cancels it.
     task = entry.async_create_background_task(
         call.hass,
-        _async_run(entry, _Plan(model, other, scenario, call.data["timeout"], contexts, agent)),
+        _async_run(entry, _Plan(model, other, scenario, call.data[ATTR_TIMEOUT], contexts, agent)),
         f"llm_warmth diagnose {model}",
     )
     running[key] = task
@@ -360,17 +359,7 @@ SERVICE_STOP_IDLE_PROFILE: Final = "stop_idle_profile"
 
 async def async_start_idle_profile(call: ServiceCall) -> ServiceResponse:
     """Start a model's idle profile: probes after 0, 1, 10, 60 and 480 minutes unused."""
-    entry, requested = model_target(call)
-    model = entry.runtime_data.coordinator.resolve_model(requested)
-    if model not in entry.runtime_data.coordinator.data.models:
-        raise ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="model_not_found",
-            translation_placeholders={
-                "model": model,
-                "url": redact_url(entry.runtime_data.client.base_url),
-            },
-        )
+    entry, model, _ = known_model_target(call)
     assert entry.runtime_data.profiler is not None
     profile = entry.runtime_data.profiler.start(model)
     due = profile.due_at()

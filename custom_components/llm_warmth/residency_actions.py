@@ -19,14 +19,26 @@ import probatio as vol
 
 from .agents import agent_system_prompt, model_agent
 from .const import DOMAIN
-from .core.backends.base import GENERATION_TIMEOUT, KeepAlive
+from .core.backends.base import KeepAlive
 from .core.pins import PRIORITY_MAX, PRIORITY_MIN, REASSERT_COST, Pin
 from .core.server_url import redact_url
 from .core.summary import summary
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
 from .probe_prompts import probe_options
-from .targets import ATTR_NUM_CTX, NUM_CTX, TARGET_FIELDS, model_context, model_target, target
+from .targets import (
+    ATTR_NUM_CTX,
+    ATTR_TIMEOUT,
+    LOAD_TIMEOUT_FIELD,
+    NUM_CTX,
+    TARGET_FIELDS,
+    UNLOAD_TIMEOUT_FIELD,
+    known_model,
+    known_model_target,
+    model_context,
+    model_target,
+    target,
+)
 
 SERVICE_EVICT: Final = "evict"
 SERVICE_PRELOAD: Final = "preload"
@@ -38,7 +50,6 @@ ATTR_KEEP_FOR: Final = "keep_for"
 ATTR_KEEP_UNTIL: Final = "keep_until"
 ATTR_KEEP_FOREVER: Final = "keep_forever"
 ATTR_PRIORITY: Final = "priority"
-ATTR_TIMEOUT: Final = "timeout"
 ATTR_UNTIL: Final = "until"
 ATTR_FOR: Final = "for"
 ATTR_FORCE: Final = "force"
@@ -50,37 +61,16 @@ WARM_UP_PROMPT: Final = "Hello."
 # The turn after it, where the server reports what its prompt cache kept.
 NEXT_TURN_PROMPT: Final = "What time is it?"
 
-# Long: a client that gives up during a load makes Ollama abort the load.
-_LOAD_TIMEOUT = vol.All(vol.Coerce(float), vol.Range(min=1, max=1800))
 _DURATION = vol.All(cv.positive_time_period, vol.Range(min=timedelta(seconds=1)))
 
 EVICT_SCHEMA = vol.Schema(
     {
         **TARGET_FIELDS,
         vol.Optional(ATTR_ALL, default=False): cv.boolean,
-        vol.Optional(ATTR_TIMEOUT, default=60): vol.All(
-            vol.Coerce(float), vol.Range(min=1, max=600)
-        ),
+        **UNLOAD_TIMEOUT_FIELD,
     }
 )
 
-
-PRELOAD_SCHEMA = vol.Schema(
-    {
-        **TARGET_FIELDS,
-        # How long to keep it (Ollama's keep_alive): one of these, or the server's default.
-        vol.Exclusive(ATTR_KEEP_FOR, "keep"): vol.All(
-            cv.positive_time_period, vol.Range(min=timedelta(seconds=1))
-        ),
-        vol.Exclusive(ATTR_KEEP_UNTIL, "keep"): cv.datetime,
-        vol.Exclusive(ATTR_KEEP_FOREVER, "keep"): vol.All(cv.boolean, True),
-        vol.Optional(ATTR_NUM_CTX): NUM_CTX,
-        # Long: a client that gives up during a load makes Ollama abort the load.
-        vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): vol.All(
-            vol.Coerce(float), vol.Range(min=1, max=1800)
-        ),
-    }
-)
 
 PRELOAD_SCHEMA = vol.Schema(
     {
@@ -96,7 +86,7 @@ PRELOAD_SCHEMA = vol.Schema(
         vol.Optional(ATTR_WARM_UP, default=False): cv.boolean,
         vol.Optional(ATTR_PROMPT): vol.All(cv.string, vol.Length(min=1)),
         vol.Optional(ATTR_SYSTEM_PROMPT): vol.All(cv.string, vol.Length(min=1)),
-        vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): _LOAD_TIMEOUT,
+        **LOAD_TIMEOUT_FIELD,
     }
 )
 
@@ -112,7 +102,7 @@ PIN_SCHEMA = vol.Schema(
         ),
         vol.Optional(ATTR_NUM_CTX): NUM_CTX,
         vol.Optional(ATTR_FORCE, default=False): cv.boolean,
-        vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): _LOAD_TIMEOUT,
+        **LOAD_TIMEOUT_FIELD,
     }
 )
 
@@ -121,9 +111,7 @@ UNPIN_SCHEMA = vol.Schema(
         **TARGET_FIELDS,
         # Unload it now rather than hand it back to the server's own idle time.
         vol.Optional(ATTR_EVICT, default=False): cv.boolean,
-        vol.Optional(ATTR_TIMEOUT, default=60): vol.All(
-            vol.Coerce(float), vol.Range(min=1, max=600)
-        ),
+        **UNLOAD_TIMEOUT_FIELD,
     }
 )
 
@@ -156,19 +144,13 @@ async def _async_evict(call: ServiceCall) -> ServiceResponse:
     every = call.data[ATTR_ALL]
     if every == (requested is not None):  # both, or neither
         raise ServiceValidationError(translation_domain=DOMAIN, translation_key="evict_target")
-    coordinator = entry.runtime_data.coordinator
     # None: all the server holds when the controller reads it again.
-    models = None if requested is None else [coordinator.resolve_model(requested)]
-    placeholders = {
-        "model": ", ".join(models or ["all"]),
-        "url": redact_url(entry.runtime_data.client.base_url),
-    }
-    if models and models[0] not in coordinator.data.models:
-        raise ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="model_not_found",
-            translation_placeholders=placeholders,
-        )
+    if requested is None:
+        models = None
+        placeholders = {"model": "all", "url": redact_url(entry.runtime_data.client.base_url)}
+    else:
+        model, placeholders = known_model(entry, requested)
+        models = [model]
     with translated_errors(call.hass, entry, placeholders):
         unloaded = await entry.runtime_data.controller.evict(
             models, timeout=call.data[ATTR_TIMEOUT]
@@ -210,24 +192,9 @@ def _keep_seconds(call: ServiceCall, entry: LlmWarmthConfigEntry) -> float | Non
     return seconds
 
 
-def _known_model(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str, dict[str, str]]:
-    """Return the entry, the model (one the server has: else refused) and its placeholders."""
-    entry, requested = model_target(call)
-    coordinator = entry.runtime_data.coordinator
-    model = coordinator.resolve_model(requested)
-    placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
-    if model not in coordinator.data.models:
-        raise ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="model_not_found",
-            translation_placeholders=placeholders,
-        )
-    return entry, model, placeholders
-
-
 async def _async_preload(call: ServiceCall) -> ServiceResponse:
     """Load a model now (or find it loaded); say how long its load took."""
-    entry, model, placeholders = _known_model(call)
+    entry, model, placeholders = known_model_target(call)
     keep_seconds = _keep_seconds(call, entry)
     num_ctx, agent = model_context(call, entry, model)
     _guard_check(entry, model, force=call.data[ATTR_FORCE])
@@ -325,7 +292,7 @@ def _pin_end(call: ServiceCall) -> datetime | None:
 
 async def _async_pin(call: ServiceCall) -> ServiceResponse:
     """Keep a model resident until unpinned or until a time; load it now."""
-    entry, model, placeholders = _known_model(call)
+    entry, model, placeholders = known_model_target(call)
     until = _pin_end(call)
     num_ctx, agent = model_context(call, entry, model)
     pin = Pin(

@@ -22,7 +22,6 @@ from homeassistant.util.yaml import dump as yaml_dump, load_yaml_dict
 import probatio as vol
 
 from .const import DOMAIN
-from .core.backends.base import GENERATION_TIMEOUT
 from .core.server_url import redact_url
 from .core.summary import summary
 from .dashboard import build_dashboard
@@ -48,7 +47,16 @@ from .residency_actions import (
     SERVICE_UNPIN,
     async_register_residency_actions,
 )
-from .targets import ATTR_MODEL, ATTR_NUM_CTX, NUM_CTX, TARGET_FIELDS, model_context, model_target
+from .targets import (
+    ATTR_MODEL,
+    ATTR_NUM_CTX,
+    ATTR_TIMEOUT,
+    LOAD_TIMEOUT_FIELD,
+    NUM_CTX,
+    TARGET_FIELDS,
+    model_context,
+    model_target,
+)
 
 SERVICE_PROBE: Final = "probe"
 SERVICE_DASHBOARD: Final = "dashboard"
@@ -56,7 +64,6 @@ ATTR_PROMPT: Final = "prompt"
 ATTR_LONG_PROMPT: Final = "long_prompt"
 ATTR_API: Final = "api"
 ATTR_OPTIONS: Final = "options"
-ATTR_TIMEOUT: Final = "timeout"
 
 PROBE_SCHEMA = vol.Schema(
     {
@@ -66,9 +73,7 @@ PROBE_SCHEMA = vol.Schema(
         vol.Optional(ATTR_API, default="chat"): vol.In(["chat", "generate"]),
         vol.Optional(ATTR_NUM_CTX): NUM_CTX,
         vol.Optional(ATTR_OPTIONS): dict,
-        vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): vol.All(
-            vol.Coerce(float), vol.Range(min=1, max=1800)
-        ),
+        **LOAD_TIMEOUT_FIELD,
     }
 )
 

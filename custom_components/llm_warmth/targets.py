@@ -17,14 +17,28 @@ import probatio as vol
 
 from .agents import agent_context
 from .const import DOMAIN
+from .core.backends.base import GENERATION_TIMEOUT
+from .core.server_url import redact_url
 from .data import LlmWarmthConfigEntry
 from .devices import server_device_identifier
 
 ATTR_DEVICE_ID: Final = "device_id"
 ATTR_MODEL: Final = "model"
 ATTR_NUM_CTX: Final = "num_ctx"
+ATTR_TIMEOUT: Final = "timeout"
 # Ollama: the context to load with (default: its agent's, so no reload follows).
 NUM_CTX: Final = vol.All(vol.Coerce(int), vol.Range(min=256, max=1_048_576))
+
+# How long an action waits for the server. Long where it loads a model: a client that
+# gives up during a load makes Ollama abort the load.
+LOAD_TIMEOUT_FIELD: Final[dict[Any, Any]] = {
+    vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): vol.All(
+        vol.Coerce(float), vol.Range(min=1, max=1800)
+    )
+}
+UNLOAD_TIMEOUT_FIELD: Final[dict[Any, Any]] = {
+    vol.Optional(ATTR_TIMEOUT, default=60): vol.All(vol.Coerce(float), vol.Range(min=1, max=600))
+}
 
 # The fields that name the target of every action on a model.
 TARGET_FIELDS: Final[dict[Any, Any]] = {
@@ -33,6 +47,28 @@ TARGET_FIELDS: Final[dict[Any, Any]] = {
     vol.Exclusive(ATTR_CONFIG_ENTRY_ID, "target"): cv.string,
     vol.Optional(ATTR_MODEL): vol.All(cv.string, vol.Length(min=1)),
 }
+
+
+def known_model(entry: LlmWarmthConfigEntry, requested: str) -> tuple[str, dict[str, str]]:
+    """Return the model as the server names it, and the placeholders of errors about it.
+
+    A model the server does not have is refused in words before anything is sent.
+    """
+    model = entry.runtime_data.coordinator.resolve_model(requested)
+    placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
+    if model not in entry.runtime_data.coordinator.data.models:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="model_not_found",
+            translation_placeholders=placeholders,
+        )
+    return model, placeholders
+
+
+def known_model_target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str, dict[str, str]]:
+    """Return the entry, the model it has (else refused) and the errors' placeholders."""
+    entry, requested = model_target(call)
+    return entry, *known_model(entry, requested)
 
 
 def model_target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str]:
