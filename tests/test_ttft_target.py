@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from homeassistant.const import STATE_OFF, STATE_ON
 from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from .conftest import ENTRY_ID, LLAMA
+from custom_components.llm_warmth.const import DOMAIN
+
+from .conftest import ENTRY_ID, LLAMA, ollama_request
 from .ollama_emulator import OllamaEmulator
 from .test_pin import call
 
@@ -43,3 +47,40 @@ async def test_the_last_probe_against_the_models_target(
     await hass.async_block_till_done()
     assert hass.states.get(TARGET).state == "0.2"
     assert hass.states.get(WITHIN).state == STATE_OFF
+
+
+async def test_what_was_kept_of_a_deleted_model_is_forgotten(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+    hass_storage: dict[str, Any],
+) -> None:
+    """Its timings, last size, TTFT target and preload end go with it (and from the store)."""
+    coordinator = init_integration.runtime_data.coordinator
+    controller = init_integration.runtime_data.controller
+    await hass.services.async_call(
+        "number", "set_value", {"entity_id": TARGET, "value": 0.2}, blocking=True
+    )
+    await call(hass, "preload", config_entry_id=ENTRY_ID, model=LLAMA, keep_for={"minutes": 30})
+    await call(hass, "probe", config_entry_id=ENTRY_ID, model=LLAMA)
+    await poll()
+    assert LLAMA in coordinator.data.timings
+    assert LLAMA in coordinator.last_sizes
+    assert LLAMA in coordinator.ttft_targets
+    assert LLAMA in controller.preloaded_until
+    # Deleted from the server (ollama rm): gone from its lists.
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    del emulator.models[LLAMA]
+    coordinator.monitor._installed_at = None  # the installed list is read on this poll
+    await poll()
+    assert LLAMA not in coordinator.data.models
+    assert LLAMA not in coordinator.data.timings
+    assert LLAMA not in coordinator.last_sizes
+    assert LLAMA not in coordinator.ttft_targets
+    assert LLAMA not in controller.preloaded_until
+    # The other model's records stay; the store is written without the deleted one.
+    await hass.config_entries.async_unload(ENTRY_ID)
+    stored = [data for key, data in hass_storage.items() if key.startswith(DOMAIN)]
+    assert stored
+    assert LLAMA not in str(stored)

@@ -125,6 +125,9 @@ class ResidencyController:
     def _async_polled(self) -> None:
         """After every poll, even one that changed nothing."""
         self._checked = self._coordinator.data
+        # A deleted model's preload has no end to wait for.
+        for model in self.preloaded_until.keys() - self._checked.models:
+            del self.preloaded_until[model]
         self.async_check_pins()
 
     @callback

@@ -324,9 +324,22 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             now=self.utcnow(),
             monotonic=time.monotonic(),
         )
+        if installed is not None:
+            self._forget_deleted(snapshot.models)
         self._handle(changes)
         self._arm_fast_poll()
         return snapshot
+
+    @callback
+    def _forget_deleted(self, models: frozenset[str]) -> None:
+        """Drop what was kept of models the server no longer has (deleted from it)."""
+        forgotten = False
+        for record in (self.last_sizes, self.diagnoses, self.ttft_targets):
+            for model in record.keys() - models:
+                del record[model]
+                forgotten = True
+        if forgotten:
+            self.async_save_soon()
 
     @callback
     def _handle(self, changes: list[MonitorChange]) -> None:

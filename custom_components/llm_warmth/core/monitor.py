@@ -178,7 +178,9 @@ class ServerMonitor:
     ) -> tuple[ServerSnapshot, list[MonitorChange]]:
         """Take one successful poll; return the snapshot and what changed.
 
-        ``version`` and ``installed`` are None when this poll did not read them.
+        ``version`` and ``installed`` are None when this poll did not read them. When it
+        read the installed models, what was measured of a model that is neither installed
+        nor resident any more (deleted) is forgotten.
         ``pushed``: the resident models come from the server's event stream, not a poll.
         ``now`` is the wall clock (compared with the server's expiries), ``monotonic``
         the same instant for measured durations.
@@ -188,6 +190,8 @@ class ServerMonitor:
         if installed is not None:
             self._installed = {m.name: m for m in installed}
             self._installed_at = monotonic
+            present = self._installed.keys() | {m.name for m in resident}
+            self._timings = {m: t for m, t in self._timings.items() if m in present}
         restart = self._note_version(version, monotonic)
         if restart is not None:
             changes.append(restart)
