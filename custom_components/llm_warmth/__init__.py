@@ -58,15 +58,8 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     coordinator = LlmWarmthCoordinator(hass, entry, client)
     await coordinator.async_config_entry_first_refresh()
     server_device_id = async_register_server(hass, entry, kind, coordinator.data.version)
-    entry.runtime_data = LlmWarmthData(
-        client=client,
-        coordinator=coordinator,
-        controller=ResidencyController(coordinator),
-        server_device_id=server_device_id,
-        agents=AgentDirectory(hass, entry.unique_id, kind),
-    )
-    # The sensors that name the agents (and the assistant model) follow their changes.
-    entry.async_on_unload(entry.runtime_data.agents.async_start(coordinator.async_update_listeners))
+    controller = ResidencyController(coordinator)
+    gpu: GpuCoordinator | None = None
     if (source := gpu_source_from_options(hass, entry.options)) is not None:
         reserve = entry.options.get(CONF_RESERVE_GIB, DEFAULT_RESERVE_GIB)
         gpu = GpuCoordinator(
@@ -79,7 +72,19 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         )
         # A GPU source that does not work leaves the rest working: no first_refresh here.
         await gpu.async_refresh()
-        entry.runtime_data.gpu = gpu
+    # Built whole before the platforms; each part starts below, tied to the entry.
+    entry.runtime_data = LlmWarmthData(
+        client=client,
+        coordinator=coordinator,
+        controller=controller,
+        server_device_id=server_device_id,
+        agents=AgentDirectory(hass, entry.unique_id, kind),
+        gpu=gpu,
+        guard=HouseholdGuard(hass, entry, coordinator, controller),
+        profiler=IdleProfiler(hass, coordinator, controller),
+    )
+    # The sensors that name the agents (and the assistant model) follow their changes.
+    entry.async_on_unload(entry.runtime_data.agents.async_start(coordinator.async_update_listeners))
 
     @callback
     def sync_devices() -> None:
@@ -98,18 +103,12 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     coordinator.async_start_events()
     # The household guard decides before the pins are asserted after each poll; the
     # first assertion right away (a restart loses no pin).
-    guard = entry.runtime_data.guard = HouseholdGuard(
-        hass, entry, coordinator, entry.runtime_data.controller
-    )
-    entry.async_on_unload(guard.async_start())
+    entry.async_on_unload(entry.runtime_data.guard.async_start())
     entry.async_on_unload(
         RepairIssues(hass, entry, coordinator, entry.runtime_data.controller).async_start()
     )
-    entry.async_on_unload(entry.runtime_data.controller.async_start())
-    profiler = entry.runtime_data.profiler = IdleProfiler(
-        hass, coordinator, entry.runtime_data.controller
-    )
-    entry.async_on_unload(profiler.async_start())
+    entry.async_on_unload(controller.async_start())
+    entry.async_on_unload(entry.runtime_data.profiler.async_start())
     return True
 
 

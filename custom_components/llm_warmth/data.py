@@ -27,9 +27,10 @@ class LlmWarmthData:
     server_device_id: str
     # The conversation agents that use this server's models.
     agents: AgentDirectory
-    gpu: GpuCoordinator | None = None
-    guard: HouseholdGuard | None = None
-    profiler: IdleProfiler | None = None
+    # None: no GPU source is configured.
+    gpu: GpuCoordinator | None
+    guard: HouseholdGuard
+    profiler: IdleProfiler
 
 
 type LlmWarmthConfigEntry = ConfigEntry[LlmWarmthData]

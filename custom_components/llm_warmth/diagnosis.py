@@ -360,7 +360,6 @@ SERVICE_STOP_IDLE_PROFILE: Final = "stop_idle_profile"
 async def async_start_idle_profile(call: ServiceCall) -> ServiceResponse:
     """Start a model's idle profile: probes after 0, 1, 10, 60 and 480 minutes unused."""
     entry, model, _ = known_model_target(call)
-    assert entry.runtime_data.profiler is not None
     profile = entry.runtime_data.profiler.start(model)
     due = profile.due_at()
     return {"model": model, "next_probe_at": due.isoformat() if due else None}
@@ -370,7 +369,6 @@ async def async_stop_idle_profile(call: ServiceCall) -> ServiceResponse:
     """Stop a model's idle profile; answer what it measured."""
     entry, requested = model_target(call)
     model = entry.runtime_data.coordinator.resolve_model(requested)
-    assert entry.runtime_data.profiler is not None
     profile = entry.runtime_data.profiler.stop(model)
     return {
         "model": model,

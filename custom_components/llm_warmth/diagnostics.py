@@ -21,6 +21,7 @@ async def async_get_config_entry_diagnostics(
 ) -> dict[str, Any]:
     """Return what helps to debug an entry, without its API key or URL credentials."""
     coordinator = entry.runtime_data.coordinator
+    guard = entry.runtime_data.guard
     data = async_redact_data(dict(entry.data), TO_REDACT)
     data[CONF_URL] = redact_url(entry.data[CONF_URL])
     snapshot = coordinator.data
@@ -46,9 +47,7 @@ async def async_get_config_entry_diagnostics(
         "pins": {model: pin.as_dict() for model, pin in coordinator.pins.pins.items()},
         "diagnoses": coordinator.diagnoses,
         "idle_profiles": {m: p.as_dict() for m, p in coordinator.idle_profiles.items()},
-        "guard": None
-        if (guard := entry.runtime_data.guard) is None
-        else {
+        "guard": {
             "protected": guard.protected,
             "clear_for_seconds": guard.guard.clear_for.total_seconds(),
             "household": asdict(guard.household()),

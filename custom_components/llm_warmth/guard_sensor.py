@@ -51,4 +51,4 @@ class GpuContention(ServerEntity, SensorEntity):
         """Return the releases of the last day."""
         guard = self.coordinator.config_entry.runtime_data.guard
         now = self.coordinator.utcnow()
-        return {"releases_last_day": guard.guard.releases_within_a_day(now) if guard else 0}
+        return {"releases_last_day": guard.guard.releases_within_a_day(now)}

@@ -70,8 +70,7 @@ class KeepWarmSwitch(ModelEntity, SwitchEntity):
         entry = self.coordinator.config_entry
         num_ctx, _agent = agent_context(entry, self.model)
         pin = Pin(model=self.model, num_ctx=num_ctx, since=dt_util.utcnow())
-        if (guard := entry.runtime_data.guard) is not None:
-            guard.check(self.model, force=False)
+        entry.runtime_data.guard.check(self.model, force=False)
         with translated_errors(self.hass, entry, self._placeholders()):
             await entry.runtime_data.controller.pin(pin, timeout=GENERATION_TIMEOUT)
 
