@@ -15,7 +15,6 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .const import DEFAULT_TTFT_TARGET
-from .core.monitor import ServerSnapshot
 from .data import LlmWarmthConfigEntry
 from .entity import (
     GpuEntity,
@@ -103,11 +102,6 @@ class ModelResident(ModelEntity, BinarySensorEntity):
             "loading": self.model in self.coordinator.data.loading,
             "state": model.state.value if model else None,
         }
-
-
-def _probed(snapshot: ServerSnapshot, model: str) -> bool:
-    timing = snapshot.timings.get(model)
-    return timing is not None and timing.last is not None
 
 
 class WithinTtftTarget(ModelEntity, BinarySensorEntity):

@@ -124,15 +124,12 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
             # aiohttp cannot send basic-auth credentials from the URL and a bearer token.
             raise _FlowError("auth_conflict")
         session = async_get_clientsession(self.hass, verify_ssl=verify_ssl)
-        failure: _FlowError | None = None
+        failures: list[_FlowError] = []
         for url in candidates:
             try:
                 found = await _detect(session, url, api_key)
             except _FlowError as err:
-                # A server that answers explains more than a port where nothing listens,
-                # and one that asks for a key more than one of another kind.
-                if failure is None or _RANK[err.key] < _RANK[failure.key]:
-                    failure = err
+                failures.append(err)
                 continue
             data = {
                 CONF_URL: url,
@@ -141,8 +138,9 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
                 CONF_SERVER_KIND: found.kind.value,
             }
             return data, found.version
-        assert failure is not None  # one candidate at least
-        raise failure
+        # A server that answers explains more than a port where nothing listens, and one
+        # that asks for a key more than one of another kind (the first of equals).
+        raise min(failures, key=lambda err: _RANK[err.key])
 
     async def async_step_user(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """Ask for the server's URL and credentials."""

@@ -17,7 +17,7 @@ from homeassistant.helpers import entity_registry as er
 from .assistant import assistant_model
 from .const import DOMAIN
 from .data import LlmWarmthConfigEntry
-from .devices import display_name
+from .devices import display_name, entity_unique_id
 
 # Model sensors on the graphs, by key, with a short label: a graph's legend would otherwise
 # read "<server> ▸ <model> ▸ <sensor name>", cut short.
@@ -41,7 +41,7 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
         def entity(
             subject: str, key: str, platform: str = Platform.SENSOR, entry_id: str = entry.entry_id
         ) -> str | None:
-            unique_id = "_".join(p for p in (entry_id, subject, key) if p)
+            unique_id = entity_unique_id(entry_id, subject, key)
             entity_id = registry.async_get_entity_id(platform, DOMAIN, unique_id)
             found = registry.async_get(entity_id) if entity_id else None
             # A sensor the user disabled would only show "not available".

@@ -26,6 +26,14 @@ SERVER_MODELS: Final = {
 }
 
 
+def entity_unique_id(entry_id: str, subject: str | None, key: str) -> str:
+    """Return an entity's unique id: its entry, its subject (model, ``gpu_<uuid>``), its key.
+
+    The server's own entities have no subject.
+    """
+    return "_".join(part for part in (entry_id, subject, key) if part)
+
+
 def server_device_identifier(entry_id: str) -> tuple[str, str]:
     """Return the device registry identifier of a server."""
     return (DOMAIN, entry_id)
@@ -124,10 +132,12 @@ def event_subject(hass: HomeAssistant, entry_id: str, model: str | None) -> dict
     The logbook files an event under an entity or device only when its data names them:
     the model's warmth sensor and device (the server's for a server event).
     """
-    subject = f"{model}_warmth" if model else "assistant_warmth"
-    entity_id = er.async_get(hass).async_get_entity_id(
-        Platform.SENSOR, DOMAIN, f"{entry_id}_{subject}"
+    unique_id = (
+        entity_unique_id(entry_id, model, "warmth")
+        if model
+        else entity_unique_id(entry_id, None, "assistant_warmth")
     )
+    entity_id = er.async_get(hass).async_get_entity_id(Platform.SENSOR, DOMAIN, unique_id)
     devices = dr.async_get(hass)
     device: dr.AnyDeviceEntry | None = (
         devices.async_get_child_device_by_identifier(

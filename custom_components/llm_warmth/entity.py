@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, override
+from typing import Any, Protocol, override
 
 from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant, callback
@@ -18,7 +18,12 @@ from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import Capabilities
 from .core.monitor import ServerSnapshot
 from .data import LlmWarmthConfigEntry
-from .devices import gpu_device_identifier, model_device_info, server_device_identifier
+from .devices import (
+    entity_unique_id,
+    gpu_device_identifier,
+    model_device_info,
+    server_device_identifier,
+)
 from .gpu_coordinator import GpuCoordinator, GpuReading, GpuSnapshot
 
 
@@ -43,7 +48,7 @@ class LlmWarmthEntity[CoordinatorT: DataUpdateCoordinator[Any]](CoordinatorEntit
         super().__init__(coordinator)
         self.entity_description = description
         self.subject = subject
-        self._attr_unique_id = "_".join(p for p in (entry_id, subject, description.key) if p)
+        self._attr_unique_id = entity_unique_id(entry_id, subject, description.key)
         self._attr_device_info = device_info
 
     def present(self) -> bool:
@@ -136,15 +141,18 @@ class GpuEntity(LlmWarmthEntity[GpuCoordinator]):
         return reading is not None and reading.status.error is None
 
 
-def supported[D: EntityDescription](
-    descriptions: Iterable[D], capabilities: Capabilities
-) -> list[D]:
+class CapabilityGated(Protocol):
+    """A description that says which servers give its data."""
+
+    @property
+    def has_fn(self) -> Callable[[Capabilities], bool]:
+        """Return whether a server with these capabilities gives the data."""
+        ...
+
+
+def supported[D: CapabilityGated](descriptions: Iterable[D], capabilities: Capabilities) -> list[D]:
     """Return the descriptions whose data this kind of server gives."""
-    return [d for d in descriptions if getattr(d, "has_fn", _always)(capabilities)]
-
-
-def _always(capabilities: Capabilities) -> bool:
-    return True
+    return [d for d in descriptions if d.has_fn(capabilities)]
 
 
 @callback
@@ -240,7 +248,9 @@ def registered_server_sensor(
     """Return True when one of these server sensors is in the entity registry."""
     registry = er.async_get(hass)
     return any(
-        registry.async_get_entity_id(Platform.SENSOR, DOMAIN, f"{entry.entry_id}_{key}")
+        registry.async_get_entity_id(
+            Platform.SENSOR, DOMAIN, entity_unique_id(entry.entry_id, None, key)
+        )
         for key in keys
     )
 
