@@ -41,11 +41,11 @@ def test_one_model_loaded_again_and_again_and_why() -> None:
         watch.loaded("a", at(minute * 5), reloaded=False)
     assert watch.findings(at(10)) == []
     watch.loaded("a", at(15), reloaded=False)
-    assert watch.findings(at(15)) == [Thrash(("a",), 4, 30, ThrashCause.KEPT_TOO_SHORT, "")]
+    assert watch.findings(at(15)) == [Thrash(("a",), 4, 30, ThrashCause.KEPT_TOO_SHORT)]
     # Reloads in place: a request with another context.
     watch.loaded("a", at(16), reloaded=True)
     assert watch.findings(at(16))[0].cause is ThrashCause.CONTEXT_MISMATCH
-    assert watch.findings(at(16))[0].detail == "1 reloads in place"
+    assert watch.findings(at(16))[0].reloads == 1
     # Two agents asking with different contexts: that is the cause to name.
     two = [KITCHEN, OFFICE]
     watch.loaded("llama3.2:3b", at(16), reloaded=True)
@@ -53,7 +53,7 @@ def test_one_model_loaded_again_and_again_and_why() -> None:
         watch.loaded("llama3.2:3b", at(minute), reloaded=True)
     found = {t.models: t for t in watch.findings(at(20), two)}
     assert found[("llama3.2:3b",)].cause is ThrashCause.AGENTS_DIFFER
-    assert found[("llama3.2:3b",)].detail == "Kitchen: num_ctx 8192, Office: num_ctx 4096"
+    assert found[("llama3.2:3b",)].contexts == (("Kitchen", 8192), ("Office", 4096))
     # Half an hour later it is forgotten.
     assert watch.findings(at(16) + THRASH_WINDOW + timedelta(minutes=4)) == []
 
@@ -69,10 +69,10 @@ def test_two_models_displacing_each_other() -> None:
         watch.loaded("a" if minute % 2 else "b", at(minute), reloaded=False)
         watch.loaded("b" if minute % 2 else "a", at(minute + 0.5), reloaded=False)
     assert watch.findings(at(4), sizes={"a": 5 * GIB, "b": 7 * GIB}) == [
-        Thrash(("a", "b"), 4, 30, ThrashCause.DO_NOT_FIT, "a 5.0 GiB + b 7.0 GiB")
+        Thrash(("a", "b"), 4, 30, ThrashCause.DO_NOT_FIT, sizes=(5 * GIB, 7 * GIB))
     ]
-    # Without both sizes the detail stays empty rather than guessed.
-    assert watch.findings(at(4), sizes={"a": 5 * GIB})[0].detail == ""
+    # Without both sizes there are none rather than a guess.
+    assert watch.findings(at(4), sizes={"a": 5 * GIB})[0].sizes == ()
 
 
 def test_an_agents_keep_alive_overrides_a_pin_or_preload() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.util import dt as dt_util
@@ -9,6 +11,8 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.core.repairs import KeepAliveConflict, Thrash, ThrashCause
+from custom_components.llm_warmth.repairs import keep_alive_issue, thrash_issue
 
 from .conftest import ENTRY_ID, LLAMA, QWEN, add_ollama_agent, ollama_request
 from .ollama_emulator import OllamaEmulator
@@ -64,7 +68,10 @@ async def test_two_models_that_do_not_fit_together(
     found = issue(issue_registry, "reload_thrash", LLAMA, QWEN)
     assert found is not None
     assert found.translation_key == "reload_thrash_do_not_fit"
-    assert found.translation_placeholders["detail"] == "llama3.2:3b 3.0 GiB + qwen3:8b 6.0 GiB"
+    assert {
+        key: found.translation_placeholders[key]
+        for key in ("model", "other_model", "model_gib", "other_gib")
+    } == {"model": LLAMA, "other_model": QWEN, "model_gib": "3.0", "other_gib": "6.0"}
     assert int(found.translation_placeholders["count"]) >= 4
     # Unloading the entry clears its issues.
     await hass.config_entries.async_unload(ENTRY_ID)
@@ -82,9 +89,10 @@ async def test_an_agents_keep_alive_overrides_a_pin(
     await next_poll(hass, emulator)
     found = issue(issue_registry, "keep_alive_conflict", LLAMA)
     assert found is not None
-    assert found.translation_key == "keep_alive_overrides_pin"
-    assert found.translation_placeholders["keep_alive"] == "300 s"
-    assert found.translation_placeholders["until"] == "no end"
+    # A pin without end: the words say so, the placeholders hold only the numbers.
+    assert found.translation_key == "keep_alive_overrides_pin_no_end"
+    assert found.translation_placeholders["keep_alive"] == "300"
+    assert "until" not in found.translation_placeholders
     await call(hass, "unpin", config_entry_id=ENTRY_ID, model=LLAMA)
     await next_poll(hass, emulator)
     assert issue(issue_registry, "keep_alive_conflict", LLAMA) is None
@@ -94,3 +102,42 @@ async def test_an_agents_keep_alive_overrides_a_pin(
     found = issue(issue_registry, "keep_alive_conflict", LLAMA)
     assert found is not None
     assert found.translation_key == "keep_alive_overrides_preload"
+
+
+def test_each_finding_has_its_words_and_only_names_and_numbers_in_placeholders() -> None:
+    """The translation says every word; what is filled in is a name or a number."""
+    gib = 1024**3
+    cases = [
+        (
+            Thrash((LLAMA, QWEN), 4, 30, ThrashCause.DO_NOT_FIT, sizes=(3 * gib, 6 * gib)),
+            "reload_thrash_do_not_fit",
+        ),
+        (Thrash((LLAMA, QWEN), 4, 30, ThrashCause.DO_NOT_FIT), "reload_thrash_do_not_fit_unsized"),
+        (
+            Thrash((LLAMA,), 4, 30, ThrashCause.AGENTS_DIFFER, contexts=(("K", 8192), ("O", 4096))),
+            "reload_thrash_agents_differ",
+        ),
+        (
+            Thrash((LLAMA,), 4, 30, ThrashCause.CONTEXT_MISMATCH, reloads=1),
+            "reload_thrash_context_mismatch",
+        ),
+        (Thrash((LLAMA,), 4, 30, ThrashCause.KEPT_TOO_SHORT), "reload_thrash_kept_too_short"),
+    ]
+    for thrash, key in cases:
+        found_key, placeholders = thrash_issue(thrash, "Ollama test")
+        assert found_key == key
+        assert placeholders["model"] == LLAMA
+        assert " and " not in str(placeholders)
+    assert thrash_issue(cases[2][0], "s")[1]["agents"] == "K: 8192, O: 4096"
+    assert thrash_issue(cases[3][0], "s")[1]["reloads"] == "1"
+    end = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+    for conflict, key in (
+        (KeepAliveConflict(LLAMA, "K", -1, "pin", end), "keep_alive_overrides_pin_forever"),
+        (KeepAliveConflict(LLAMA, "K", 300, "pin", end), "keep_alive_overrides_pin"),
+        (KeepAliveConflict(LLAMA, "K", 300, "pin", None), "keep_alive_overrides_pin_no_end"),
+        (KeepAliveConflict(LLAMA, "K", 300, "preload", end), "keep_alive_overrides_preload"),
+        (KeepAliveConflict(LLAMA, "K", -1, "preload", end), "keep_alive_overrides_preload_forever"),
+    ):
+        found_key, placeholders = keep_alive_issue(conflict, "s")
+        assert found_key == key
+        assert all("ever" not in value and "end" not in value for value in placeholders.values())

@@ -46,9 +46,8 @@ PLATFORMS = {
     "number.py": "number",
 }
 EXCEPTION_CALLS = ("Error", "Failed", "NotReady", "Unauthorized")
-# The values a repair's key is completed with (f"reload_thrash_{cause}" and the like).
+# The values a repair's key is completed with (f"keep_alive_overrides_{what}" and the like).
 KEY_ENDINGS = {
-    "reload_thrash_": [cause.value for cause in ThrashCause],
     "keep_alive_overrides_": ["pin", "preload"],  # KeepAliveConflict.what
 }
 
@@ -89,7 +88,8 @@ def issue_keys(node: ast.expr) -> list[str]:
     if isinstance(node, ast.JoinedStr) and isinstance(node.values[0], ast.Constant):
         prefix = str(node.values[0].value)
         assert prefix in KEY_ENDINGS, f"a repair key {prefix}... whose endings are not known"
-        return [prefix + ending for ending in KEY_ENDINGS[prefix]]
+        suffix = "".join(str(v.value) for v in node.values[2:] if isinstance(v, ast.Constant))
+        return [prefix + ending + suffix for ending in KEY_ENDINGS[prefix]]
     return []
 
 
@@ -152,6 +152,7 @@ def test_the_code_reads_keys_of_every_kind() -> None:
     assert {key for _, key, _, _ in repairs()} >= {
         f"reload_thrash_{cause.value}" for cause in ThrashCause
     }
+    assert "keep_alive_overrides_preload_forever" in {key for _, key, _, _ in repairs()}
 
 
 @pytest.mark.parametrize(

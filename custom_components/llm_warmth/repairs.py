@@ -16,16 +16,101 @@ from homeassistant.util import dt as dt_util
 from .const import DOMAIN
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
-from .core.repairs import AgentUse, context_mismatches, keep_alive_conflicts
+from .core.repairs import (
+    AgentUse,
+    KeepAliveConflict,
+    Thrash,
+    ThrashCause,
+    context_mismatches,
+    keep_alive_conflicts,
+)
 from .data import LlmWarmthConfigEntry
 
-
-def _keep(seconds: int) -> str:
-    return "-1 (for ever)" if seconds < 0 else f"{seconds} s"
+type Issue = tuple[str, dict[str, str]]
 
 
-def _when(until: datetime | None) -> str:
-    return "no end" if until is None else dt_util.as_local(until).isoformat(timespec="minutes")
+def _when(until: datetime) -> str:
+    return dt_util.as_local(until).isoformat(timespec="minutes")
+
+
+def _gib(size: int) -> str:
+    return f"{size / 1024**3:.1f}"
+
+
+def thrash_issue(thrash: Thrash, server: str) -> Issue:
+    """Return the translation key and placeholders of a reload-thrash finding.
+
+    Every word is the translation's: the placeholders hold names and numbers only.
+    """
+    model, count, minutes = thrash.models[0], str(thrash.count), str(thrash.minutes)
+    match thrash.cause:
+        case ThrashCause.DO_NOT_FIT if thrash.sizes:
+            return "reload_thrash_do_not_fit", {
+                "server": server,
+                "model": model,
+                "other_model": thrash.models[1],
+                "count": count,
+                "minutes": minutes,
+                "model_gib": _gib(thrash.sizes[0]),
+                "other_gib": _gib(thrash.sizes[1]),
+            }
+        case ThrashCause.DO_NOT_FIT:
+            return "reload_thrash_do_not_fit_unsized", {
+                "server": server,
+                "model": model,
+                "other_model": thrash.models[1],
+                "count": count,
+                "minutes": minutes,
+            }
+        case ThrashCause.AGENTS_DIFFER:
+            return "reload_thrash_agents_differ", {
+                "server": server,
+                "model": model,
+                "count": count,
+                "minutes": minutes,
+                "agents": ", ".join(f"{agent}: {num_ctx}" for agent, num_ctx in thrash.contexts),
+            }
+        case ThrashCause.CONTEXT_MISMATCH:
+            return "reload_thrash_context_mismatch", {
+                "server": server,
+                "model": model,
+                "count": count,
+                "minutes": minutes,
+                "reloads": str(thrash.reloads),
+            }
+    return "reload_thrash_kept_too_short", {
+        "server": server,
+        "model": model,
+        "count": count,
+        "minutes": minutes,
+    }
+
+
+def keep_alive_issue(conflict: KeepAliveConflict, server: str) -> Issue:
+    """Return the translation key and placeholders of an agent's overriding keep_alive."""
+    forever = conflict.keep_alive < 0
+    if conflict.what == "preload" or conflict.until is not None:
+        until = _when(conflict.until) if conflict.until is not None else ""
+        if forever:
+            return f"keep_alive_overrides_{conflict.what}_forever", {
+                "server": server,
+                "model": conflict.model,
+                "agent": conflict.agent,
+                "until": until,
+            }
+        return f"keep_alive_overrides_{conflict.what}", {
+            "server": server,
+            "model": conflict.model,
+            "agent": conflict.agent,
+            "keep_alive": str(conflict.keep_alive),
+            "until": until,
+        }
+    return "keep_alive_overrides_pin_no_end", {
+        "server": server,
+        "model": conflict.model,
+        "agent": conflict.agent,
+        "keep_alive": str(conflict.keep_alive),
+    }
 
 
 class RepairIssues:
@@ -93,27 +178,11 @@ class RepairIssues:
                 },
             )
         for thrash in coordinator.thrash.findings(now, uses, coordinator.last_sizes):
-            wanted[self._id("reload_thrash", *thrash.models)] = (
-                f"reload_thrash_{thrash.cause.value}",
-                {
-                    "server": server,
-                    "models": " and ".join(thrash.models),
-                    "count": str(thrash.count),
-                    "minutes": str(thrash.minutes),
-                    "detail": thrash.detail,
-                },
-            )
+            wanted[self._id("reload_thrash", *thrash.models)] = thrash_issue(thrash, server)
         preloads = self._controller.preloaded_until
         for conflict in keep_alive_conflicts(uses, coordinator.pins.pins, preloads, now):
-            wanted[self._id("keep_alive_conflict", conflict.model)] = (
-                f"keep_alive_overrides_{conflict.what}",
-                {
-                    "server": server,
-                    "model": conflict.model,
-                    "agent": conflict.agent,
-                    "keep_alive": _keep(conflict.keep_alive),
-                    "until": _when(conflict.until),
-                },
+            wanted[self._id("keep_alive_conflict", conflict.model)] = keep_alive_issue(
+                conflict, server
             )
         for issue_id in self._raised - set(wanted):
             ir.async_delete_issue(self._hass, DOMAIN, issue_id)

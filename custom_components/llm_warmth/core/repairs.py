@@ -74,14 +74,18 @@ class ThrashCause(StrEnum):
 class Thrash:
     """``models`` were loaded ``count`` times within ``minutes``; ``cause`` is the likely one.
 
-    ``detail``: the numbers behind the cause (the agents and their contexts, the sizes).
+    The figures behind the cause: ``sizes`` (bytes, one per model, for two that do not
+    fit; empty when a size is unknown), ``contexts`` (each agent and its ``num_ctx``, when
+    they differ), ``reloads`` (the loads in place, for a context mismatch).
     """
 
     models: tuple[str, ...]
     count: int
     minutes: int
     cause: ThrashCause
-    detail: str
+    sizes: tuple[int, ...] = ()
+    contexts: tuple[tuple[str, int], ...] = ()
+    reloads: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,13 +130,16 @@ class ThrashWatch:
             if len(counts) == 2 and min(counts.values()) >= THRASH_SWAPS:
                 models = tuple(sorted(pair))
                 paired.update(models)
+                known = sizes or {}
                 found.append(
                     Thrash(
                         models,
                         sum(counts.values()),
                         minutes,
                         ThrashCause.DO_NOT_FIT,
-                        _sizes(models, sizes or {}),
+                        sizes=tuple(known[m] for m in models)
+                        if all(m in known for m in models)
+                        else (),
                     )
                 )
         by_model: dict[str, list[AgentUse]] = {}
@@ -141,7 +148,7 @@ class ThrashWatch:
         for model, loads in sorted(self._loads.items()):
             if model in paired or len(loads) < THRASH_LOADS:
                 continue
-            found.append(Thrash((model,), len(loads), minutes, *_cause(loads, by_model.get(model))))
+            found.append(_cause((model,), loads, minutes, by_model.get(model)))
         return found
 
     def _forget(self, now: datetime) -> None:
@@ -155,20 +162,15 @@ class ThrashWatch:
             self._displaced.popleft()
 
 
-def _cause(loads: Iterable[_Load], uses: list[AgentUse] | None) -> tuple[ThrashCause, str]:
-    contexts = sorted({(use.agent, use.num_ctx) for use in uses or ()})
+def _cause(
+    models: tuple[str, ...], loads: deque[_Load], minutes: int, uses: list[AgentUse] | None
+) -> Thrash:
+    contexts = tuple(sorted({(use.agent, use.num_ctx) for use in uses or ()}))
     if len({ctx for _agent, ctx in contexts}) > 1:
-        return ThrashCause.AGENTS_DIFFER, ", ".join(f"{a}: num_ctx {c}" for a, c in contexts)
-    reloads = sum(1 for load in loads if load.reloaded)
-    if reloads:
-        return ThrashCause.CONTEXT_MISMATCH, f"{reloads} reloads in place"
-    return ThrashCause.KEPT_TOO_SHORT, ""
-
-
-def _sizes(models: tuple[str, ...], sizes: Mapping[str, int]) -> str:
-    if not all(model in sizes for model in models):
-        return ""
-    return " + ".join(f"{model} {sizes[model] / 1024**3:.1f} GiB" for model in models)
+        return Thrash(models, len(loads), minutes, ThrashCause.AGENTS_DIFFER, contexts=contexts)
+    if reloads := sum(1 for load in loads if load.reloaded):
+        return Thrash(models, len(loads), minutes, ThrashCause.CONTEXT_MISMATCH, reloads=reloads)
+    return Thrash(models, len(loads), minutes, ThrashCause.KEPT_TOO_SHORT)
 
 
 @dataclass(frozen=True, slots=True)
