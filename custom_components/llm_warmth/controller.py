@@ -197,18 +197,22 @@ class ResidencyController:
         )
         await coordinator.async_refresh()
 
-    async def evict(self, models: list[str] | None, *, timeout: float) -> list[str]:
+    async def evict(
+        self, models: list[str] | None, *, timeout: float, keep_pins: bool = False
+    ) -> list[str]:
         """Unload ``models`` (None: all it holds) now; return once the server lets them go.
 
         The entities show it when this returns (the residency is read again until it does,
         every ``EVICT_CHECK_INTERVAL``): a server may finish an unload after its answer.
         Return the models that were held and are gone; raise the client's errors. Their
-        pins go too: a pin would load them again at the next poll.
+        pins go too (a pin would load them again at the next poll), unless ``keep_pins``:
+        the household guard's release keeps a released pin to apply it again.
         """
         coordinator = self._coordinator
         await self._read()  # another client may have loaded one since the last poll
         held = sorted(model for model in coordinator.data.held if models is None or model in models)
-        if [coordinator.pins.unpin(model) for model in held if model in coordinator.pins.pins]:
+        pinned = [] if keep_pins else [m for m in held if m in coordinator.pins.pins]
+        if [coordinator.pins.unpin(model) for model in pinned]:
             await coordinator.async_save_now()
             coordinator.async_update_listeners()
         try:

@@ -40,6 +40,8 @@ from .core.backends.errors import LlmServerError
 from .core.guard import GpuNeed, Guard, Household, Reapply, Refusal, admit
 from .data import LlmWarmthConfigEntry
 
+# How long a release waits for the server to let the model go.
+RELEASE_TIMEOUT: Final = 60.0
 # Releases within a day from which a repair issue says the pins and the house collide.
 RELEASES_BEFORE_REPAIR: Final = 3
 # States of a protected entity that mean "the GPU is needed now" (besides a number > 0).
@@ -211,11 +213,9 @@ class HouseholdGuard:
             processes=list(household.other_processes),
         )
         try:
-            coordinator.monitor.evicting(model)
-            await coordinator.client.unload(model)
-            await coordinator.async_refresh()
+            # The one eviction path; the released pin stays, to be applied again.
+            await self._controller.evict([model], timeout=RELEASE_TIMEOUT, keep_pins=True)
         except LlmServerError as err:
-            coordinator.monitor.evicting(model, now=False)
             LOGGER.warning("%s: could not unload %s: %s", coordinator.name, model, err)
         finally:
             self._releasing.discard(model)
