@@ -1,6 +1,7 @@
 """Every entity of both platforms, and the values they take as models load and leave."""
 
 from datetime import timedelta
+import json
 from unittest.mock import patch
 
 from homeassistant.config_entries import SIGNAL_CONFIG_ENTRY_CHANGED, ConfigEntryChange
@@ -56,6 +57,27 @@ async def test_server_sensors(
     assert float(vram.state) == pytest.approx(6.0)
     assert vram.attributes["unit_of_measurement"] == "GiB"
     assert hass.states.get("sensor.ollama_test_resident_memory_in_system_ram").state == "0.0"
+
+
+async def test_gpu_memory_a_server_does_not_report_is_unknown_not_zero(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """One listed model without size_vram: the totals are unknown, not a smaller sum."""
+    await ollama_request(emulator, "/api/generate", {"model": QWEN})
+    await poll()  # the GPU memory sensors exist from here on
+    assert float(hass.states.get("sensor.ollama_test_resident_gpu_memory").state) == 6.0
+    listed = [
+        {"name": QWEN, "size": 6 * GIB, "size_vram": 6 * GIB, "expires_at": "2026-11-29T08:05:00Z"},
+        {"name": LLAMA, "size": 3 * GIB, "expires_at": "2026-11-29T08:05:00Z"},
+    ]
+    emulator.inject("/api/ps", status=200, body=json.dumps({"models": listed}), times=5)
+    await poll()
+    coordinator = init_integration.runtime_data.coordinator
+    assert coordinator.data.resident[LLAMA].size_vram is None
+    assert coordinator.resident_vram() is None
+    assert hass.states.get("sensor.ollama_test_resident_gpu_memory").state == STATE_UNKNOWN
+    assert hass.states.get("sensor.ollama_test_llama3_2_3b_gpu_memory").state == STATE_UNKNOWN
+    assert hass.states.get("sensor.ollama_test_qwen3_8b_gpu_memory").state == "6.0"
 
 
 async def test_model_sensors_through_a_load(

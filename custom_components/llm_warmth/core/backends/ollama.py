@@ -277,7 +277,8 @@ def _parse_resident(item: Mapping[str, Any]) -> ResidentModel:
     try:
         details = _details(item)
         size = bounded_int(item.get("size"), "size", MAX_BYTES)
-        size_vram = bounded_int(item.get("size_vram", 0), "size_vram", size)
+        # Every release sends it; one that does not says nothing of the GPU (not 0 bytes).
+        size_vram = optional_bounded_int(item, "size_vram", size)
         expires_at = parse_timestamp(item.get("expires_at"))
         return ResidentModel(
             name=required_str(item, "name"),
