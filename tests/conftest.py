@@ -84,9 +84,9 @@ def auto_enable_custom_integrations(request: pytest.FixtureRequest) -> None:
     """Load custom integrations in every test.
 
     The recorder must be set up before ``hass`` exists: tests marked ``browser`` (which show
-    history and the logbook) get it first.
+    history and the logbook) or ``recorder`` get it first.
     """
-    if request.node.get_closest_marker("browser"):
+    if request.node.get_closest_marker("browser") or request.node.get_closest_marker("recorder"):
         request.getfixturevalue("recorder_mock")
     request.getfixturevalue("enable_custom_integrations")
 
