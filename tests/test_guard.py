@@ -23,7 +23,7 @@ from custom_components.llm_warmth.const import (
 )
 from custom_components.llm_warmth.household_guard import releases_issue_id
 
-from .conftest import ENTRY_ID, GIB, LLAMA, QWEN
+from .conftest import ENTRY_ID, GIB, LLAMA, QWEN, ollama_request
 from .e2e import add_server, wait_until
 from .fake_nvml import RTX_4090, FakeNvml
 from .llama_server_emulator import LlamaServerEmulator
@@ -216,3 +216,30 @@ async def test_the_guard_on_llama_server_and_llama_swap(
         await coordinator.async_refresh()  # the next poll re-applies it
         await wait_until(lambda c=coordinator: "tiny" in c.data.held, 10, "tiny pinned again")
         await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_a_pin_the_server_let_go_waits_while_the_household_needs_the_gpu(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """A pin kept through a release (higher priority) is not loaded again meanwhile."""
+    hass.states.async_set(PLEX, "off")
+    await start(hass, mock_config_entry)
+    await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA, priority=5)
+    await call(hass, "pin", config_entry_id=ENTRY_ID, model=QWEN)
+    released = async_capture_events(hass, EVENT_PIN_RELEASED)
+    hass.states.async_set(PLEX, STATE_ON)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert [e.data["model"] for e in released] == [QWEN]
+    # Another client unloads the pin that was kept; Plex still transcodes.
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    loads = len(emulator.requests)
+    for _ in range(3):
+        await next_poll(hass, emulator)
+    assert [e.data["model"] for e in released] == [QWEN]  # LLAMA's pin was not released
+    assert emulator.loaded == {}  # and it waits
+    assert not [r for r in emulator.requests[loads:] if r.path == "/api/generate"]
+    # Plex is done: at the next poll the kept pin holds its model again.
+    hass.states.async_set(PLEX, "off")
+    await hass.async_block_till_done(wait_background_tasks=True)
+    await next_poll(hass, emulator)
+    await wait_until(lambda: LLAMA in emulator.loaded, 10, "the kept pin asserted again")
