@@ -373,3 +373,27 @@ async def test_only_the_memory_of_a_gpu_is_recorded_by_default(
     ]
     disabled = {e.entity_id.removeprefix(GPU0) for e in gpu0 if e.disabled_by is not None}
     assert {"_utilization", "_temperature", "_power", "_sm_clock"} <= disabled
+
+
+async def test_gpu_devices_stay_while_their_source_is_configured_even_when_it_is_down(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    nvml: FakeNvml,
+    device_registry: dr.DeviceRegistry,
+) -> None:
+    """The driver goes away and the server's polls go on: the GPUs' devices and history stay."""
+    await setup_with(hass, mock_config_entry, NVML_OPTIONS)
+    identifier = (DOMAIN, f"{ENTRY_ID}_gpu_{RTX_3060}")
+    assert device_registry.async_get_device_by_identifier(identifier, ENTRY_ID)
+    nvml.init_error = NVML_ERROR_LIBRARY_NOT_FOUND
+    nvml.initialised = 0
+    await mock_config_entry.runtime_data.gpu.async_refresh()
+    for _ in range(2):  # each poll of the server syncs the devices
+        await mock_config_entry.runtime_data.coordinator.async_refresh()
+        await hass.async_block_till_done()
+    assert not mock_config_entry.runtime_data.gpu.last_update_success
+    assert device_registry.async_get_device_by_identifier(identifier, ENTRY_ID)
+    # A restart with the source still down keeps them too.
+    await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done()
+    assert device_registry.async_get_device_by_identifier(identifier, ENTRY_ID)
