@@ -16,14 +16,16 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import pytest
 
 from custom_components.llm_warmth.core.backends.errors import LlmServerError
+from custom_components.llm_warmth.core.backends.events import StateWatch
 from custom_components.llm_warmth.core.backends.ollama import OllamaClient
+from custom_components.llm_warmth.core.backends.openai_stream import timed_load_ns
 from custom_components.llm_warmth.core.backends.replies import (
     MAX_BYTES,
     MAX_DURATION_NS,
     MAX_TEXT,
     MAX_TOKENS,
 )
-from custom_components.llm_warmth.core.backends.types import ResidentModel
+from custom_components.llm_warmth.core.backends.types import ResidentModel, TimedReply
 from custom_components.llm_warmth.core.gpu.errors import GpuSourceError
 from custom_components.llm_warmth.core.gpu.exporter import ExporterKind, ExporterSource
 from custom_components.llm_warmth.core.ttft import breakdown
@@ -202,3 +204,34 @@ async def test_exporter(
         assert gpu.temperature is None or -60 <= gpu.temperature <= 250
         assert gpu.performance_state is None or 0 <= gpu.performance_state <= 15
         assert gpu.sm_clock is None or 0 <= gpu.sm_clock <= 100_000
+
+
+@given(
+    sent=st.integers(0, 10**12),
+    ready_after=st.one_of(st.none(), st.integers(-(10**9), 10**11)),
+    first_after=st.integers(0, 10**11),
+    prefill=st.one_of(st.none(), st.integers(0, 10**11)),
+    trustworthy=st.booleans(),
+)
+def test_a_load_from_the_event_stream_never_exceeds_the_ttft_less_the_prefill(
+    sent: int, ready_after: int | None, first_after: int, prefill: int | None, trustworthy: bool
+) -> None:
+    """The ready event may come late; the load cannot have ended after the prefill began."""
+    watch = StateWatch("m", "loaded", lambda _frame: [])
+    watch.ready_ns = None if ready_after is None else sent + ready_after
+    watch._connected = trustworthy  # the stream was there for the whole request, or not
+    reply = TimedReply(
+        sent_ns=sent,
+        headers_ns=sent,
+        first_token_ns=sent + first_after,
+        final_ns=sent + first_after,
+        prompt_eval_duration_ns=prefill,
+    )
+    load = timed_load_ns(watch, reply)
+    if ready_after is None:
+        assert load == (0 if trustworthy else None)
+        return
+    assert load is not None
+    assert 0 <= load <= max(ready_after, 0)
+    if prefill is not None:
+        assert load <= max(first_after - prefill, 0)
