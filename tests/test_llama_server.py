@@ -452,3 +452,22 @@ async def test_an_unexpected_event_stream_failure_is_logged_once_until_it_recove
     again = [r for r in mine if "failed again" in r.getMessage()]
     assert len(again) == 3
     assert all(r.levelno == logging.DEBUG for r in again)
+
+
+async def test_events_pushed_while_a_poll_runs_are_not_lost(
+    hass: HomeAssistant, server: LlamaServerEmulator
+) -> None:
+    """A slow poll answers with the list from before a load the event stream announced."""
+    entry = await add_server(hass, server.url)
+    coordinator = entry.runtime_data.coordinator
+    await wait_until(lambda: coordinator.events_connected, 3, "the event stream")
+    async with aiohttp.ClientSession() as session, session.get(f"{server.url}/models") as reply:
+        before = await reply.read()  # nothing loaded yet
+    server.inject("/models", method="GET", body=before, delay=1.0)
+    polling = asyncio.create_task(coordinator.async_refresh())
+    await asyncio.sleep(0.2)  # the poll is waiting for its (stale) answer
+    await server.load_by_other_client(TINY)
+    await wait_until(lambda: TINY in coordinator.data.held, 3, "the pushed load")
+    await polling
+    assert TINY in coordinator.data.held  # the poll's older list did not undo it
+    await hass.config_entries.async_unload(entry.entry_id)
