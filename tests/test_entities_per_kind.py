@@ -3,7 +3,13 @@
 from collections.abc import AsyncIterator
 from unittest.mock import patch
 
-from homeassistant.const import CONF_URL, CONF_VERIFY_SSL, Platform
+from homeassistant.const import (
+    CONF_URL,
+    CONF_VERIFY_SSL,
+    STATE_OFF,
+    STATE_ON,
+    Platform,
+)
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
 import pytest
@@ -59,4 +65,26 @@ async def test_entities_of_a_kind(
         assert await hass.config_entries.async_setup(entry.entry_id)
         await hass.async_block_till_done()
     await snapshot_platform(hass, entity_registry, snapshot, entry.entry_id)
+    # Beside the snapshot, what matters, each on its own.
+    prefix = f"{platform}.{kind}_test"
+    ids = {e.entity_id for e in er.async_entries_for_config_entry(entity_registry, ENTRY_ID)}
+    match platform:
+        case Platform.SENSOR:
+            assert hass.states.get(f"{prefix}_tiny_warmth").state == "warm"
+            assert hass.states.get(f"{prefix}_resident_models").state == "1"
+            # Neither kind reports an expiry, memory sizes or a load duration per request.
+            assert not {f"{prefix}_tiny_unloads_at", f"{prefix}_resident_gpu_memory"} & ids
+            assert (
+                not {f"{prefix}_resident_memory_in_system_ram", f"{prefix}_tiny_gpu_memory"} & ids
+            )
+            # llama-server gives each model's context (its --ctx-size); llama-swap does not.
+            assert (f"{prefix}_tiny_context_length" in ids) is (kind == "llama_server")
+        case Platform.BINARY_SENSOR:
+            assert hass.states.get(f"{prefix}_tiny_resident").state == STATE_ON
+            assert hass.states.get(f"{prefix}_connectivity").state == STATE_ON
+        case Platform.SWITCH:
+            assert hass.states.get(f"{prefix}_tiny_keep_warm").state == STATE_OFF
+        case Platform.NUMBER:
+            # The default target: 1.5 s to the first token.
+            assert float(hass.states.get(f"{prefix}_tiny_ttft_target").state) == 1.5
     await hass.config_entries.async_unload(entry.entry_id)
