@@ -343,7 +343,7 @@ async def test_stored_figures_of_version_1_1_are_migrated(
     assert timings[QWEN].cold_request_seconds is None
     await hass.config_entries.async_unload(mock_config_entry.entry_id)
     stored = hass_storage[f"{DOMAIN}.{ENTRY_ID}"]
-    assert stored["minor_version"] == 4  # type: ignore[index]
+    assert stored["minor_version"] == 5  # type: ignore[index]
     assert stored["data"]["models"][LLAMA]["cold_request_seconds"] == 7.25  # type: ignore[index]
 
 
@@ -507,3 +507,30 @@ async def test_damaged_pins_guard_record_and_diagnoses_are_dropped_not_fatal(
     assert "Ignoring the stored pin of broken" in caplog.text
     assert "Ignoring the household guard's stored record" in caplog.text
     assert "Ignoring the stored diagnosis of broken" in caplog.text
+
+
+async def test_a_1_4_store_without_the_later_sections_is_migrated_to_1_5(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, hass_storage: dict[str, object]
+) -> None:
+    """Diagnoses, TTFT targets and idle profiles came inside 1.4: 1.5 has them always."""
+    key = f"{DOMAIN}.{ENTRY_ID}"
+    hass_storage[key] = {
+        "version": 1,
+        "minor_version": 4,
+        "key": key,
+        "data": {"models": {}, "pins": {}, "guard": {}},
+    }
+    mock_config_entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(ENTRY_ID)
+    await hass.async_block_till_done()
+    coordinator = mock_config_entry.runtime_data.coordinator
+    assert (coordinator.diagnoses, coordinator.ttft_targets, coordinator.idle_profiles) == (
+        {},
+        {},
+        {},
+    )
+    await hass.config_entries.async_unload(ENTRY_ID)
+    stored = hass_storage[key]
+    assert stored["minor_version"] == 5  # type: ignore[index]
+    for section in ("diagnoses", "ttft_targets", "idle_profiles"):
+        assert stored["data"][section] == {}  # type: ignore[index]

@@ -25,10 +25,11 @@ STORAGE_VERSION: Final = 1
 # 1.3: "load_source" says who measured "load_seconds" (until then only Ollama: "server");
 # stages a server did not report are null.
 # 1.4: "pins" (by model) and "guard" (the household guard's record) added; files
-# without them have none. "diagnoses" (the last diagnosis of each model, as its action
-# answered it), "ttft_targets" (seconds, by model) and "idle_profiles" came later in 1.4,
-# absent from older files likewise.
-STORAGE_MINOR_VERSION: Final = 4
+# without them have none.
+# 1.5: "diagnoses" (the last diagnosis of each model, as its action answered it),
+# "ttft_targets" (seconds, by model) and "idle_profiles" (by model). They were written
+# by releases that still called the file 1.4: a 1.4 file may have them or not.
+STORAGE_MINOR_VERSION: Final = 5
 # Seconds to gather writes to the store.
 STORE_DELAY: Final = 5
 
@@ -49,6 +50,9 @@ class _EntryStore(Store[dict[str, Any]]):
             for values in models.values() if isinstance(models, dict) else ():
                 if isinstance(values, dict) and values.get("load_seconds") is not None:
                     values.setdefault("load_source", "server")
+        if old_minor_version < 5:
+            for section in ("diagnoses", "ttft_targets", "idle_profiles"):
+                old_data.setdefault(section, {})
         return old_data
 
 
