@@ -52,6 +52,9 @@ async def test_cold_vs_repeat_blames_the_load(
     )
     assert answer["verdict"].startswith("one slow request, then normal: the model was evicted")
     assert answer["expanded_ms"] >= 900
+    # The verdict comes first, the raw figures (the runs) last.
+    assert list(answer)[:2] == ["verdict", "pattern"]
+    assert list(answer)[-1] == "runs"
     # The model's "Last diagnosis" sensor shows it, with the table; kept across a restart.
     sensor = "sensor.ollama_test_llama3_2_3b_last_diagnosis"
     state = hass.states.get(sensor)

@@ -72,6 +72,7 @@ async def test_cold_then_warm_probe_of_the_big_model(hass: HomeAssistant, ollama
             (event.data["new_state"].state, event.data["new_state"].attributes["probe_running"])
         ),
     )
+    hop = await lists_only_once_loaded(ollama_url)  # 0.30+: the runner is llama-server
     cold = await probe(hass, entry)
     unsubscribe()
     assert ("loading", True) in warmth_seen, warmth_seen  # seen long before the reply
@@ -85,12 +86,14 @@ async def test_cold_then_warm_probe_of_the_big_model(hass: HomeAssistant, ollama
     assert warm["classification"] == "warm"
     assert float(cold["queue_and_load_ms"]) >= 5 * float(warm["queue_and_load_ms"])
     for reply in (cold, warm):
-        # The server's own stages explain the client's TTFT: the residual stays under 10 %.
+        # The server's own stages explain the client's TTFT: the residual stays under 10 %,
+        # plus 20 ms on 0.30 and newer, whose requests take one more HTTP hop (Ollama to
+        # its llama-server runner): 11-15 ms measured here, 14.7 of a 100 ms warm TTFT.
         # (The first token is sampled from the prefill's logits, so the per-token decode
         # time is not part of it; see ttft.py.)
         ttft = float(reply["ttft_ms"])
         server_stages = float(reply["queue_and_load_ms"]) + float(reply["prefill_ms"])
-        assert abs(ttft - server_stages) < 0.1 * ttft
+        assert abs(ttft - server_stages) < 0.1 * ttft + (20 if hop else 0)
         assert float(reply["first_decode_ms"]) > 0
 
     # One load, one number: the loaded event, the cold start and the sensor carry the

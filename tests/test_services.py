@@ -631,3 +631,10 @@ async def test_probe_is_for_administrators(
             context=Context(user_id=hass_read_only_user.id),
         )
     assert not [r for r in emulator.requests if r.path in ("/api/chat", "/api/generate")]
+
+
+async def test_the_probes_verdict_comes_first(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    answer = await probe(hass)
+    assert list(answer)[:3] == ["summary", "model", "classification"]

@@ -247,7 +247,9 @@ async def _async_run(entry: LlmWarmthConfigEntry, plan: _Plan) -> dict[str, Any]
     except BaseException:
         await _async_leave_for_agent(entry, model, plan.timeout)
         raise
+    # The verdict first, then what it is about, then the raw figures.
     answer: dict[str, Any] = {
+        **verdict_as_dict(verdict),
         "model": model,
         "scenario": plan.scenario,
         "at": dt_util.utcnow().isoformat(),
@@ -256,9 +258,8 @@ async def _async_run(entry: LlmWarmthConfigEntry, plan: _Plan) -> dict[str, Any]
         "agent": plan.agent,
         # The agent the model was left loaded for, as it asks (None: left as the runs left it).
         "left_for_agent": None,
-        "runs": runs_table(prober.runs),
-        **verdict_as_dict(verdict),
         **extra,
+        "runs": runs_table(prober.runs),
     }
     # The model's "Last diagnosis" sensor shows it, and it is kept across restarts: stored
     # before the model is left for its agent (a cancel then loses no run).

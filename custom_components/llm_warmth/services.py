@@ -201,9 +201,10 @@ async def _async_probe(call: ServiceCall) -> ServiceResponse:
             options=options,
             timeout=call.data[ATTR_TIMEOUT],
         )
+    # The verdict first, then the raw figures.
     return {
-        "model": model,
         "summary": summary(probe.sample, probe.verdict),
+        "model": model,
         "classification": probe.verdict.classification.value,
         "dominant_stage": probe.verdict.dominant_stage.value,
         "num_ctx": options.get("num_ctx"),

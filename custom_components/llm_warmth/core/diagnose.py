@@ -267,12 +267,12 @@ def model_switch(
 
 
 def verdict_as_dict(verdict: Verdict) -> dict[str, Any]:
-    """Return the verdict for an action's response and a sensor's attributes."""
+    """Return the verdict for an action's response and a sensor's attributes (it first)."""
     return {
+        "verdict": verdict.words,
         "pattern": verdict.pattern.value,
         "stage": verdict.stage,
         "expanded_ms": None if verdict.expanded_ms is None else round(verdict.expanded_ms, 1),
-        "verdict": verdict.words,
         "recommendation": verdict.recommendation.value if verdict.recommendation else None,
     }
 
