@@ -270,6 +270,17 @@ async def _async_run(entry: LlmWarmthConfigEntry, plan: _Plan) -> dict[str, Any]
     return answer
 
 
+def _other_model(plan: _Plan) -> str:
+    """Return the other model of a switch or a competing load (the action checked it)."""
+    if plan.other is None:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="diagnose_other_model",
+            translation_placeholders={"scenario": plan.scenario},
+        )
+    return plan.other
+
+
 async def _async_scenario(
     entry: LlmWarmthConfigEntry, plan: _Plan, prober: _Prober
 ) -> tuple[Verdict, dict[str, Any]]:
@@ -291,13 +302,13 @@ async def _async_scenario(
         extra["prefill_ms_per_token"] = None if per_token is None else round(per_token, 3)
         verdict = prompt_cost(short, long)
     elif scenario == "model_switch":
-        assert other is not None
+        other = _other_model(plan)
         await prober.probe("A warm-up", model)
         a_warm = await prober.probe("A warm", model)
         b = await prober.probe("B", other)
         verdict = model_switch(a_warm, b, await prober.probe("A again", model))
     elif scenario == "competing_load":  # the other model loaded (no question), then A again
-        assert other is not None
+        other = _other_model(plan)
         await prober.probe("A warm-up", model)
         a_warm = await prober.probe("A warm", model)
         await controller.preload(

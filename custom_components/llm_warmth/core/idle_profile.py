@@ -95,12 +95,13 @@ class IdleProfile:
     @classmethod
     def from_dict(cls, values: object) -> IdleProfile:
         """Read a stored profile; raise ValueError when damaged."""
+        if not isinstance(values, Mapping):
+            raise ValueError("not an idle profile: not a mapping")
         try:
-            assert isinstance(values, Mapping)
             last_use = datetime.fromisoformat(values["last_use"])
             results = tuple(IdleResult.from_dict(r) for r in values["results"])
             model = values["model"]
-        except (AssertionError, KeyError, TypeError) as err:
+        except (KeyError, TypeError) as err:
             raise ValueError(f"not an idle profile: {err!r}") from err
         if not isinstance(model, str) or last_use.tzinfo is None:
             raise ValueError("not an idle profile")
