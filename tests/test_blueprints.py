@@ -95,7 +95,7 @@ async def test_warm_before_use_pins_ahead_of_the_window_and_releases_after(
         },
     )
     await hass.async_block_till_done()
-    pins = init_integration.runtime_data.coordinator.pins
+    pins = init_integration.runtime_data.pins
 
     async def at(hour: int, minute: int) -> None:
         freezer.move_to(datetime(2026, 12, 1, hour, minute, tzinfo=zone))

@@ -259,7 +259,10 @@ async def test_options_flow(hass: HomeAssistant, init_integration: MockConfigEnt
     await hass.async_block_till_done()
     guard = init_integration.runtime_data.guard
     assert guard is not None
-    assert guard.protected == ["binary_sensor.plex_transcoding", "switch.game_pc"]
+    assert init_integration.runtime_data.household.protected == [
+        "binary_sensor.plex_transcoding",
+        "switch.game_pc",
+    ]
     assert guard.guard.clear_for.total_seconds() == 15 * 60
 
 

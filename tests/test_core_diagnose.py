@@ -1,10 +1,18 @@
 """The diagnosis's verdicts from constructed runs (pure logic, no Home Assistant)."""
 
+import contextlib
+from datetime import UTC, datetime
+
+from hypothesis import given, strategies as st
+import pytest
+
 from custom_components.llm_warmth.core.diagnose import (
     GIB,
+    Diagnosis,
     Pattern,
     Recommendation,
     Run,
+    Scenario,
     cold_vs_repeat,
     context_change,
     first_expanded,
@@ -160,3 +168,81 @@ def test_prefill_per_token_and_the_table() -> None:
     assert prefill_per_token(short, run("x", sample(1.0, prefill=None))) is None
     rows = runs_table([short, long])
     assert [(r["run"], r["prompt_tokens"]) for r in rows] == [("short", 20), ("long", 1020)]
+
+
+def test_a_diagnosis_is_stored_as_answered_and_read_back_the_same() -> None:
+    """The store keeps the action's answer; reading it gives the same typed diagnosis."""
+    cold = run("cold", sample(7000.0, load=6500.0), before=False)
+    repeat = run("repeat", sample(300.0))
+    diagnosis = Diagnosis(
+        model="m",
+        scenario=Scenario.COLD_VS_REPEAT,
+        verdict=cold_vs_repeat(cold, repeat),
+        at=datetime(2026, 12, 1, 6, 0, tzinfo=UTC),
+        runs=(cold, repeat),
+        num_ctx=8192,
+        agent="Kitchen",
+        left_for_agent="Kitchen",
+    )
+    answer = diagnosis.as_dict()
+    assert list(answer)[:5] == ["verdict", "pattern", "stage", "expanded_ms", "recommendation"]
+    assert (answer["pattern"], answer["stage"], answer["scenario"]) == (
+        "evicted",
+        "load",
+        "cold_vs_repeat",
+    )
+    assert "prefill_ms_per_token" not in answer  # short_vs_long's alone
+    again = Diagnosis.from_dict(answer)
+    assert again.verdict == diagnosis.verdict
+    assert again.as_dict() == answer
+    assert [r.sample for r in again.runs] == [cold.sample, repeat.sample]
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=8),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(
+                st.sampled_from(
+                    ["pattern", "stage", "model", "scenario", "at", "runs", "num_ctx", "run"]
+                ),
+                inner,
+                max_size=6,
+            )
+        ),
+        max_leaves=12,
+    )
+)
+def test_a_damaged_stored_diagnosis_is_refused_with_value_error(values: object) -> None:
+    """Whatever the store holds, reading it gives a diagnosis or a ValueError, nothing else."""
+    with contextlib.suppress(ValueError):
+        Diagnosis.from_dict(values)
+
+
+@pytest.mark.parametrize(
+    ("key", "bad", "why"),
+    [
+        ("pattern", "haunted", "not a valid Pattern"),
+        ("stage", "teleport", "not a valid Stage"),
+        ("scenario", "guess", "not a valid Scenario"),
+        ("at", "2026-12-01T06:00:00", "without zone"),
+        ("num_ctx", -1, "not a count"),
+        ("expanded_ms", float("nan"), "not a number"),
+        ("runs", [{"run": "cold"}], "without 'model'"),
+        ("model", 3, "not a text"),
+    ],
+)
+def test_each_field_of_a_stored_diagnosis_is_checked(key: str, bad: object, why: str) -> None:
+    answer = Diagnosis(
+        model="m",
+        scenario=Scenario.COLD_VS_REPEAT,
+        verdict=cold_vs_repeat(
+            run("cold", sample(7000.0, load=6500.0), before=False), run("repeat", sample(300.0))
+        ),
+        at=datetime(2026, 12, 1, 6, 0, tzinfo=UTC),
+        runs=(),
+    ).as_dict()
+    Diagnosis.from_dict(answer)
+    with pytest.raises(ValueError, match=why):
+        Diagnosis.from_dict({**answer, key: bad})

@@ -31,10 +31,9 @@ async def test_the_first_two_intervals_on_the_real_ollama(
     proxy = RecordingProxy(url)
     await proxy.start()
     entry = await add_server(hass, proxy.url)
-    coordinator = entry.runtime_data.coordinator
 
     def results() -> tuple[object, ...]:
-        profile = coordinator.idle_profiles.get(TINY)
+        profile = entry.runtime_data.profiler.profiles.get(TINY)
         return profile.results if profile else ()
 
     started = await call(hass, "start_idle_profile", config_entry_id=entry.entry_id, model="tiny")

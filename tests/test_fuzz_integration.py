@@ -32,7 +32,7 @@ from custom_components.llm_warmth.core.ttft import (
     Verdict,
     breakdown,
 )
-from custom_components.llm_warmth.storage import EntryStorage, StoredEntry
+from custom_components.llm_warmth.storage import EntryStore, stored_records
 
 from . import malformed
 from .conftest import ENTRY_ID, GIB, LLAMA, ollama_request
@@ -240,6 +240,8 @@ def model_timings(draw: st.DrawFn) -> ModelTiming:
 async def test_every_stored_value_survives_a_save_and_load(
     hass: HomeAssistant, hass_storage: dict[str, Any], timings: dict[str, ModelTiming]
 ) -> None:
-    storage = EntryStorage(hass, ENTRY_ID)
-    await storage.async_save(StoredEntry(timings=timings))
-    assert (await EntryStorage(hass, ENTRY_ID).async_load()).timings == timings
+    store = EntryStore(hass, ENTRY_ID)
+    store.section("models", lambda: {name: t.as_dict() for name, t in timings.items()})
+    await store.async_save()
+    loaded = await EntryStore(hass, ENTRY_ID).async_load()
+    assert stored_records(loaded["models"], ModelTiming.from_dict, "measurements") == timings

@@ -109,7 +109,7 @@ async def test_the_target_sensor_reads_the_profile_too(
     await call(hass, "probe", config_entry_id=ENTRY_ID, model=LLAMA)
     within = "binary_sensor.ollama_test_llama3_2_3b_within_ttft_target"
     assert hass.states.get(within).state == STATE_ON
-    profile = init_integration.runtime_data.coordinator.idle_profiles
+    profile = init_integration.runtime_data.profiler.profiles
     profile[LLAMA] = IdleProfile(
         model=LLAMA,
         last_use=clock.now(),

@@ -494,19 +494,35 @@ async def test_damaged_pins_guard_record_and_diagnoses_are_dropped_not_fatal(
                 "broken": {"model": "broken", "priority": "high"},
             },
             "guard": {"contended_seconds": -5},
-            "diagnoses": {LLAMA: {"pattern": "evicted"}, "broken": ["not", "one"]},
+            "diagnoses": {
+                LLAMA: {
+                    "verdict": "one slow request, then normal: the model was evicted",
+                    "pattern": "evicted",
+                    "stage": "load",
+                    "expanded_ms": 6500.0,
+                    "recommendation": "keep_resident",
+                    "model": LLAMA,
+                    "scenario": "cold_vs_repeat",
+                    "at": "2026-11-30T06:00:00+00:00",
+                    "runs": [],
+                },
+                "broken": ["not", "one"],
+                # A pattern this release does not know: dropped, not shown as if it were one.
+                "unknown": {"pattern": "haunted", "model": "unknown"},
+            },
         },
     }
     mock_config_entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(ENTRY_ID)
     await hass.async_block_till_done()
-    coordinator = mock_config_entry.runtime_data.coordinator
-    assert list(coordinator.pins.pins) == [LLAMA]
-    assert coordinator.guard_record.contended_seconds == 0
-    assert list(coordinator.diagnoses) == [LLAMA]
+    runtime = mock_config_entry.runtime_data
+    assert list(runtime.pins.pins) == [LLAMA]
+    assert runtime.guard.guard.record.contended_seconds == 0
+    assert list(runtime.diagnoses.as_stored()) == [LLAMA]
     assert "Ignoring the stored pin of broken" in caplog.text
+    assert "Ignoring the stored diagnoses of unknown" in caplog.text
     assert "Ignoring the household guard's stored record" in caplog.text
-    assert "Ignoring the stored diagnosis of broken" in caplog.text
+    assert "Ignoring the stored diagnoses of broken" in caplog.text
 
 
 async def test_a_1_4_store_without_the_later_sections_is_migrated_to_1_5(
@@ -523,12 +539,12 @@ async def test_a_1_4_store_without_the_later_sections_is_migrated_to_1_5(
     mock_config_entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(ENTRY_ID)
     await hass.async_block_till_done()
-    coordinator = mock_config_entry.runtime_data.coordinator
-    assert (coordinator.diagnoses, coordinator.ttft_targets, coordinator.idle_profiles) == (
-        {},
-        {},
-        {},
-    )
+    runtime = mock_config_entry.runtime_data
+    assert (
+        runtime.diagnoses.as_stored(),
+        runtime.ttft_targets.as_stored(),
+        runtime.profiler.profiles,
+    ) == ({}, {}, {})
     await hass.config_entries.async_unload(ENTRY_ID)
     stored = hass_storage[key]
     assert stored["minor_version"] == 5  # type: ignore[index]

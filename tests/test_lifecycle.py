@@ -12,6 +12,7 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.util import dt as dt_util
@@ -85,3 +86,31 @@ async def test_an_entry_goes_while_an_action_waits_on_a_load(
         await hass.config_entries.async_unload(ENTRY_ID)
     for failure in ("Task exception was never retrieved", "AttributeError", "Error doing job"):
         assert failure not in caplog.text
+
+
+async def test_nothing_of_an_unloaded_entry_is_written_after_its_last_save(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_storage: dict[str, Any],
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    """Each feature's section is written when the entry unloads, and nothing after.
+
+    A change that reached a feature of the old run later must not overwrite what the
+    entry's next run keeps.
+    """
+    runtime = init_integration.runtime_data
+    await hass.services.async_call(
+        "number",
+        "set_value",
+        {"entity_id": "number.ollama_test_llama3_2_3b_ttft_target", "value": 2.5},
+        blocking=True,
+    )
+    await hass.config_entries.async_unload(ENTRY_ID)
+    key = f"{DOMAIN}.{ENTRY_ID}"
+    assert hass_storage[key]["data"]["ttft_targets"] == {LLAMA: 2.5}
+    runtime.ttft_targets.set(LLAMA, 9.0)  # a late change of the run that unloaded
+    freezer.tick(timedelta(seconds=30))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done()
+    assert hass_storage[key]["data"]["ttft_targets"] == {LLAMA: 2.5}

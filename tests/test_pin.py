@@ -140,10 +140,10 @@ async def test_keep_warm_switch_is_the_pin(
     await hass.services.async_call("switch", "turn_on", {"entity_id": SWITCH}, blocking=True)
     assert hass.states.get(SWITCH).state == STATE_ON
     assert LLAMA in emulator.loaded
-    assert init_integration.runtime_data.coordinator.pins.get(LLAMA) is not None
+    assert init_integration.runtime_data.pins.get(LLAMA) is not None
     await hass.services.async_call("switch", "turn_off", {"entity_id": SWITCH}, blocking=True)
     assert hass.states.get(SWITCH).state == STATE_OFF
-    assert init_integration.runtime_data.coordinator.pins.get(LLAMA) is None
+    assert init_integration.runtime_data.pins.get(LLAMA) is None
     # A server error while turning it on: translated, and the switch stays off.
     emulator.inject("/api/generate", status=500, body="boom")
     with pytest.raises(HomeAssistantError) as err:
@@ -164,7 +164,7 @@ async def test_a_pin_with_an_end(
     # Past its end the pin is gone; the server lets the model go by itself.
     await next_poll(hass, emulator, 3601)
     assert hass.states.get(SWITCH).state == STATE_OFF
-    assert init_integration.runtime_data.coordinator.pins.pins == {}
+    assert init_integration.runtime_data.pins.pins == {}
 
 
 async def test_pins_survive_a_home_assistant_restart(
@@ -179,7 +179,7 @@ async def test_pins_survive_a_home_assistant_restart(
     assert await hass.config_entries.async_setup(ENTRY_ID)
     await hass.async_block_till_done(wait_background_tasks=True)
     # Restored and asserted right after the first poll.
-    assert init_integration.runtime_data.coordinator.pins.get(QWEN).priority == -3  # type: ignore[union-attr]
+    assert init_integration.runtime_data.pins.get(QWEN).priority == -3  # type: ignore[union-attr]
     await wait_until(lambda: QWEN in emulator.loaded, 5, "pinned model loaded again")
     assert hass.states.get("switch.ollama_test_qwen3_8b_keep_warm").state == STATE_ON
     # Removing the entry removes its pins with its measurements.
@@ -205,7 +205,7 @@ async def test_pin_refusals_are_translated(
     with pytest.raises(HomeAssistantError) as failed:
         await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA)
     assert failed.value.translation_domain == DOMAIN
-    assert init_integration.runtime_data.coordinator.pins.pins == {}  # not pinned
+    assert init_integration.runtime_data.pins.pins == {}  # not pinned
     for action in ("pin", "unpin"):
         with pytest.raises(Unauthorized):
             await hass.services.async_call(
@@ -274,7 +274,7 @@ async def test_the_pins_are_checked_once_per_poll(
     """A poll that changed something tells its poll and its update listeners: one check."""
     await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA)
     coordinator = init_integration.runtime_data.coordinator
-    pins = coordinator.pins
+    pins = init_integration.runtime_data.pins
     with (
         patch.object(pins, "due", wraps=pins.due) as due,
         patch.object(

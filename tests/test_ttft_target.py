@@ -66,8 +66,8 @@ async def test_what_was_kept_of_a_deleted_model_is_forgotten(
     await call(hass, "probe", config_entry_id=ENTRY_ID, model=LLAMA)
     await poll()
     assert LLAMA in coordinator.data.timings
-    assert LLAMA in coordinator.last_sizes
-    assert LLAMA in coordinator.ttft_targets
+    assert LLAMA in coordinator.monitor.last_sizes
+    assert LLAMA in init_integration.runtime_data.ttft_targets
     assert LLAMA in controller.preloaded_until
     # Deleted from the server (ollama rm): gone from its lists.
     await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
@@ -76,8 +76,8 @@ async def test_what_was_kept_of_a_deleted_model_is_forgotten(
     await poll()
     assert LLAMA not in coordinator.data.models
     assert LLAMA not in coordinator.data.timings
-    assert LLAMA not in coordinator.last_sizes
-    assert LLAMA not in coordinator.ttft_targets
+    assert LLAMA not in coordinator.monitor.last_sizes
+    assert LLAMA not in init_integration.runtime_data.ttft_targets
     assert LLAMA not in controller.preloaded_until
     # The other model's records stay; the store is written without the deleted one.
     await hass.config_entries.async_unload(ENTRY_ID)

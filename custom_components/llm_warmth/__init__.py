@@ -17,7 +17,7 @@ from homeassistant.helpers.typing import ConfigType
 from .agents import AgentDirectory
 from .const import CONF_RESERVE_GIB, CONF_SERVER_KIND, DEFAULT_RESERVE_GIB, DOMAIN, GIB, LOGGER
 from .controller import ResidencyController
-from .coordinator import LlmWarmthCoordinator, async_remove_stored_data
+from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import ServerKind
 from .core.backends.detection import create_client
 from .data import LlmWarmthConfigEntry, LlmWarmthData
@@ -29,11 +29,16 @@ from .devices import (
     model_device_identifier,
     server_device_identifier,
 )
+from .diagnoses import Diagnoses
 from .gpu_coordinator import GpuCoordinator, gpu_issue_id, gpu_source_from_options
+from .household import HouseholdWatch
 from .household_guard import HouseholdGuard, releases_issue_id
 from .idle_profiler import IdleProfiler
+from .pins import Pins
 from .repairs import RepairIssues
 from .services import async_offer_models, async_setup_services
+from .storage import EntryStore
+from .ttft_targets import TtftTargets
 
 PLATFORMS = [Platform.BINARY_SENSOR, Platform.NUMBER, Platform.SENSOR, Platform.SWITCH]
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
@@ -55,10 +60,13 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         api_key=entry.data.get(CONF_API_KEY) or None,
     )
     _migrate_observed_load_entities(hass, entry)
-    coordinator = LlmWarmthCoordinator(hass, entry, client)
+    store = EntryStore(hass, entry.entry_id)
+    await store.async_load()
+    # Registered first, so it runs last: every section is written once its feature stopped.
+    entry.async_on_unload(store.async_close)
+    coordinator = LlmWarmthCoordinator(hass, entry, client, store)
     await coordinator.async_config_entry_first_refresh()
     server_device_id = async_register_server(hass, entry, kind, coordinator.data.version)
-    controller = ResidencyController(coordinator)
     gpu: GpuCoordinator | None = None
     if (source := gpu_source_from_options(hass, entry.options)) is not None:
         reserve = entry.options.get(CONF_RESERVE_GIB, DEFAULT_RESERVE_GIB)
@@ -72,19 +80,34 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         )
         # A GPU source that does not work leaves the rest working: no first_refresh here.
         await gpu.async_refresh()
-    # Built whole before the platforms; each part starts below, tied to the entry.
-    entry.runtime_data = LlmWarmthData(
+    # Built whole before the platforms, each part from the ones it reads; each starts
+    # below, tied to the entry.
+    household = HouseholdWatch(hass, entry, coordinator, gpu)
+    pins = Pins(hass, entry, store, client.capabilities)
+    controller = ResidencyController(coordinator, pins, household)
+    data = entry.runtime_data = LlmWarmthData(
         client=client,
+        store=store,
         coordinator=coordinator,
-        controller=controller,
+        gpu=gpu,
         server_device_id=server_device_id,
         agents=AgentDirectory(hass, entry.unique_id, kind),
-        gpu=gpu,
-        guard=HouseholdGuard(hass, entry, coordinator, controller),
-        profiler=IdleProfiler(hass, coordinator, controller),
+        household=household,
+        pins=pins,
+        controller=controller,
+        guard=HouseholdGuard(
+            entry,
+            store,
+            coordinator=coordinator,
+            household=household,
+            pins=pins,
+            controller=controller,
+        ),
+        diagnoses=Diagnoses(entry, store, coordinator),
+        ttft_targets=TtftTargets(entry, store, coordinator),
+        profiler=IdleProfiler(entry, store, coordinator, household),
     )
-    # The sensors that name the agents (and the assistant model) follow their changes.
-    entry.async_on_unload(entry.runtime_data.agents.async_start(coordinator.async_update_listeners))
+    entry.async_on_unload(data.agents.async_start())
 
     @callback
     def sync_devices() -> None:
@@ -101,14 +124,17 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     entry.async_on_unload(entry.async_on_state_change(offer_models))
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     coordinator.async_start_events()
-    # The household guard decides before the pins are asserted after each poll; the
-    # first assertion right away (a restart loses no pin).
-    entry.async_on_unload(entry.runtime_data.guard.async_start())
-    entry.async_on_unload(
-        RepairIssues(hass, entry, coordinator, entry.runtime_data.controller).async_start()
-    )
-    entry.async_on_unload(controller.async_start())
-    entry.async_on_unload(entry.runtime_data.profiler.async_start())
+    for start in (
+        data.diagnoses.async_start,
+        data.ttft_targets.async_start,
+        data.guard.async_start,
+        RepairIssues(hass, entry, coordinator, controller).async_start,
+        # The pins are asserted right away (a restart loses no pin), unless the household
+        # needs the GPU: the controller asks it each time, whoever hears of a poll first.
+        controller.async_start,
+        data.profiler.async_start,
+    ):
+        entry.async_on_unload(start())
     return True
 
 
@@ -166,7 +192,7 @@ async def async_remove_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -
     """Delete what the entry stored when it is removed."""
     ir.async_delete_issue(hass, DOMAIN, gpu_issue_id(entry.entry_id))
     ir.async_delete_issue(hass, DOMAIN, releases_issue_id(entry.entry_id))
-    await async_remove_stored_data(hass, entry.entry_id)
+    await EntryStore(hass, entry.entry_id).async_remove()
 
 
 async def async_remove_config_entry_device(

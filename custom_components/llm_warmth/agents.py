@@ -85,20 +85,25 @@ class AgentDirectory:
         self._ollama = kind is ServerKind.OLLAMA
         self.ollama: tuple[Agent, ...] = ()
         self.openai_compatible: tuple[tuple[str, str, str], ...] = ()
+        self._listeners: list[CALLBACK_TYPE] = []
 
     @callback
-    def async_start(self, changed: CALLBACK_TYPE) -> CALLBACK_TYPE:
-        """Read the agents, and again on every entry change; return what stops it.
+    def async_add_listener(self, listener: CALLBACK_TYPE) -> CALLBACK_TYPE:
+        """Call ``listener`` when the agents change; return what stops it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
 
-        ``changed`` is called when what is read differs from before.
-        """
+    @callback
+    def async_start(self) -> CALLBACK_TYPE:
+        """Read the agents, and again on every entry change; return what stops it."""
         self._read()
 
         @callback
         def entry_changed(_change: ConfigEntryChange, changed_entry: ConfigEntry) -> None:
             # LLM Warmth's own entries hold no agents (and change as they load).
             if changed_entry.domain != DOMAIN and self._read():
-                changed()
+                for listener in list(self._listeners):
+                    listener()
 
         return async_dispatcher_connect(self._hass, SIGNAL_CONFIG_ENTRY_CHANGED, entry_changed)
 

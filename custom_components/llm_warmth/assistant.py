@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, override
 
 from homeassistant.components.sensor import (
@@ -15,7 +15,7 @@ from homeassistant.core import callback
 from .const import CONF_ASSISTANT_MODEL
 from .core.warmth import Warmth, model_warmth
 from .data import LlmWarmthConfigEntry
-from .entity import ServerEntity
+from .entity import Followed, ServerEntity
 
 
 @callback
@@ -46,8 +46,13 @@ class AssistantWarmth(ServerEntity, SensorEntity):
 
     One entity per server for a dashboard: the model chosen in the options, else the
     model of Home Assistant's Ollama agent that uses this server. It follows the
-    agents as they change (the entry's agent directory updates the coordinator's listeners).
+    agents as they change.
     """
+
+    @override
+    def followed(self) -> Iterable[Followed]:
+        """Follow the agents."""
+        return (self.coordinator.config_entry.runtime_data.agents,)
 
     @property
     @override

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, override
 
 from homeassistant.components.binary_sensor import (
@@ -14,9 +14,9 @@ from homeassistant.const import EntityCategory, Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
-from .const import DEFAULT_TTFT_TARGET
 from .data import LlmWarmthConfigEntry
 from .entity import (
+    Followed,
     GpuEntity,
     ModelEntity,
     ServerEntity,
@@ -112,8 +112,14 @@ class WithinTtftTarget(ModelEntity, BinarySensorEntity):
     after how long idle the profile broke it.
     """
 
+    @override
+    def followed(self) -> Iterable[Followed]:
+        """Follow the model's TTFT target and idle profile."""
+        data = self.coordinator.config_entry.runtime_data
+        return (data.ttft_targets, data.profiler)
+
     def _target_ms(self) -> float:
-        return 1000 * self.coordinator.ttft_targets.get(self.model, DEFAULT_TTFT_TARGET)
+        return 1000 * self.coordinator.config_entry.runtime_data.ttft_targets.seconds(self.model)
 
     @property
     @override
@@ -126,7 +132,7 @@ class WithinTtftTarget(ModelEntity, BinarySensorEntity):
 
     def _profile_breaks(self) -> int | None:
         """Return after how many idle minutes the idle profile broke the target, if it did."""
-        profile = self.coordinator.idle_profiles.get(self.model)
+        profile = self.coordinator.config_entry.runtime_data.profiler.profiles.get(self.model)
         results = profile.results if profile else ()
         return next((r.minutes for r in results if r.ttft_ms > self._target_ms()), None)
 

@@ -21,8 +21,9 @@ from .const import DOMAIN, EVENT_PIN_REASSERTED, EVICT_CHECK_INTERVAL, LOGGER, P
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import GENERATION_TIMEOUT
 from .core.backends.errors import LlmServerError, LlmServerTimeoutError
-from .core.guard import GpuNeed
 from .core.pins import Pin, Reassertion, ReassertReason
+from .household import HouseholdWatch
+from .pins import Pins
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +42,16 @@ class Preloaded:
 class ResidencyController:
     """Evict, preload and pin the models of one server."""
 
-    def __init__(self, coordinator: LlmWarmthCoordinator) -> None:
-        """Act through the coordinator's client; read the residency through it."""
+    def __init__(
+        self, coordinator: LlmWarmthCoordinator, pins: Pins, household: HouseholdWatch
+    ) -> None:
+        """Act through the coordinator's client; read the residency through it.
+
+        ``pins`` are asserted again while ``household`` does not need the GPU.
+        """
         self._coordinator = coordinator
+        self.pins = pins
+        self._household = household
         # Preloads under way, by model and keep: a second one shares the first's request.
         self._preloads: dict[tuple[str, float | None, int | None], asyncio.Task[Preloaded]] = {}
         # Pins being asserted again, and the models whose last attempt failed (logged once).
@@ -51,18 +59,18 @@ class ResidencyController:
         self._failing: set[str] = set()
         # Models preloaded with a keep, until when (for the keep_alive conflict repair).
         self.preloaded_until: dict[str, datetime] = {}
-        # Says why the household needs the GPU now (the guard's): pins wait meanwhile.
-        self.held_back: Callable[[], GpuNeed | None] | None = None
         # The snapshot the pins were last checked against (one check per poll or push).
         self._checked: object = None
 
     @callback
     def async_start(self) -> CALLBACK_TYPE:
-        """Assert the pins after each poll and push from now on; return what stops it."""
+        """Assert the pins after each poll and push, and when they change; return unsub."""
         self.async_check_pins()
         unsubs = (
             self._coordinator.async_add_poll_listener(self._async_polled),
             self._coordinator.async_add_listener(self._async_updated),
+            # A pin made, or re-applied by the guard, is asserted at once.
+            self.pins.async_add_listener(self.async_check_pins),
         )
 
         @callback
@@ -88,12 +96,9 @@ class ResidencyController:
         Ollama is asked for the pin's keep_alive and context; the other servers keep the
         model by their own rule, and the pin asks again whenever they let it go.
         """
-        coordinator = self._coordinator
         keep, num_ctx = self._asked_for(pin)
         done = await self.preload(pin.model, keep_seconds=keep, num_ctx=num_ctx, timeout=timeout)
-        coordinator.pins.pin(pin)
-        await coordinator.async_save_now()
-        coordinator.async_update_listeners()
+        self.pins.pin(pin)
         return done
 
     async def unpin(self, model: str, *, evict: bool, timeout: float) -> tuple[Pin | None, str]:
@@ -105,10 +110,7 @@ class ResidencyController:
         was not pinned).
         """
         coordinator = self._coordinator
-        pin = coordinator.pins.unpin(model)
-        if pin is not None:
-            await coordinator.async_save_now()
-            coordinator.async_update_listeners()
+        pin = next(iter(self.pins.unpin([model])), None)
         if evict:
             return pin, "unloaded" if await self.evict([model], timeout=timeout) else "not_resident"
         await self._read()
@@ -143,10 +145,7 @@ class ResidencyController:
         coordinator = self._coordinator
         if not coordinator.last_update_success or coordinator.data is None:
             return
-        now = coordinator.utcnow()
-        if coordinator.pins.drop_expired(now):
-            coordinator.hass.async_create_task(coordinator.async_save_now())
-            coordinator.async_update_listeners()
+        self.pins.drop_expired(coordinator.utcnow())
         for due in self._due():
             self._reasserting.add(due.pin.model)
             coordinator.config_entry.async_create_background_task(
@@ -155,12 +154,10 @@ class ResidencyController:
 
     def _due(self, *, running: bool = False) -> list[Reassertion]:
         """Return the pins to assert again (``running``: those being asserted too)."""
-        if self.held_back is not None and self.held_back() is not None:
-            return []
+        if self._household.need() is not None:
+            return []  # the household needs the GPU: pins wait
         snapshot = self._coordinator.data
-        due = self._coordinator.pins.due(
-            snapshot.resident, snapshot.models, self._coordinator.utcnow()
-        )
+        due = self.pins.due(snapshot.resident, snapshot.models, self._coordinator.utcnow())
         return [d for d in due if running or d.pin.model not in self._reasserting]
 
     async def _reassert(self, due: Reassertion) -> None:
@@ -173,7 +170,7 @@ class ResidencyController:
                 await self._read()
                 if not any(d.pin.model == model for d in self._due(running=True)):
                     return
-            coordinator.pins.asserted(due, coordinator.utcnow())
+            self.pins.asserted(due, coordinator.utcnow())
             started = time.monotonic()
             keep, num_ctx = self._asked_for(due.pin)
             await coordinator.client.load(
@@ -211,10 +208,8 @@ class ResidencyController:
         coordinator = self._coordinator
         await self._read()  # another client may have loaded one since the last poll
         held = sorted(model for model in coordinator.data.held if models is None or model in models)
-        pinned = [] if keep_pins else [m for m in held if m in coordinator.pins.pins]
-        if [coordinator.pins.unpin(model) for model in pinned]:
-            await coordinator.async_save_now()
-            coordinator.async_update_listeners()
+        if not keep_pins:
+            self.pins.unpin(held)
         try:
             for model in held:
                 coordinator.monitor.evicting(model)

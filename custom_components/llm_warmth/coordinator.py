@@ -41,8 +41,6 @@ from .core.backends.errors import (
     LlmServerUnreachableError,
 )
 from .core.backends.types import ResidentModel
-from .core.guard import GuardRecord
-from .core.idle_profile import IdleProfile
 from .core.load_figures import LoadFigures
 from .core.monitor import (
     ColdStartObserved,
@@ -53,26 +51,33 @@ from .core.monitor import (
     ServerRestarted,
     ServerSnapshot,
 )
-from .core.pins import PinBook
-from .core.repairs import ThrashWatch
-from .core.residency import UnloadReason
 from .core.server_url import redact_url
-from .core.ttft import Stage
+from .core.ttft import ModelTiming, Stage
 from .data import LlmWarmthConfigEntry
 from .devices import event_subject
 from .errors import update_failed
-from .storage import EntryStorage, StoredEntry
+from .storage import EntryStore, stored_records
+
+# Told what each poll, push or probe changed.
+type ChangeListener = Callable[[list[MonitorChange]], None]
 
 
 class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
-    """Polls one LLM server and fires the residency events."""
+    """Polls one LLM server and fires the residency events; it holds no feature's state.
+
+    What it measured (each model's timings) is its own section of the store ("models").
+    """
 
     config_entry: LlmWarmthConfigEntry
     # The wall clock compared with the server's expiries (tests align it with the server's).
     utcnow: Callable[[], datetime] = staticmethod(dt_util.utcnow)
 
     def __init__(
-        self, hass: HomeAssistant, entry: LlmWarmthConfigEntry, client: LlmBackend
+        self,
+        hass: HomeAssistant,
+        entry: LlmWarmthConfigEntry,
+        client: LlmBackend,
+        store: EntryStore,
     ) -> None:
         """Create the coordinator; the poll interval comes from the entry's options."""
         self.normal_interval = timedelta(
@@ -87,20 +92,14 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             always_update=False,
         )
         self.client = client
-        self.monitor = ServerMonitor(client.capabilities)
-        self._storage = EntryStorage(hass, entry.entry_id)
-        # The models the household wants kept resident (the controller asserts them).
-        self.pins = PinBook(client.capabilities)
-        # The last diagnosis of each model, as the action answered it (stored).
-        self.diagnoses: dict[str, dict[str, Any]] = {}
-        # Each model's TTFT target in seconds (its number entity sets it; stored).
-        self.ttft_targets: dict[str, float] = {}
-        # Idle profiles under way or done, by model (the profiler runs them; stored).
-        self.idle_profiles: dict[str, IdleProfile] = {}
-        # Recent loads and displacements, for the reload thrash repair.
-        self.thrash = ThrashWatch()
-        # What the household guard counted (it decides; the coordinator keeps it stored).
-        self.guard_record = GuardRecord()
+        self._store = store
+        timings = store.section(
+            "models", lambda: {name: t.as_dict() for name, t in self.monitor.timings.items()}
+        )
+        self.monitor = ServerMonitor(
+            client.capabilities,
+            timings=stored_records(timings, ModelTiming.from_dict, "measurements"),
+        )
         # While a model loads the server is polled every SETTLING_SCAN_INTERVAL by this
         # one-shot timer, armed after each poll; the coordinator's own interval stays the
         # normal one (Home Assistant rounds it to whole seconds, so a sub-second interval
@@ -115,47 +114,16 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self.events_connected = False
         # How many snapshots it pushed, and the last one.
         self._pushed: tuple[int, tuple[ResidentModel, ...]] = (0, ())
-        # The memory each model held when last seen resident (bytes), for the guard's
-        # estimates and the repairs' numbers.
-        self.last_sizes: dict[str, int] = {}
         # Called after every poll, changed or not (listeners hear of changes only).
         self._poll_listeners: list[CALLBACK_TYPE] = []
-
-    async def _async_setup(self) -> None:
-        """Read what earlier runs measured and pinned."""
-        stored = await self._storage.async_load()
-        self.monitor = ServerMonitor(self.client.capabilities, timings=stored.timings)
-        self.pins = PinBook(self.client.capabilities, stored.pins)
-        self.guard_record = stored.guard
-        self.diagnoses = {name: dict(values) for name, values in stored.diagnoses.items()}
-        self.ttft_targets = dict(stored.ttft_targets)
-        self.idle_profiles = dict(stored.idle_profiles)
+        # Told each change the monitor found (loads, unloads, restarts, cold starts).
+        self._change_listeners: list[ChangeListener] = []
 
     async def async_shutdown(self) -> None:
-        """Stop polling and write what was measured (the entry unloads)."""
+        """Stop polling (the entry unloads; the store is written after every feature stops)."""
         self._shut_down = True
         self._cancel_fast_poll()
         await super().async_shutdown()
-        await self._storage.async_save(self._stored())
-
-    def _stored(self) -> StoredEntry:
-        return StoredEntry(
-            timings=self.monitor.timings,
-            pins=self.pins.pins,
-            guard=self.guard_record,
-            diagnoses=self.diagnoses,
-            ttft_targets=self.ttft_targets,
-            idle_profiles=self.idle_profiles,
-        )
-
-    @callback
-    def async_save_soon(self) -> None:
-        """Write what is kept a few seconds from now (writes close together merge)."""
-        self._storage.async_delay_save(self._stored)
-
-    async def async_save_now(self) -> None:
-        """Write what is kept now (a restart right after a pin or a release must not lose it)."""
-        await self._storage.async_save(self._stored())
 
     @callback
     def async_add_poll_listener(self, listener: CALLBACK_TYPE) -> CALLBACK_TYPE:
@@ -163,13 +131,15 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self._poll_listeners.append(listener)
         return lambda: self._poll_listeners.remove(listener)
 
+    @callback
+    def async_add_change_listener(self, listener: ChangeListener) -> CALLBACK_TYPE:
+        """Tell ``listener`` the changes the monitor finds; return unsub."""
+        self._change_listeners.append(listener)
+        return lambda: self._change_listeners.remove(listener)
+
     @override
     @callback
     def _async_refresh_finished(self) -> None:
-        if self.last_update_success and self.data is not None:
-            for name, model in self.data.held.items():
-                if size := model.size_vram or model.size:
-                    self.last_sizes[name] = size
         for listener in list(self._poll_listeners):
             listener()
 
@@ -324,26 +294,13 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             now=self.utcnow(),
             monotonic=time.monotonic(),
         )
-        if installed is not None:
-            self._forget_deleted(snapshot.models)
         self._handle(changes)
         self._arm_fast_poll()
         return snapshot
 
     @callback
-    def _forget_deleted(self, models: frozenset[str]) -> None:
-        """Drop what was kept of models the server no longer has (deleted from it)."""
-        forgotten = False
-        for record in (self.last_sizes, self.diagnoses, self.ttft_targets):
-            for model in record.keys() - models:
-                del record[model]
-                forgotten = True
-        if forgotten:
-            self.async_save_soon()
-
-    @callback
     def _handle(self, changes: list[MonitorChange]) -> None:
-        """Fire the events of what changed; store the figures of a load."""
+        """Fire the events of what changed; store the figures of a load; tell the listeners."""
         for change in changes:
             match change:
                 case ServerRestarted():
@@ -354,10 +311,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
                         previous_version=change.previous_version,
                     )
                 case LoadObserved():
-                    self.thrash.loaded(
-                        change.model, self.utcnow(), reloaded=change.figures.reloaded
-                    )
-                    self._storage.async_delay_save(self._stored)
+                    self._store.async_delay_save()
                     self.fire(
                         EVENT_MODEL_LOADED, model=change.model, **change.figures.as_event_data()
                     )
@@ -365,14 +319,15 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
                 case ColdStartObserved():
                     self._fire_cold_start(change.model, LoadFigures(), change.probe)
                 case _:
-                    if change.reason is UnloadReason.DISPLACED:
-                        self.thrash.displaced(change.model, change.replaced_by, self.utcnow())
                     self.fire(
                         EVENT_MODEL_UNLOADED,
                         model=change.model,
                         reason=change.reason.value,
                         replaced_by=list(change.replaced_by),
                     )
+        if changes:
+            for listener in list(self._change_listeners):
+                listener(changes)
 
     def _fire_cold_start(self, model: str, figures: LoadFigures, probe: ProbeResult | None) -> None:
         sample = probe.sample if probe else None
@@ -445,7 +400,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             announce_window=2 * self.normal_interval.total_seconds() + 5,
         )
         self._handle(changes)
-        self._storage.async_delay_save(self._stored)
+        self._store.async_delay_save()
         self._publish_timings()
         return replace(probe, resident_before=before)
 
@@ -467,8 +422,3 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
                 **data,
             },
         )
-
-
-async def async_remove_stored_data(hass: HomeAssistant, entry_id: str) -> None:
-    """Delete what an entry measured and pinned (the entry is being removed)."""
-    await EntryStorage(hass, entry_id).async_remove()

@@ -12,24 +12,38 @@ if TYPE_CHECKING:
     from .controller import ResidencyController
     from .coordinator import LlmWarmthCoordinator
     from .core.backends.base import LlmBackend
+    from .diagnoses import Diagnoses
     from .gpu_coordinator import GpuCoordinator
+    from .household import HouseholdWatch
     from .household_guard import HouseholdGuard
     from .idle_profiler import IdleProfiler
+    from .pins import Pins
+    from .storage import EntryStore
+    from .ttft_targets import TtftTargets
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class LlmWarmthData:
-    """What one entry runs: its server's client, coordinators, residency controller, agents."""
+    """What one entry runs, built whole before its platforms.
+
+    The coordinators fetch and monitor; each feature owns its state, its section of
+    ``store`` and its listeners.
+    """
 
     client: LlmBackend
+    store: EntryStore
     coordinator: LlmWarmthCoordinator
-    controller: ResidencyController
+    # None: no GPU source is configured.
+    gpu: GpuCoordinator | None
     server_device_id: str
     # The conversation agents that use this server's models.
     agents: AgentDirectory
-    # None: no GPU source is configured.
-    gpu: GpuCoordinator | None
+    household: HouseholdWatch
+    pins: Pins
+    controller: ResidencyController
     guard: HouseholdGuard
+    diagnoses: Diagnoses
+    ttft_targets: TtftTargets
     profiler: IdleProfiler
 
 

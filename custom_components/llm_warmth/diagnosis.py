@@ -7,7 +7,7 @@ only the intended state changes; the verdict is ``core.diagnose``'s.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from homeassistant.core import ServiceCall, ServiceResponse
@@ -20,15 +20,15 @@ from .agents import agent_context, model_agent
 from .const import DOMAIN, EVENT_DIAGNOSIS_PROGRESS, LOGGER
 from .core.backends.errors import LlmServerError
 from .core.diagnose import (
+    Diagnosis,
     Run,
+    Scenario,
     Verdict,
     cold_vs_repeat,
     context_change,
     model_switch,
     prefill_per_token,
     prompt_cost,
-    runs_table,
-    verdict_as_dict,
 )
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
@@ -48,22 +48,13 @@ from .targets import (
 SERVICE_DIAGNOSE: Final = "diagnose"
 ATTR_SCENARIO: Final = "scenario"
 ATTR_OTHER_MODEL: Final = "other_model"
-SCENARIOS: Final = (
-    "cold_vs_repeat",
-    "short_vs_long",
-    "model_switch",
-    "competing_load",
-    "context_change",
-)
-# The scenarios that need another model.
-_WITH_OTHER: Final = ("model_switch", "competing_load")
 # The probes of each scenario.
 _STEPS: Final = {
-    "cold_vs_repeat": 2,
-    "short_vs_long": 3,
-    "model_switch": 4,
-    "competing_load": 3,
-    "context_change": 2,
+    Scenario.COLD_VS_REPEAT: 2,
+    Scenario.SHORT_VS_LONG: 3,
+    Scenario.MODEL_SWITCH: 4,
+    Scenario.COMPETING_LOAD: 3,
+    Scenario.CONTEXT_CHANGE: 2,
 }
 SERVICE_CANCEL_DIAGNOSIS: Final = "cancel_diagnosis"
 # The diagnoses running, by entry and model.
@@ -74,7 +65,9 @@ _RUNNING: HassKey[dict[tuple[str, str], asyncio.Task[dict[str, Any]]]] = HassKey
 DIAGNOSE_SCHEMA = vol.Schema(
     {
         **TARGET_FIELDS,
-        vol.Optional(ATTR_SCENARIO, default="cold_vs_repeat"): vol.In(SCENARIOS),
+        vol.Optional(ATTR_SCENARIO, default=Scenario.COLD_VS_REPEAT.value): vol.All(
+            vol.In([scenario.value for scenario in Scenario]), Scenario
+        ),
         # The model B of a switch (A is the target).
         vol.Optional(ATTR_OTHER_MODEL): vol.All(str, vol.Length(min=1)),
         # Ollama: the context every probe of the model asks for (default: its agent's).
@@ -144,7 +137,7 @@ class _Prober:
             num_ctx_before=before.context_length if before else None,
             # The server's figure; else, where it does not tell it, the context asked for.
             num_ctx_after=(after.context_length or num_ctx) if after else None,
-            size=coordinator.last_sizes.get(model),
+            size=coordinator.monitor.last_sizes.get(model),
             resident_models=tuple(sorted(coordinator.data.held)),
             gpus=tuple(gpus),
         )
@@ -158,21 +151,20 @@ class _Prober:
 async def async_diagnose(call: ServiceCall) -> ServiceResponse:
     """Run a scenario on a model; answer its runs and the verdict."""
     entry, model, placeholders = known_model_target(call)
-    coordinator = entry.runtime_data.coordinator
-    scenario = call.data[ATTR_SCENARIO]
+    scenario: Scenario = call.data[ATTR_SCENARIO]
     # The other model of a switch or a competing load (the other scenarios have none).
-    other = call.data.get(ATTR_OTHER_MODEL) if scenario in _WITH_OTHER else None
+    other = call.data.get(ATTR_OTHER_MODEL) if scenario.needs_other_model else None
     if other:
         other = known_model(entry, other)[0]
     for name in (model, other):
-        if name is not None and coordinator.pins.get(name) is not None:
+        if name is not None and entry.runtime_data.pins.get(name) is not None:
             # The scenarios evict: that would unpin it.
             raise ServiceValidationError(
                 translation_domain=DOMAIN,
                 translation_key="diagnose_pinned",
                 translation_placeholders={"model": name},
             )
-    if scenario in _WITH_OTHER and (other is None or other == model):
+    if scenario.needs_other_model and (other is None or other == model):
         raise ServiceValidationError(
             translation_domain=DOMAIN,
             translation_key="diagnose_other_model",
@@ -182,7 +174,7 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
     contexts = {model: num_ctx}
     if other is not None:
         contexts[other] = agent_context(entry, other)[0]
-    if scenario == "context_change" and num_ctx is None:
+    if scenario is Scenario.CONTEXT_CHANGE and num_ctx is None:
         # Only Ollama loads a model with the context a request asks for.
         ollama = entry.runtime_data.client.capabilities.requests_set_keep_and_context
         raise ServiceValidationError(
@@ -227,7 +219,7 @@ class _Plan:
 
     model: str
     other: str | None
-    scenario: str
+    scenario: Scenario
     timeout: float
     # The context each model is asked for with (None: the server's), and whose it is.
     contexts: dict[str, int | None]
@@ -240,34 +232,31 @@ async def _async_run(entry: LlmWarmthConfigEntry, plan: _Plan) -> dict[str, Any]
     Then, or when the runs fail or are cancelled, the model is left as its agent asks.
     """
     model = plan.model
-    coordinator = entry.runtime_data.coordinator
     prober = _Prober(entry, plan.timeout, steps=_STEPS[plan.scenario], contexts=plan.contexts)
     try:
-        verdict, extra = await _async_scenario(entry, plan, prober)
+        verdict, per_token = await _async_scenario(entry, plan, prober)
     except BaseException:
         await _async_leave_for_agent(entry, model, plan.timeout)
         raise
-    # The verdict first, then what it is about, then the raw figures.
-    answer: dict[str, Any] = {
-        **verdict_as_dict(verdict),
-        "model": model,
-        "scenario": plan.scenario,
-        "at": dt_util.utcnow().isoformat(),
-        # The context its probes asked for (None: the server's), and whose it is.
-        "num_ctx": plan.contexts[model],
-        "agent": plan.agent,
-        # The agent the model was left loaded for, as it asks (None: left as the runs left it).
-        "left_for_agent": None,
-        **extra,
-        "runs": runs_table(prober.runs),
-    }
-    # The model's "Last diagnosis" sensor shows it, and it is kept across restarts: stored
+    diagnosis = Diagnosis(
+        model=model,
+        scenario=plan.scenario,
+        verdict=verdict,
+        at=dt_util.utcnow(),
+        runs=tuple(prober.runs),
+        num_ctx=plan.contexts[model],
+        agent=plan.agent,
+        prefill_ms_per_token=per_token,
+    )
+    # The model's "Last diagnosis" sensor shows it, and it is kept across restarts: kept
     # before the model is left for its agent (a cancel then loses no run).
-    coordinator.diagnoses[model] = answer
-    coordinator.async_save_soon()
-    answer["left_for_agent"] = await _async_leave_for_agent(entry, model, plan.timeout)
-    coordinator.async_update_listeners()
-    return answer
+    diagnoses = entry.runtime_data.diagnoses
+    diagnoses.set(model, diagnosis)
+    left_for = await _async_leave_for_agent(entry, model, plan.timeout)
+    if left_for is not None:
+        diagnosis = replace(diagnosis, left_for_agent=left_for)
+        diagnoses.set(model, diagnosis)
+    return diagnosis.as_dict()
 
 
 def _other_model(plan: _Plan) -> str:
@@ -283,31 +272,33 @@ def _other_model(plan: _Plan) -> str:
 
 async def _async_scenario(
     entry: LlmWarmthConfigEntry, plan: _Plan, prober: _Prober
-) -> tuple[Verdict, dict[str, Any]]:
-    """Run the scenario's probes; return the verdict and what else the scenario measured."""
+) -> tuple[Verdict, float | None]:
+    """Run the scenario's probes; return the verdict and a prompt token's prefill (ms).
+
+    Only short_vs_long measures the prefill of a token; the other scenarios return None.
+    """
     model, other, scenario, timeout = plan.model, plan.other, plan.scenario, plan.timeout
     contexts = plan.contexts
     coordinator = entry.runtime_data.coordinator
     controller = entry.runtime_data.controller
-    extra: dict[str, Any] = {}
-    if scenario == "cold_vs_repeat":
+    per_token: float | None = None
+    if scenario is Scenario.COLD_VS_REPEAT:
         await prober.evict(model)
         cold = await prober.probe("cold", model)
         verdict = cold_vs_repeat(cold, await prober.probe("repeat", model))
-    elif scenario == "short_vs_long":
+    elif scenario is Scenario.SHORT_VS_LONG:
         await prober.probe("warm-up", model)
         short = await prober.probe("short", model)
         long = await prober.probe("long", model, LONG_PROMPT)
         per_token = prefill_per_token(short, long)
-        extra["prefill_ms_per_token"] = None if per_token is None else round(per_token, 3)
         verdict = prompt_cost(short, long)
-    elif scenario == "model_switch":
+    elif scenario is Scenario.MODEL_SWITCH:
         other = _other_model(plan)
         await prober.probe("A warm-up", model)
         a_warm = await prober.probe("A warm", model)
         b = await prober.probe("B", other)
         verdict = model_switch(a_warm, b, await prober.probe("A again", model))
-    elif scenario == "competing_load":  # the other model loaded (no question), then A again
+    elif scenario is Scenario.COMPETING_LOAD:  # the other model loaded (no question), then A again
         other = _other_model(plan)
         await prober.probe("A warm-up", model)
         a_warm = await prober.probe("A warm", model)
@@ -320,7 +311,7 @@ async def _async_scenario(
             a_warm.sample,
             resident_before=False,
             resident_after=other in coordinator.data.held,
-            size=coordinator.last_sizes.get(other),
+            size=coordinator.monitor.last_sizes.get(other),
         )
         verdict = model_switch(
             a_warm, competing, await prober.probe("A again", model), competing=True
@@ -329,7 +320,7 @@ async def _async_scenario(
         await controller.preload(model, keep_seconds=None, num_ctx=None, timeout=timeout)
         changed = await prober.probe("context change", model)
         verdict = context_change(changed, await prober.probe("repeat", model))
-    return verdict, extra
+    return verdict, per_token
 
 
 async def _async_leave_for_agent(
@@ -350,8 +341,8 @@ async def _async_leave_for_agent(
     if (
         agent is None
         or agent.keep_alive == 0
-        or entry.runtime_data.coordinator.pins.get(model) is not None
-        or (controller.held_back is not None and controller.held_back() is not None)
+        or entry.runtime_data.pins.get(model) is not None
+        or entry.runtime_data.household.need() is not None
     ):
         return None
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, override
 
 from homeassistant.components.sensor import (
@@ -11,10 +11,9 @@ from homeassistant.components.sensor import (
     SensorEntityDescription,
 )
 
-from .const import DEFAULT_TTFT_TARGET
-from .core.diagnose import Pattern
+from .core.diagnose import Diagnosis, Pattern
 from .core.idle_profile import verdict as idle_verdict
-from .entity import ModelEntity
+from .entity import Followed, ModelEntity
 
 LAST_DIAGNOSIS = SensorEntityDescription(
     key="last_diagnosis",
@@ -31,22 +30,27 @@ class LastDiagnosis(ModelEntity, SensorEntity):
     # The table is long and only the latest matters: not recorded.
     _unrecorded_attributes = frozenset({"runs"})
 
+    @override
+    def followed(self) -> Iterable[Followed]:
+        """Follow the diagnoses."""
+        return (self.coordinator.config_entry.runtime_data.diagnoses,)
+
     @property
-    def _diagnosis(self) -> Mapping[str, Any] | None:
-        return self.coordinator.diagnoses.get(self.model)
+    def _diagnosis(self) -> Diagnosis | None:
+        return self.coordinator.config_entry.runtime_data.diagnoses.get(self.model)
 
     @property
     @override
     def native_value(self) -> str | None:
         """Return the pattern (evicted, switch_evicts, ...)."""
         diagnosis = self._diagnosis
-        return diagnosis.get("pattern") if diagnosis else None
+        return diagnosis.verdict.pattern.value if diagnosis else None
 
     @property
     @override
     def extra_state_attributes(self) -> Mapping[str, Any]:
         """Return the verdict in words, what to change, and the runs."""
-        diagnosis = self._diagnosis or {}
+        diagnosis = self._diagnosis.as_dict() if self._diagnosis else {}
         return {key: diagnosis.get(key) for key in _SHOWN}
 
 
@@ -63,11 +67,17 @@ class IdleProfileSensor(ModelEntity, SensorEntity):
 
     _unrecorded_attributes = frozenset({"results"})
 
+    @override
+    def followed(self) -> Iterable[Followed]:
+        """Follow the profiles and the TTFT targets (the verdict compares with them)."""
+        data = self.coordinator.config_entry.runtime_data
+        return (data.profiler, data.ttft_targets)
+
     @property
     @override
     def native_value(self) -> str | None:
         """Return whether the profile still has intervals to measure."""
-        profile = self.coordinator.idle_profiles.get(self.model)
+        profile = self.coordinator.config_entry.runtime_data.profiler.profiles.get(self.model)
         if profile is None:
             return None
         return "done" if profile.done else "running"
@@ -76,17 +86,18 @@ class IdleProfileSensor(ModelEntity, SensorEntity):
     @override
     def extra_state_attributes(self) -> Mapping[str, Any]:
         """Return the next probe's time, the results and the verdict."""
-        profile = self.coordinator.idle_profiles.get(self.model)
+        data = self.coordinator.config_entry.runtime_data
+        profile = data.profiler.profiles.get(self.model)
         if profile is None:
             return {"next_probe_at": None, "results": [], "verdict": None}
         due = profile.due_at()
-        target = self.coordinator.ttft_targets.get(self.model, DEFAULT_TTFT_TARGET)
+        target = data.ttft_targets.seconds(self.model)
         return {
             "next_probe_at": due.isoformat() if due else None,
             "results": [r.as_dict() for r in profile.results],
             "verdict": idle_verdict(
                 profile.results,
                 target_ms=1000 * target,
-                size=self.coordinator.last_sizes.get(self.model),
+                size=self.coordinator.monitor.last_sizes.get(self.model),
             ),
         }

@@ -20,8 +20,9 @@ async def async_get_config_entry_diagnostics(
     hass: HomeAssistant, entry: LlmWarmthConfigEntry
 ) -> dict[str, Any]:
     """Return what helps to debug an entry, without its API key or URL credentials."""
-    coordinator = entry.runtime_data.coordinator
-    guard = entry.runtime_data.guard
+    runtime = entry.runtime_data
+    coordinator = runtime.coordinator
+    guard = runtime.guard
     data = async_redact_data(dict(entry.data), TO_REDACT)
     data[CONF_URL] = redact_url(entry.data[CONF_URL])
     snapshot = coordinator.data
@@ -44,14 +45,16 @@ async def async_get_config_entry_diagnostics(
             {"name": name, "model": model, "integration": integration}
             for name, model, integration in entry.runtime_data.agents.openai_compatible
         ],
-        "pins": {model: pin.as_dict() for model, pin in coordinator.pins.pins.items()},
-        "diagnoses": coordinator.diagnoses,
-        "idle_profiles": {m: p.as_dict() for m, p in coordinator.idle_profiles.items()},
+        # What each feature keeps, as it is stored.
+        "pins": runtime.pins.as_stored(),
+        "diagnoses": runtime.diagnoses.as_stored(),
+        "ttft_targets": runtime.ttft_targets.as_stored(),
+        "idle_profiles": runtime.profiler.as_stored(),
         "guard": {
-            "protected": guard.protected,
+            "protected": runtime.household.protected,
             "clear_for_seconds": guard.guard.clear_for.total_seconds(),
-            "household": asdict(guard.household()),
-            **guard.guard.record.as_dict(),
+            "household": asdict(runtime.household.household()),
+            **guard.as_stored(),
         },
         "snapshot": {
             "version": snapshot.version,

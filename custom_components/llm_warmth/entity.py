@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol, override
 
 from homeassistant.const import Platform
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.device_registry import ChildDeviceInfo, DeviceInfo
 from homeassistant.helpers.entity import Entity, EntityDescription
@@ -54,6 +54,17 @@ class LlmWarmthEntity[CoordinatorT: DataUpdateCoordinator[Any]](CoordinatorEntit
     def present(self) -> bool:
         """Return True while the entity's subject exists (always, for the server)."""
         return True
+
+    def followed(self) -> Iterable[Followed]:
+        """Return what else the entity shows (features, agents): it is written when they change."""
+        return ()
+
+    @override
+    async def async_added_to_hass(self) -> None:
+        """Follow the coordinator and what else the entity shows."""
+        await super().async_added_to_hass()
+        for followed in self.followed():
+            self.async_on_remove(followed.async_add_listener(self._handle_coordinator_update))
 
     @property
     @override
@@ -141,6 +152,14 @@ class GpuEntity(LlmWarmthEntity[GpuCoordinator]):
         return reading is not None and reading.status.error is None
 
 
+class Followed(Protocol):
+    """A feature (or the agent directory) that tells its listeners when it changes."""
+
+    def async_add_listener(self, listener: CALLBACK_TYPE) -> CALLBACK_TYPE:
+        """Call ``listener`` on each change; return what stops it."""
+        ...
+
+
 class CapabilityGated(Protocol):
     """A description that says which servers give its data."""
 
@@ -161,11 +180,13 @@ def async_add_model_entities(
     async_add_entities: AddConfigEntryEntitiesCallback,
     entities_for_model: Callable[[str], Iterable[Entity]],
     when: Callable[[ServerSnapshot, str], bool] = lambda _snapshot, _model: True,
+    when_changes: Iterable[Followed] = (),
 ) -> None:
     """Add a model's entities when the model first shows up (and ``when`` holds for it).
 
-    Checked now and after each poll. A model that disappears is forgotten here (its
-    device is removed in ``devices``), so that it gets fresh entities if it comes back.
+    Checked now, after each poll and when one of ``when_changes`` changes. A model that
+    disappears is forgotten here (its device is removed in ``devices``), so that it gets
+    fresh entities if it comes back.
     """
     coordinator = entry.runtime_data.coordinator
     known: set[str] = set()
@@ -183,7 +204,8 @@ def async_add_model_entities(
             )
 
     add_new_models()
-    entry.async_on_unload(coordinator.async_add_listener(add_new_models))
+    for source in (coordinator, *when_changes):
+        entry.async_on_unload(source.async_add_listener(add_new_models))
 
 
 @callback

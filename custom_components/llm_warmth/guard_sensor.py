@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, override
 
 from homeassistant.components.sensor import (
@@ -13,7 +13,7 @@ from homeassistant.components.sensor import (
 )
 from homeassistant.const import EntityCategory, UnitOfTime
 
-from .entity import ServerEntity
+from .entity import Followed, ServerEntity
 
 GPU_CONTENTION = SensorEntityDescription(
     key="gpu_contention",
@@ -39,11 +39,17 @@ class GpuContention(ServerEntity, SensorEntity):
         """Return True: the count is the integration's own, the server need not answer."""
         return True
 
+    @override
+    def followed(self) -> Iterable[Followed]:
+        """Follow the guard."""
+        return (self.coordinator.config_entry.runtime_data.guard,)
+
     @property
     @override
     def native_value(self) -> float:
         """Return the contended minutes so far."""
-        return round(self.coordinator.guard_record.contended_seconds / 60, 2)
+        guard = self.coordinator.config_entry.runtime_data.guard
+        return round(guard.guard.record.contended_seconds / 60, 2)
 
     @property
     @override

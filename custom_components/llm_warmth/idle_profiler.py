@@ -3,7 +3,8 @@
 A probe is due that long after the model's last use; a use seen in between (the model
 loaded by someone, or its Ollama expiry moved on: any request resets it) restarts the
 wait. No probe runs while the household guard says the house needs the GPU: it waits
-five minutes and looks again. Profiles are stored, so one survives a restart.
+five minutes and looks again. Profiles are its own section of the store
+("idle_profiles"), so one survives a restart.
 """
 
 from __future__ import annotations
@@ -11,17 +12,20 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Final
 
-from homeassistant.core import CALLBACK_TYPE, HassJob, HomeAssistant, callback
+from homeassistant.core import CALLBACK_TYPE, HassJob, callback
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.event import async_track_point_in_utc_time
 
 from .agents import agent_context
 from .const import LOGGER
-from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.errors import LlmServerError
 from .core.idle_profile import IdleProfile, IdleResult
+from .data import LlmWarmthConfigEntry
+from .feature import Feature
+from .household import HouseholdWatch
 from .probe_prompts import DEFAULT_PROMPT, probe_options
+from .storage import EntryStore, stored_records
 
 # Another look this long after a probe could not run (the house needed the GPU, or the
 # server failed).
@@ -30,19 +34,26 @@ RETRY: Final = timedelta(minutes=5)
 _MOVED: Final = timedelta(seconds=5)
 
 
-class IdleProfiler:
+class IdleProfiler(Feature):
     """Keeps each model's idle profile moving on its own timer."""
+
+    entry: LlmWarmthConfigEntry
 
     def __init__(
         self,
-        hass: HomeAssistant,
+        entry: LlmWarmthConfigEntry,
+        store: EntryStore,
         coordinator: LlmWarmthCoordinator,
-        controller: ResidencyController,
+        household: HouseholdWatch,
     ) -> None:
-        """Run the profiles ``coordinator`` stores, probing through it."""
-        self._hass = hass
+        """Run the stored profiles; probe through ``coordinator`` unless the house needs the GPU."""
+        super().__init__(coordinator.hass, entry, store, "idle_profiles")
         self._coordinator = coordinator
-        self._controller = controller
+        self._household = household
+        # Profiles under way or done, by model.
+        self.profiles: dict[str, IdleProfile] = stored_records(
+            self.stored, IdleProfile.from_dict, "idle profile"
+        )
         self._timers: dict[str, CALLBACK_TYPE] = {}
         # Once stopped (the entry unloads), nothing is scheduled again: a probe that was
         # running is cancelled with the entry's background tasks.
@@ -51,10 +62,14 @@ class IdleProfiler:
         # (absent): no baseline yet (after a start, a restart or a probe of ours).
         self._seen: dict[str, tuple[bool, datetime | None]] = {}
 
+    def as_stored(self) -> dict[str, object]:
+        """Return the profiles, by model."""
+        return {model: profile.as_dict() for model, profile in self.profiles.items()}
+
     @callback
     def async_start(self) -> CALLBACK_TYPE:
         """Schedule the stored profiles, watch for uses; return what stops it all."""
-        for model in self._coordinator.idle_profiles:
+        for model in self.profiles:
             self._schedule(model)
         unsub = self._coordinator.async_add_poll_listener(self._async_polled)
 
@@ -72,8 +87,8 @@ class IdleProfiler:
     def start(self, model: str) -> IdleProfile:
         """Start (or start again) the profile of ``model``: its 0-minute probe is due now."""
         profile = IdleProfile(model=model, last_use=self._coordinator.utcnow())
-        self._coordinator.idle_profiles[model] = profile
-        self._changed()
+        self.profiles[model] = profile
+        self.async_changed()
         self._schedule(model)
         return profile
 
@@ -82,14 +97,9 @@ class IdleProfiler:
         """Stop and forget the profile of ``model``; return it."""
         if (cancel := self._timers.pop(model, None)) is not None:
             cancel()
-        profile = self._coordinator.idle_profiles.pop(model, None)
-        self._changed()
+        profile = self.profiles.pop(model, None)
+        self.async_changed()
         return profile
-
-    @callback
-    def _changed(self) -> None:
-        self._coordinator.async_save_soon()
-        self._coordinator.async_update_listeners()
 
     @callback
     def _schedule(self, model: str, at: datetime | None = None) -> None:
@@ -97,13 +107,13 @@ class IdleProfiler:
             cancel()
         if self._stopped:
             return
-        profile = self._coordinator.idle_profiles.get(model)
+        profile = self.profiles.get(model)
         due = at or (profile.due_at() if profile else None)
         if due is None:
             return
         job = HassJob(self._due, f"llm_warmth idle profile {model}", cancel_on_shutdown=True)
         self._timers[model] = async_track_point_in_utc_time(
-            self._hass, job, max(due, self._coordinator.utcnow())
+            self.hass, job, max(due, self._coordinator.utcnow())
         )
 
     @callback
@@ -113,7 +123,7 @@ class IdleProfiler:
         if not coordinator.last_update_success or coordinator.data is None:
             return
         now = coordinator.utcnow()
-        for model, profile in list(coordinator.idle_profiles.items()):
+        for model, profile in list(self.profiles.items()):
             if profile.done or model in coordinator.data.probing:
                 continue
             resident = coordinator.data.held.get(model)
@@ -129,7 +139,7 @@ class IdleProfiler:
                 and now_seen[1] - before[1] > _MOVED
             )
             if loaded or moved:
-                coordinator.idle_profiles[model] = profile.used(now)
+                self.profiles[model] = profile.used(now)
                 self._schedule(model)
 
     @callback
@@ -137,25 +147,25 @@ class IdleProfiler:
         """Run the due probes as a task of the entry's (the timer fired)."""
         if self._stopped:
             return
-        self._coordinator.config_entry.async_create_background_task(
-            self._hass, self._async_due(), f"{self._coordinator.name} idle profile probes"
+        self.entry.async_create_background_task(
+            self.hass, self._async_due(), f"{self._coordinator.name} idle profile probes"
         )
 
     async def _async_due(self) -> None:
         """Run the probes that are due."""
         coordinator = self._coordinator
         now = coordinator.utcnow()
-        for model, profile in list(coordinator.idle_profiles.items()):
+        for model, profile in list(self.profiles.items()):
             due = profile.due_at()
             if due is None or due > now or model in coordinator.data.probing:
                 continue
             self._timers.pop(model, None)
-            if self._controller.held_back is not None and self._controller.held_back():
+            if self._household.need() is not None:
                 self._schedule(model, now + RETRY)  # the household needs the GPU now
                 continue
             # Asked as its agent asks (its num_ctx): a probe that reloads the model would
             # measure a load the agent would not have had.
-            options = probe_options(agent_context(coordinator.config_entry, model)[0])
+            options = probe_options(agent_context(self.entry, model)[0])
             try:
                 probe = await coordinator.async_probe(model, DEFAULT_PROMPT, options=options)
             except (LlmServerError, HomeAssistantError) as err:
@@ -163,7 +173,7 @@ class IdleProfiler:
                 self._schedule(model, now + RETRY)
                 continue
             sample = probe.sample
-            coordinator.idle_profiles[model] = profile.measured(
+            self.profiles[model] = profile.measured(
                 IdleResult(
                     minutes=profile.next_minutes or 0,
                     at=coordinator.utcnow(),
@@ -174,5 +184,5 @@ class IdleProfiler:
                 )
             )
             self._seen.pop(model, None)  # its own probe is no use: a new baseline
-            self._changed()
+            self.async_changed()
             self._schedule(model)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import override
 
 from homeassistant.components.number import NumberEntity, NumberEntityDescription, NumberMode
@@ -9,9 +10,9 @@ from homeassistant.const import EntityCategory, UnitOfTime
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
-from .const import DEFAULT_TTFT_TARGET
 from .data import LlmWarmthConfigEntry
-from .entity import ModelEntity, async_add_model_entities
+from .entity import Followed, ModelEntity, async_add_model_entities
+from .ttft_targets import TTFT_TARGET_MAX, TTFT_TARGET_MIN
 
 PARALLEL_UPDATES = 0
 
@@ -19,8 +20,8 @@ TTFT_TARGET = NumberEntityDescription(
     key="ttft_target",
     translation_key="ttft_target",
     entity_category=EntityCategory.CONFIG,
-    native_min_value=0.1,
-    native_max_value=600,
+    native_min_value=TTFT_TARGET_MIN,
+    native_max_value=TTFT_TARGET_MAX,
     native_step=0.1,
     native_unit_of_measurement=UnitOfTime.SECONDS,
     mode=NumberMode.BOX,
@@ -42,15 +43,18 @@ async def async_setup_entry(
 class TtftTarget(ModelEntity, NumberEntity):
     """How fast the model's first token should come (seconds); stored with the entry."""
 
+    @override
+    def followed(self) -> Iterable[Followed]:
+        """Follow the targets."""
+        return (self.coordinator.config_entry.runtime_data.ttft_targets,)
+
     @property
     @override
     def native_value(self) -> float:
         """Return the target (the default until one is set)."""
-        return self.coordinator.ttft_targets.get(self.model, DEFAULT_TTFT_TARGET)
+        return self.coordinator.config_entry.runtime_data.ttft_targets.seconds(self.model)
 
     @override
     async def async_set_native_value(self, value: float) -> None:
-        """Keep the new target and let the sensors compare with it."""
-        self.coordinator.ttft_targets[self.model] = value
-        self.coordinator.async_save_soon()
-        self.coordinator.async_update_listeners()
+        """Keep the new target (the sensors that compare with it follow)."""
+        self.coordinator.config_entry.runtime_data.ttft_targets.set(self.model, value)

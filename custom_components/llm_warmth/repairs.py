@@ -16,14 +16,17 @@ from homeassistant.util import dt as dt_util
 from .const import DOMAIN
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
+from .core.monitor import LoadObserved, MonitorChange
 from .core.repairs import (
     AgentUse,
     KeepAliveConflict,
     Thrash,
     ThrashCause,
+    ThrashWatch,
     context_mismatches,
     keep_alive_conflicts,
 )
+from .core.residency import ModelUnloaded, UnloadReason
 from .data import LlmWarmthConfigEntry
 
 type Issue = tuple[str, dict[str, str]]
@@ -129,20 +132,36 @@ class RepairIssues:
         self._coordinator = coordinator
         self._controller = controller
         self._raised: set[str] = set()
+        # Recent loads and displacements, for the reload thrash repair.
+        self.thrash = ThrashWatch()
 
     @callback
     def async_start(self) -> CALLBACK_TYPE:
         """Check after every poll; the returned function stops and clears the issues."""
-        unsub = self._coordinator.async_add_poll_listener(self.async_check)
+        unsubs = (
+            self._coordinator.async_add_change_listener(self._async_changed),
+            self._coordinator.async_add_poll_listener(self.async_check),
+        )
 
         @callback
         def stop() -> None:
-            unsub()
+            for unsub in unsubs:
+                unsub()
             for issue_id in self._raised:
                 ir.async_delete_issue(self._hass, DOMAIN, issue_id)
             self._raised.clear()
 
         return stop
+
+    @callback
+    def _async_changed(self, changes: list[MonitorChange]) -> None:
+        """Note the loads and displacements (the thrash repair counts them)."""
+        now = self._coordinator.utcnow()
+        for change in changes:
+            if isinstance(change, LoadObserved):
+                self.thrash.loaded(change.model, now, reloaded=change.figures.reloaded)
+            elif isinstance(change, ModelUnloaded) and change.reason is UnloadReason.DISPLACED:
+                self.thrash.displaced(change.model, change.replaced_by, now)
 
     def agent_uses(self) -> list[AgentUse]:
         """Return how Home Assistant's Ollama agents at this server ask for their models.
@@ -177,10 +196,11 @@ class RepairIssues:
                     "wanted": str(found.wanted),
                 },
             )
-        for thrash in coordinator.thrash.findings(now, uses, coordinator.last_sizes):
+        for thrash in self.thrash.findings(now, uses, coordinator.monitor.last_sizes):
             wanted[self._id("reload_thrash", *thrash.models)] = thrash_issue(thrash, server)
         preloads = self._controller.preloaded_until
-        for conflict in keep_alive_conflicts(uses, coordinator.pins.pins, preloads, now):
+        pins = self._controller.pins.pins
+        for conflict in keep_alive_conflicts(uses, pins, preloads, now):
             wanted[self._id("keep_alive_conflict", conflict.model)] = keep_alive_issue(
                 conflict, server
             )

@@ -269,7 +269,7 @@ async def _warm_up(
 
 def _guard_check(entry: LlmWarmthConfigEntry, model: str, *, force: bool) -> None:
     """Refuse (translated, with the numbers) a load that would starve the household."""
-    entry.runtime_data.guard.check(model, force=force)
+    entry.runtime_data.household.check(model, force=force)
 
 
 def _pin_end(call: ServiceCall) -> datetime | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, override
 
 from homeassistant.components.sensor import SensorEntity
@@ -15,6 +15,7 @@ from .core.monitor import ServerSnapshot
 from .data import LlmWarmthConfigEntry
 from .diagnosis_sensor import IDLE_PROFILE, LAST_DIAGNOSIS, IdleProfileSensor, LastDiagnosis
 from .entity import (
+    Followed,
     ModelEntity,
     ServerEntity,
     async_add_gpu_entities,
@@ -86,14 +87,18 @@ async def async_setup_entry(
         entry,
         async_add_entities,
         lambda model: [LastDiagnosis(coordinator, LAST_DIAGNOSIS, model)],
-        when=lambda _snapshot, model: model in diagnosed or model in coordinator.diagnoses,
+        when=lambda _snapshot, model: model in diagnosed or model in entry.runtime_data.diagnoses,
+        when_changes=[entry.runtime_data.diagnoses],
     )
     profiled = models_with_registered(hass, entry, {IDLE_PROFILE.key})
     async_add_model_entities(
         entry,
         async_add_entities,
         lambda model: [IdleProfileSensor(coordinator, IDLE_PROFILE, model)],
-        when=lambda _snapshot, model: model in profiled or model in coordinator.idle_profiles,
+        when=lambda _snapshot, model: (
+            model in profiled or model in entry.runtime_data.profiler.profiles
+        ),
+        when_changes=[entry.runtime_data.profiler],
     )
     # GPU memory once the server used a GPU (or an earlier start registered its sensors).
     gpu_seen = bool(
@@ -157,6 +162,13 @@ class ModelSensor(ModelEntity, SensorEntity):
     entity_description: ModelSensorDescription
     # Volatile: true only while a probe runs.
     _unrecorded_attributes = frozenset({"probe_running"})
+
+    @override
+    def followed(self) -> Iterable[Followed]:
+        """Follow the agents where the sensor names them."""
+        if self.entity_description.names_agents:
+            return (self.coordinator.config_entry.runtime_data.agents,)
+        return ()
 
     @property
     @override

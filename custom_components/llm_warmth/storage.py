@@ -1,23 +1,20 @@
 """What an entry measured and decided, kept across restarts: one versioned store.
 
-It holds the per-model measurements and the pins (with their keep-warm switches); its
-migrations bring older files up to date.
+Each feature owns a section of it (``EntryStore.section``): the coordinator the
+measurements ("models"), the pins ("pins"), the household guard ("guard"), the
+diagnoses, the TTFT targets and the idle profiles theirs. Its migrations bring older
+files up to date.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final, override
 
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.storage import Store
 
 from .const import DOMAIN, LOGGER
-from .core.guard import GuardRecord
-from .core.idle_profile import IdleProfile
-from .core.pins import Pin
-from .core.ttft import ModelTiming
 
 STORAGE_VERSION: Final = 1
 # 1.2: the polling figure stored as "load_seconds" (the request that loaded a model, as
@@ -56,55 +53,62 @@ class _EntryStore(Store[dict[str, Any]]):
         return old_data
 
 
-@dataclass(frozen=True, slots=True)
-class StoredEntry:
-    """What one entry keeps: measurements and pins, by model."""
+class EntryStore:
+    """The one store of an entry; each feature keeps its own section of it.
 
-    timings: Mapping[str, ModelTiming] = field(default_factory=dict)
-    pins: Mapping[str, Pin] = field(default_factory=dict)
-    guard: GuardRecord = field(default_factory=GuardRecord)
-    diagnoses: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    ttft_targets: Mapping[str, float] = field(default_factory=dict)
-    idle_profiles: Mapping[str, IdleProfile] = field(default_factory=dict)
-
-
-class EntryStorage:
-    """Reads and writes what one config entry keeps."""
+    A feature registers its section with what writes it (``section``) and reads its
+    part of what was loaded. Sections nobody registered (yet) are written back as they
+    were read, so a save during setup loses nothing.
+    """
 
     def __init__(self, hass: HomeAssistant, entry_id: str) -> None:
         """Use the entry's own store file."""
         self._store = _EntryStore(
             hass, STORAGE_VERSION, f"{DOMAIN}.{entry_id}", minor_version=STORAGE_MINOR_VERSION
         )
+        self._loaded: dict[str, Any] = {}
+        self._sections: dict[str, Callable[[], object]] = {}
+        # Once the entry unloaded, nothing of this run is written any more: a later write
+        # would overwrite what the entry's next run keeps.
+        self._closed = False
 
-    async def async_load(self) -> StoredEntry:
-        """Return what earlier runs kept; a damaged record is dropped, not fatal."""
-        stored = await self._store.async_load() or {}
-        return StoredEntry(
-            timings=_records(stored.get("models"), ModelTiming.from_dict, "measurements"),
-            pins=_records(stored.get("pins"), Pin.from_dict, "pin"),
-            guard=_guard(stored.get("guard")),
-            diagnoses=_records(stored.get("diagnoses"), _diagnosis, "diagnosis"),
-            ttft_targets=_records(stored.get("ttft_targets"), _target, "TTFT target"),
-            idle_profiles=_records(
-                stored.get("idle_profiles"), IdleProfile.from_dict, "idle profile"
-            ),
-        )
+    async def async_load(self) -> Mapping[str, Any]:
+        """Read what earlier runs kept, by section (migrated to this version)."""
+        stored = await self._store.async_load()
+        self._loaded = stored if isinstance(stored, dict) else {}
+        return self._loaded
 
-    def async_delay_save(self, entry: Callable[[], StoredEntry]) -> None:
+    def section(self, name: str, write: Callable[[], object]) -> object:
+        """Own the section ``name``, written by ``write``; return what it holds now."""
+        if name in self._sections:
+            raise ValueError(f"the store section {name} has an owner already")
+        self._sections[name] = write
+        return self._loaded.get(name)
+
+    def async_delay_save(self) -> None:
         """Write a few seconds from now (writes close together merge)."""
-        self._store.async_delay_save(lambda: _as_stored(entry()), STORE_DELAY)
+        if not self._closed:
+            self._store.async_delay_save(self._data, STORE_DELAY)
 
-    async def async_save(self, entry: StoredEntry) -> None:
+    async def async_save(self) -> None:
         """Write now."""
-        await self._store.async_save(_as_stored(entry))
+        if not self._closed:
+            await self._store.async_save(self._data())
+
+    async def async_close(self) -> None:
+        """Write every section a last time (the entry unloads); write nothing after."""
+        await self.async_save()
+        self._closed = True
 
     async def async_remove(self) -> None:
         """Delete the store file (the entry is being removed)."""
         await self._store.async_remove()
 
+    def _data(self) -> dict[str, Any]:
+        return {**self._loaded, **{name: write() for name, write in self._sections.items()}}
 
-def _records[T](records: object, read: Callable[[Any], T], what: str) -> dict[str, T]:
+
+def stored_records[T](records: object, read: Callable[[Any], T], what: str) -> dict[str, T]:
     """Return the readable records of a by-model mapping; log and drop the others."""
     readable: dict[str, T] = {}
     for name, values in (records if isinstance(records, dict) else {}).items():
@@ -113,38 +117,3 @@ def _records[T](records: object, read: Callable[[Any], T], what: str) -> dict[st
         except (ValueError, TypeError) as err:
             LOGGER.warning("Ignoring the stored %s of %s: %s", what, name, err)
     return readable
-
-
-def _diagnosis(values: object) -> Mapping[str, Any]:
-    """Return a stored diagnosis (an action's answer); raise ValueError when damaged."""
-    if not isinstance(values, dict) or not isinstance(values.get("pattern"), str):
-        raise ValueError("not a diagnosis")
-    return values
-
-
-def _target(value: object) -> float:
-    """Return a stored TTFT target (seconds); raise ValueError when damaged."""
-    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value <= 600:
-        raise ValueError(f"not a TTFT target: {value!r}")
-    return float(value)
-
-
-def _guard(record: object) -> GuardRecord:
-    if record is None:
-        return GuardRecord()
-    try:
-        return GuardRecord.from_dict(record)
-    except (ValueError, TypeError) as err:
-        LOGGER.warning("Ignoring the household guard's stored record: %s", err)
-        return GuardRecord()
-
-
-def _as_stored(entry: StoredEntry) -> dict[str, Any]:
-    return {
-        "models": {name: timing.as_dict() for name, timing in entry.timings.items()},
-        "pins": {name: pin.as_dict() for name, pin in entry.pins.items()},
-        "guard": entry.guard.as_dict(),
-        "diagnoses": {name: dict(values) for name, values in entry.diagnoses.items()},
-        "ttft_targets": dict(entry.ttft_targets),
-        "idle_profiles": {name: p.as_dict() for name, p in entry.idle_profiles.items()},
-    }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, override
 
 from homeassistant.components.switch import SwitchEntity, SwitchEntityDescription
@@ -15,7 +15,7 @@ from .core.backends.base import GENERATION_TIMEOUT
 from .core.pins import Pin
 from .core.server_url import redact_url
 from .data import LlmWarmthConfigEntry
-from .entity import ModelEntity, async_add_model_entities
+from .entity import Followed, ModelEntity, async_add_model_entities
 from .errors import translated_errors
 
 # Turning it on loads the model: one at a time per server is plenty.
@@ -43,9 +43,14 @@ class KeepWarmSwitch(ModelEntity, SwitchEntity):
     agent's context.
     """
 
+    @override
+    def followed(self) -> Iterable[Followed]:
+        """Follow the pins."""
+        return (self.coordinator.config_entry.runtime_data.pins,)
+
     @property
     def _pin(self) -> Pin | None:
-        return self.coordinator.pins.get(self.model)
+        return self.coordinator.config_entry.runtime_data.pins.get(self.model)
 
     @property
     @override
@@ -70,7 +75,7 @@ class KeepWarmSwitch(ModelEntity, SwitchEntity):
         entry = self.coordinator.config_entry
         num_ctx, _agent = agent_context(entry, self.model)
         pin = Pin(model=self.model, num_ctx=num_ctx, since=dt_util.utcnow())
-        entry.runtime_data.guard.check(self.model, force=False)
+        entry.runtime_data.household.check(self.model, force=False)
         with translated_errors(self.hass, entry, self._placeholders()):
             await entry.runtime_data.controller.pin(pin, timeout=GENERATION_TIMEOUT)
 

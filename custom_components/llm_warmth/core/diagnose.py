@@ -10,10 +10,12 @@ Pure logic: the runs are given, nothing is measured here.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
+import math
 from typing import Any
 
-from .ttft import StageBreakdown
+from .ttft import Stage, StageBreakdown
 
 # A stage expanded when it grew by at least this much (ms) and by this factor.
 EXPANDED_MS = 250.0
@@ -33,6 +35,21 @@ class Pattern(StrEnum):
     SWITCH_EVICTS = "switch_evicts"  # slow only after switching: the two do not fit
     PROMPT_COST = "prompt_cost"  # what the prompt's length costs on a warm model
     NO_CLEAR_STAGE = "no_clear_stage"  # nothing expanded clearly
+
+
+class Scenario(StrEnum):
+    """The protocol a diagnosis runs."""
+
+    COLD_VS_REPEAT = "cold_vs_repeat"
+    SHORT_VS_LONG = "short_vs_long"
+    MODEL_SWITCH = "model_switch"
+    COMPETING_LOAD = "competing_load"
+    CONTEXT_CHANGE = "context_change"
+
+    @property
+    def needs_other_model(self) -> bool:
+        """Return True for the scenarios that switch to another model."""
+        return self in (Scenario.MODEL_SWITCH, Scenario.COMPETING_LOAD)
 
 
 class Recommendation(StrEnum):
@@ -68,7 +85,7 @@ class Verdict:
     """The stage that expanded first (and by how much), the pattern, what to change."""
 
     pattern: Pattern
-    stage: str | None
+    stage: Stage | None
     expanded_ms: float | None
     words: str
     recommendation: Recommendation | None
@@ -82,14 +99,14 @@ def _load(sample: StageBreakdown) -> float | None:
 
 
 _STAGES = (
-    ("queue", lambda s: s.queue_ms),
-    ("load", _load),
-    ("prefill", lambda s: s.prefill_ms),
-    ("first_decode", lambda s: s.first_decode_ms),
+    (Stage.QUEUE, lambda s: s.queue_ms),
+    (Stage.LOAD, _load),
+    (Stage.PREFILL, lambda s: s.prefill_ms),
+    (Stage.FIRST_DECODE, lambda s: s.first_decode_ms),
 )
 
 
-def first_expanded(slow: StageBreakdown, repeat: StageBreakdown) -> tuple[str, float] | None:
+def first_expanded(slow: StageBreakdown, repeat: StageBreakdown) -> tuple[Stage, float] | None:
     """Return the first stage that expanded in ``slow`` against ``repeat``, and by how much."""
     for name, value in _STAGES:
         a, b = value(slow), value(repeat)
@@ -119,7 +136,7 @@ def cold_vs_repeat(cold: Run, repeat: Run) -> Verdict:
             None,
         )
     stage, grew = expanded
-    if stage == "load" and cold.resident_before:
+    if stage is Stage.LOAD and cold.resident_before:
         if cold.num_ctx_before and cold.num_ctx_after and cold.num_ctx_before != cold.num_ctx_after:
             words = (
                 f"slow after a context change: reload for num_ctx {cold.num_ctx_after} vs "
@@ -128,7 +145,7 @@ def cold_vs_repeat(cold: Run, repeat: Run) -> Verdict:
         else:
             words = f"reloaded without eviction (load {_s(grew)})"
         return Verdict(Pattern.CONTEXT_RELOAD, stage, grew, words, Recommendation.SAME_CONTEXT)
-    if stage in ("load", "queue"):
+    if stage in (Stage.LOAD, Stage.QUEUE):
         load = _load(cold.sample) or grew
         return Verdict(
             Pattern.EVICTED,
@@ -138,7 +155,7 @@ def cold_vs_repeat(cold: Run, repeat: Run) -> Verdict:
             f"(load {_s(load)} of {_s(cold.sample.ttft_ms)})",
             Recommendation.KEEP_RESIDENT,
         )
-    if stage == "prefill":
+    if stage is Stage.PREFILL:
         return Verdict(
             Pattern.PROMPT_CACHE,
             stage,
@@ -167,7 +184,7 @@ def context_change(changed: Run, repeat: Run) -> Verdict:
     expanded = first_expanded(changed.sample, repeat.sample)
     if (
         expanded is None
-        or expanded[0] != "load"
+        or expanded[0] is not Stage.LOAD
         or not changed.resident_before
         or changed.num_ctx_before == changed.num_ctx_after  # a reload, but not for this
     ):
@@ -176,7 +193,7 @@ def context_change(changed: Run, repeat: Run) -> Verdict:
     had = changed.num_ctx_before or "the server's default"
     return Verdict(
         Pattern.CONTEXT_RELOAD,
-        "load",
+        Stage.LOAD,
         grew,
         f"slow after a context change: reload for num_ctx {changed.num_ctx_after} vs {had} "
         f"(load {_s(grew)})",
@@ -187,9 +204,9 @@ def context_change(changed: Run, repeat: Run) -> Verdict:
 def _always_slow(repeat: Run) -> Verdict:
     sample = repeat.sample
     prefill, decode = sample.prefill_ms or 0.0, sample.first_decode_ms or 0.0
-    stage = "prefill" if prefill >= decode else "first_decode"
+    stage = Stage.PREFILL if prefill >= decode else Stage.FIRST_DECODE
     recommendation = (
-        Recommendation.SHORTEN_PROMPT if stage == "prefill" else Recommendation.NOTHING_TO_WARM
+        Recommendation.SHORTEN_PROMPT if stage is Stage.PREFILL else Recommendation.NOTHING_TO_WARM
     )
     return Verdict(
         Pattern.ALWAYS_SLOW,
@@ -223,7 +240,7 @@ def prompt_cost(short: Run, long: Run) -> Verdict:
     slow = prefill >= SLOW_MS
     return Verdict(
         Pattern.PROMPT_COST,
-        "prefill",
+        Stage.PREFILL,
         prefill - (short.sample.prefill_ms or 0.0),
         f"prefill {per_token:.2f} ms per prompt token: {long.sample.prompt_tokens} tokens "
         f"cost {_s(prefill)} before the first token, {short.sample.prompt_tokens} cost "
@@ -271,7 +288,7 @@ def verdict_as_dict(verdict: Verdict) -> dict[str, Any]:
     return {
         "verdict": verdict.words,
         "pattern": verdict.pattern.value,
-        "stage": verdict.stage,
+        "stage": verdict.stage.value if verdict.stage else None,
         "expanded_ms": None if verdict.expanded_ms is None else round(verdict.expanded_ms, 1),
         "recommendation": verdict.recommendation.value if verdict.recommendation else None,
     }
@@ -291,3 +308,135 @@ def runs_table(runs: Sequence[Run]) -> list[Any]:
         }
         for run in runs
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """One diagnosis of a model: its verdict, what it ran with, and its runs."""
+
+    model: str
+    scenario: Scenario
+    verdict: Verdict
+    at: datetime
+    runs: tuple[Run, ...]
+    # The context its probes asked for (None: the server's), and whose it is.
+    num_ctx: int | None = None
+    agent: str | None = None
+    # The agent the model was left loaded for, as it asks (None: left as the runs left it).
+    left_for_agent: str | None = None
+    # short_vs_long: what one prompt token costs to prefill (ms).
+    prefill_ms_per_token: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the diagnosis as the action answers it and the store keeps it.
+
+        The verdict first, then what it is about, then the raw figures.
+        """
+        extra: dict[str, Any] = (
+            {"prefill_ms_per_token": _rounded(self.prefill_ms_per_token, 3)}
+            if self.scenario is Scenario.SHORT_VS_LONG
+            else {}
+        )
+        return {
+            **verdict_as_dict(self.verdict),
+            "model": self.model,
+            "scenario": self.scenario.value,
+            "at": self.at.isoformat(),
+            "num_ctx": self.num_ctx,
+            "agent": self.agent,
+            "left_for_agent": self.left_for_agent,
+            **extra,
+            "runs": runs_table(self.runs),
+        }
+
+    @classmethod
+    def from_dict(cls, values: object) -> Diagnosis:
+        """Read a stored diagnosis; raise ValueError when it is damaged."""
+        if not isinstance(values, Mapping):
+            raise ValueError("not a diagnosis")
+        try:
+            at = datetime.fromisoformat(_text(values["at"]))
+            if at.tzinfo is None:
+                raise ValueError("a diagnosis time without zone")
+            stage, recommendation = values.get("stage"), values.get("recommendation")
+            runs = values.get("runs", [])
+            if not isinstance(runs, list):
+                raise ValueError("runs are not a list")
+            return cls(
+                model=_text(values["model"]),
+                scenario=Scenario(values["scenario"]),
+                verdict=Verdict(
+                    pattern=Pattern(values["pattern"]),
+                    stage=None if stage is None else Stage(stage),
+                    expanded_ms=_number(values.get("expanded_ms")),
+                    words=_text(values.get("verdict", "")),
+                    recommendation=None
+                    if recommendation is None
+                    else Recommendation(recommendation),
+                ),
+                at=at,
+                runs=tuple(_run(row) for row in runs),
+                num_ctx=_count(values.get("num_ctx")),
+                agent=_optional_text(values.get("agent")),
+                left_for_agent=_optional_text(values.get("left_for_agent")),
+                prefill_ms_per_token=_number(values.get("prefill_ms_per_token")),
+            )
+        except KeyError as err:
+            raise ValueError(f"a diagnosis without {err}") from err
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"not a text: {value!r}")
+    return value
+
+
+def _optional_text(value: object) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _number(value: object) -> float | None:
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise ValueError(f"not a number: {value!r}")
+    return float(value)
+
+
+def _count(value: object) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"not a count: {value!r}")
+    return value
+
+
+def _flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"not a flag: {value!r}")
+    return value
+
+
+def _run(row: object) -> Run:
+    """Read one row of a stored runs table."""
+    if not isinstance(row, Mapping):
+        raise ValueError("a run is not a mapping")
+    models = row.get("resident_models", [])
+    gpus = row.get("gpus", [])
+    if not isinstance(models, list) or not isinstance(gpus, list):
+        raise ValueError("a run's models or GPUs are not lists")
+    if not all(isinstance(gpu, Mapping) for gpu in gpus):
+        raise ValueError("a run's GPU is not a mapping")
+    return Run(
+        label=_text(row["run"]),
+        model=_text(row["model"]),
+        sample=StageBreakdown.from_dict(row),
+        resident_before=_flag(row["resident_before"]),
+        resident_after=_flag(row["resident_after"]),
+        resident_models=tuple(_text(model) for model in models),
+        gpus=tuple(gpus),
+    )

@@ -114,6 +114,9 @@ class ServerMonitor:
         self.capabilities = capabilities
         self._tracker = ResidencyTracker(capabilities)
         self._timings: dict[str, ModelTiming] = dict(timings or {})
+        # The memory each model held when last seen resident (bytes): the guard's
+        # estimates, the repairs' and the diagnoses' numbers.
+        self.last_sizes: dict[str, int] = {}
         self._installed: dict[str, InstalledModel] = {}
         self._installed_at: float | None = None
         self._version: str | None = None
@@ -192,6 +195,7 @@ class ServerMonitor:
             self._installed_at = monotonic
             present = self._installed.keys() | {m.name for m in resident}
             self._timings = {m: t for m, t in self._timings.items() if m in present}
+            self.last_sizes = {m: s for m, s in self.last_sizes.items() if m in present}
         restart = self._note_version(version, monotonic)
         if restart is not None:
             changes.append(restart)
@@ -211,6 +215,9 @@ class ServerMonitor:
             polled_at=now,
             probing=self._tracker.requesting(),
         )
+        for name, model in self._last.held.items():
+            if size := model.size_vram or model.size:
+                self.last_sizes[name] = size
         return self._last, changes
 
     def _note_version(self, version: str | None, monotonic: float) -> ServerRestarted | None:

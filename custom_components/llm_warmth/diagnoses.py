@@ -1,0 +1,22 @@
+"""The last diagnosis of each model: kept by the diagnose action, shown by a sensor."""
+
+from __future__ import annotations
+
+from homeassistant.config_entries import ConfigEntry
+
+from .coordinator import LlmWarmthCoordinator
+from .core.diagnose import Diagnosis
+from .feature import ModelRecords
+from .storage import EntryStore
+
+
+class Diagnoses(ModelRecords[Diagnosis]):
+    """The diagnoses of one server's models (stored, as answered, in "diagnoses")."""
+
+    def __init__(
+        self, entry: ConfigEntry, store: EntryStore, coordinator: LlmWarmthCoordinator
+    ) -> None:
+        """Start from the stored diagnoses."""
+        super().__init__(
+            entry, store, coordinator, "diagnoses", (Diagnosis.from_dict, Diagnosis.as_dict)
+        )

@@ -1,0 +1,94 @@
+"""The pins of one server (keep-warm switches too): kept, stored, and heard of.
+
+``core.pins.PinBook`` decides; this feature owns the book, its store section ("pins")
+and its listeners. The controller asserts the pins; the household guard releases and
+re-applies them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from homeassistant.config_entries import ConfigEntry
+from homeassistant.core import HomeAssistant, callback
+
+from .core.backends.base import Capabilities
+from .core.backends.types import ResidentModel
+from .core.pins import Pin, PinBook, Reassertion
+from .feature import Feature
+from .storage import EntryStore, stored_records
+
+
+class Pins(Feature):
+    """The models the household wants kept resident."""
+
+    def __init__(
+        self,
+        hass: HomeAssistant,
+        entry: ConfigEntry,
+        store: EntryStore,
+        capabilities: Capabilities,
+    ) -> None:
+        """Start from the stored pins."""
+        super().__init__(hass, entry, store, "pins")
+        self._book = PinBook(capabilities, stored_records(self.stored, Pin.from_dict, "pin"))
+
+    def as_stored(self) -> dict[str, object]:
+        """Return the pins, by model."""
+        return {name: pin.as_dict() for name, pin in self._book.pins.items()}
+
+    @property
+    def pins(self) -> dict[str, Pin]:
+        """Return the pins, by model."""
+        return self._book.pins
+
+    def get(self, model: str) -> Pin | None:
+        """Return the pin of ``model``, if it has one."""
+        return self._book.get(model)
+
+    @callback
+    def pin(self, pin: Pin) -> None:
+        """Add or replace the pin of ``pin.model``."""
+        self._book.pin(pin)
+        self.async_changed(save_now=True)
+
+    @callback
+    def unpin(self, models: list[str]) -> list[Pin]:
+        """Remove the pins of ``models``; return those there were."""
+        removed = [pin for model in models if (pin := self._book.unpin(model)) is not None]
+        if removed:
+            self.async_changed(save_now=True)
+        return removed
+
+    @callback
+    def release(self, models: list[str], reason: str, now: datetime) -> None:
+        """Mark the pins released by the guard (kept, not asserted until re-applied)."""
+        for model in models:
+            self._book.release(model, reason, now)
+        if models:
+            self.async_changed(save_now=True)
+
+    @callback
+    def reapply(self, models: list[str]) -> None:
+        """Hold the released pins again."""
+        for model in models:
+            self._book.reapply(model)
+        if models:
+            self.async_changed(save_now=True)
+
+    @callback
+    def drop_expired(self, now: datetime) -> None:
+        """Remove the pins whose end has passed."""
+        if self._book.drop_expired(now):
+            self.async_changed(save_now=True)
+
+    def due(
+        self, resident: Mapping[str, ResidentModel], available: frozenset[str], now: datetime
+    ) -> list[Reassertion]:
+        """Return the pins to assert again now, highest priority first."""
+        return self._book.due(resident, available, now)
+
+    def asserted(self, due: Reassertion, now: datetime) -> None:
+        """Note that a pin was asserted again at ``now`` (for the back-off; not stored)."""
+        self._book.asserted(due, now)
