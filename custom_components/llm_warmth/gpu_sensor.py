@@ -29,18 +29,15 @@ from .gpu_coordinator import GpuReading
 type SensorValue = datetime | float | int | str | None
 
 
-def memory_sensor[D: SensorEntityDescription](description: type[D], key: str, **fields: Any) -> D:
-    """Describe a memory size: measured in bytes, shown in GiB."""
-    return description(
-        key=key,
-        translation_key=key,
-        device_class=SensorDeviceClass.DATA_SIZE,
-        state_class=SensorStateClass.MEASUREMENT,
-        native_unit_of_measurement=UnitOfInformation.BYTES,
-        suggested_unit_of_measurement=UnitOfInformation.GIBIBYTES,
-        suggested_display_precision=2,
-        **fields,
-    )
+@dataclass(frozen=True, kw_only=True)
+class MemorySize(SensorEntityDescription):
+    """A memory size: measured in bytes, shown in GiB (put first among a description's bases)."""
+
+    device_class: SensorDeviceClass | None = SensorDeviceClass.DATA_SIZE
+    state_class: SensorStateClass | None = SensorStateClass.MEASUREMENT
+    native_unit_of_measurement: str | None = UnitOfInformation.BYTES
+    suggested_unit_of_measurement: str | None = UnitOfInformation.GIBIBYTES
+    suggested_display_precision: int | None = 2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +46,11 @@ class GpuSensorDescription(SensorEntityDescription):
 
     value_fn: Callable[[GpuReading], SensorValue]
     attrs_fn: Callable[[GpuReading], Mapping[str, Any]] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuMemorySensorDescription(MemorySize, GpuSensorDescription):
+    """A memory size of one GPU."""
 
 
 def _other_processes(reading: GpuReading) -> Mapping[str, Any]:
@@ -73,19 +75,31 @@ PERFORMANCE_STATES = [f"p{n}" for n in range(16)]
 # rest changes on every poll (utilisation, temperature, power, clocks): on the order of
 # 10^5 recorder rows a day per GPU, so it is there to enable where someone wants it.
 GPU_SENSORS: tuple[GpuSensorDescription, ...] = (
-    memory_sensor(
-        GpuSensorDescription,
-        "gpu_memory_total",
+    GpuMemorySensorDescription(
+        key="gpu_memory_total",
+        translation_key="gpu_memory_total",
         value_fn=lambda r: r.status.memory_total,
         entity_category=EntityCategory.DIAGNOSTIC,
     ),
-    memory_sensor(GpuSensorDescription, "gpu_memory_used", value_fn=lambda r: r.status.memory_used),
-    memory_sensor(GpuSensorDescription, "gpu_memory_free", value_fn=lambda r: r.status.memory_free),
-    memory_sensor(GpuSensorDescription, "gpu_headroom", value_fn=lambda r: r.memory.headroom),
-    memory_sensor(GpuSensorDescription, "gpu_memory_llm", value_fn=lambda r: r.memory.llm_used),
-    memory_sensor(
-        GpuSensorDescription,
-        "gpu_memory_other",
+    GpuMemorySensorDescription(
+        key="gpu_memory_used",
+        translation_key="gpu_memory_used",
+        value_fn=lambda r: r.status.memory_used,
+    ),
+    GpuMemorySensorDescription(
+        key="gpu_memory_free",
+        translation_key="gpu_memory_free",
+        value_fn=lambda r: r.status.memory_free,
+    ),
+    GpuMemorySensorDescription(
+        key="gpu_headroom", translation_key="gpu_headroom", value_fn=lambda r: r.memory.headroom
+    ),
+    GpuMemorySensorDescription(
+        key="gpu_memory_llm", translation_key="gpu_memory_llm", value_fn=lambda r: r.memory.llm_used
+    ),
+    GpuMemorySensorDescription(
+        key="gpu_memory_other",
+        translation_key="gpu_memory_other",
         value_fn=lambda r: r.memory.other_used,
         attrs_fn=_other_processes,
     ),

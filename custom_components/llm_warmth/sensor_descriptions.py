@@ -23,7 +23,7 @@ from .core.monitor import ServerSnapshot
 from .core.ttft import Classification, ModelTiming, StageBreakdown
 from .core.warmth import Warmth, model_warmth
 from .devices import model_details
-from .gpu_sensor import SensorValue, memory_sensor
+from .gpu_sensor import MemorySize, SensorValue
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +44,16 @@ class ModelSensorDescription(SensorEntityDescription):
     has_fn: Callable[[Capabilities], bool] = lambda _: True
     # Name the conversation agents that use the model (an attribute).
     names_agents: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerMemorySensorDescription(MemorySize, ServerSensorDescription):
+    """A memory size on the server's device."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelMemorySensorDescription(MemorySize, ModelSensorDescription):
+    """A memory size on a model's device."""
 
 
 _NO_TIMING = ModelTiming()
@@ -171,9 +181,9 @@ SERVER_SENSORS: tuple[ServerSensorDescription, ...] = (
         value_fn=lambda s: len(s.held),
         attrs_fn=lambda s: {"names": sorted(s.held)},
     ),
-    memory_sensor(
-        ServerSensorDescription,
-        "resident_ram_spill",
+    ServerMemorySensorDescription(
+        key="resident_ram_spill",
+        translation_key="resident_ram_spill",
         value_fn=lambda s: _total([m.ram_spill for m in s.resident.values()]),
         has_fn=_reports_memory,
     ),
@@ -285,17 +295,17 @@ PROBE_SENSORS: tuple[ModelSensorDescription, ...] = (
 # GPU memory, created once the server has held model weights on a GPU: a CPU-only server
 # would show "GPU memory 0 GiB" for ever (its models' memory is "in system RAM").
 SERVER_GPU_SENSORS: tuple[ServerSensorDescription, ...] = (
-    memory_sensor(
-        ServerSensorDescription,
-        "resident_vram",
+    ServerMemorySensorDescription(
+        key="resident_vram",
+        translation_key="resident_vram",
         value_fn=lambda s: _total([m.size_vram for m in s.resident.values()]),
         has_fn=_reports_memory,
     ),
 )
 MODEL_GPU_SENSORS: tuple[ModelSensorDescription, ...] = (
-    memory_sensor(
-        ModelSensorDescription,
-        "vram",
+    ModelMemorySensorDescription(
+        key="vram",
+        translation_key="vram",
         value_fn=lambda s, m: s.resident[m].size_vram if m in s.resident else 0,
         has_fn=_reports_memory,
     ),
