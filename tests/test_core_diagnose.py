@@ -21,7 +21,10 @@ from custom_components.llm_warmth.core.diagnose import (
     runs_table,
     verdict_as_dict,
 )
+from custom_components.llm_warmth.core.sentence import Sentence
 from custom_components.llm_warmth.core.ttft import StageBreakdown
+
+from .english import english
 
 
 def sample(
@@ -60,7 +63,7 @@ def test_evicted_load_dominates() -> None:
     assert verdict.stage == "load"
     assert verdict.expanded_ms == 8098.0
     assert (
-        verdict.words
+        english(verdict.said)
         == "one slow request, then normal: the model was evicted (load 8.1 s of 8.4 s)"
     )
     assert verdict.recommendation is Recommendation.KEEP_RESIDENT
@@ -72,14 +75,15 @@ def test_reload_for_another_context() -> None:
     verdict = cold_vs_repeat(cold, WARM)
     assert verdict.pattern is Pattern.CONTEXT_RELOAD
     assert (
-        verdict.words == "slow after a context change: reload for num_ctx 8192 vs 4096 (load 2.8 s)"
+        english(verdict.said)
+        == "slow after a context change: reload for num_ctx 8192 vs 4096 (load 2.8 s)"
     )
     assert verdict.recommendation is Recommendation.SAME_CONTEXT
     plain = cold_vs_repeat(run("cold", sample(3000.0, load=2800.0)), WARM)
-    assert plain.words == "reloaded without eviction (load 2.8 s)"
+    assert english(plain.said) == "reloaded without eviction (load 2.8 s)"
     # A reload where the server does not tell the context it had: no context change said.
     unknown = cold_vs_repeat(run("cold", sample(3000.0, load=2800.0), num_ctx_after=1024), WARM)
-    assert unknown.words == "reloaded without eviction (load 2.8 s)"
+    assert english(unknown.said) == "reloaded without eviction (load 2.8 s)"
 
 
 def test_a_context_change_scenario() -> None:
@@ -91,16 +95,18 @@ def test_a_context_change_scenario() -> None:
         "load",
         Recommendation.SAME_CONTEXT,
     )
-    assert verdict.words == (
+    assert english(verdict.said) == (
         "slow after a context change: reload for num_ctx 1024 vs the server's default (load 2.8 s)"
     )
     reported = run(
         "context change", sample(3000.0, load=2800.0), num_ctx_before=512, num_ctx_after=1024
     )
-    assert "reload for num_ctx 1024 vs 512 (" in context_change(reported, WARM).words
+    assert "reload for num_ctx 1024 vs 512 (" in english(context_change(reported, WARM).said)
     # Reloaded, though the context it had was the one asked for: not a context change.
     other_cause = run("x", sample(3000.0, load=2800.0), num_ctx_before=1024, num_ctx_after=1024)
-    assert context_change(other_cause, WARM).words == "reloaded without eviction (load 2.8 s)"
+    assert (
+        english(context_change(other_cause, WARM).said) == "reloaded without eviction (load 2.8 s)"
+    )
     # The same context (no reload): nothing expanded, and that is what it says.
     same = context_change(run("context change", sample(85.0), num_ctx_after=512), WARM)
     assert same.pattern is Pattern.NO_CLEAR_STAGE
@@ -115,12 +121,12 @@ def test_every_request_slow_is_not_eviction() -> None:
     )
     assert slow_prefill.pattern is Pattern.ALWAYS_SLOW
     assert slow_prefill.recommendation is Recommendation.SHORTEN_PROMPT
-    assert "prompt length, not eviction" in slow_prefill.words
+    assert "prompt length, not eviction" in english(slow_prefill.said)
     slow_decode = cold_vs_repeat(
         run("cold", sample(4100.0, decode=4000.0)), run("repeat", sample(4000.0, decode=3900.0))
     )
     assert slow_decode.recommendation is Recommendation.NOTHING_TO_WARM
-    assert "generation, not eviction" in slow_decode.words
+    assert "generation, not eviction" in english(slow_decode.said)
 
 
 def test_a_cold_prompt_cache_and_a_slow_first_token() -> None:
@@ -134,7 +140,7 @@ def test_no_clear_stage_says_so_rather_than_guessing() -> None:
     verdict = cold_vs_repeat(run("cold", sample(120.0, load=60.0)), WARM)
     assert verdict.pattern is Pattern.NO_CLEAR_STAGE
     assert verdict.recommendation is None
-    assert verdict.words == "no clear stage expanded: 120 ms against 80 ms repeated"
+    assert english(verdict.said) == "no clear stage expanded: 120 ms against 80 ms repeated"
     # Stages the server did not report are not compared.
     assert first_expanded(sample(9000.0, load=None), sample(80.0, load=None)) is None
     # A queue is told apart from the load where the server reports it.
@@ -150,14 +156,14 @@ def test_a_switch_that_evicts() -> None:
     a_again = run("A again", sample(5200.0, load=5000.0), model="tiny", before=False)
     verdict = model_switch(a_warm, b, a_again, free_bytes=int(9.5 * GIB))
     assert verdict.pattern is Pattern.SWITCH_EVICTS
-    assert verdict.words == (
+    assert english(verdict.said) == (
         "slow only after switching: switch evicts the other model; the two do not fit "
         "together (tiny 5.1 GiB + big 7.0 GiB > 9.5 GiB free) (load 5.0 s)"
     )
     assert verdict.recommendation is Recommendation.SMALLER_MODEL
     both = model_switch(a_warm, b, run("A again", sample(85.0), model="tiny"))
     assert both.pattern is Pattern.NO_CLEAR_STAGE
-    assert "both models stayed resident" in both.words
+    assert "both models stayed resident" in english(both.said)
 
 
 def test_prefill_per_token_and_the_table() -> None:
@@ -185,7 +191,11 @@ def test_a_diagnosis_is_stored_as_answered_and_read_back_the_same() -> None:
         left_for_agent="Kitchen",
     )
     answer = diagnosis.as_dict()
-    assert list(answer)[:5] == ["verdict", "pattern", "stage", "expanded_ms", "recommendation"]
+    # The verdict's codes first (the shell puts its words before them).
+    assert list(answer)[:5] == ["pattern", "stage", "expanded_ms", "recommendation", "said"]
+    assert english(Sentence.from_dict(answer["said"])) == (
+        "one slow request, then normal: the model was evicted (load 6.5 s of 7.0 s)"
+    )
     assert (answer["pattern"], answer["stage"], answer["scenario"]) == (
         "evicted",
         "load",

@@ -11,6 +11,8 @@ from custom_components.llm_warmth.core.idle_profile import (
     verdict,
 )
 
+from .english import english
+
 T0 = datetime(2026, 11, 30, 22, 0, tzinfo=UTC)
 GIB = 1024**3
 
@@ -65,18 +67,18 @@ def test_the_verdict_names_where_each_layer_went_cold() -> None:
         result(60, at(71), resident=False, ttft=8400.0, load=8200.0),
         result(480, at(551), resident=False, ttft=31300.0, load=31000.0),
     )
-    assert verdict(results) == (
+    assert english(*verdict(results)) == (
         "resident through 1 min; evicted by 10 min: load 8.1 s; after 480 min the load grew: "
         "31.0 s against 8.1 s at 10 min (read from disk again)"
     )
-    assert verdict(results, target_ms=1500.0, size=5 * GIB).endswith(
+    assert english(*verdict(results, target_ms=1500.0, size=5 * GIB)).endswith(
         "the 1.5 s target breaks after 10 min idle (8.3 s); keeping it resident that long "
         "costs 0.8 GiB-hours"
     )
-    assert verdict(results[:2], target_ms=1500.0) == (
+    assert english(*verdict(results[:2], target_ms=1500.0)) == (
         "resident through 1 min; within the 1.5 s target at every interval"
     )
-    assert verdict(()) == "no results yet"
+    assert english(*verdict(())) == "no results yet"
     # Begun cold: the 0-minute probe loaded it, which is no eviction; equal loads did not grow.
     began_cold = (
         result(0, at(0), resident=False, ttft=500.0, load=400.0),
@@ -84,4 +86,4 @@ def test_the_verdict_names_where_each_layer_went_cold() -> None:
         result(10, at(11), resident=False, ttft=500.0, load=400.0),
         result(60, at(71), resident=False, ttft=520.0, load=420.0),
     )
-    assert verdict(began_cold) == "resident through 1 min; evicted by 10 min: load 400 ms"
+    assert english(*verdict(began_cold)) == "resident through 1 min; evicted by 10 min: load 400 ms"

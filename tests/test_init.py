@@ -343,7 +343,7 @@ async def test_stored_figures_of_version_1_1_are_migrated(
     assert timings[QWEN].cold_request_seconds is None
     await hass.config_entries.async_unload(mock_config_entry.entry_id)
     stored = hass_storage[f"{DOMAIN}.{ENTRY_ID}"]
-    assert stored["minor_version"] == 5  # type: ignore[index]
+    assert stored["minor_version"] == 6  # type: ignore[index]
     assert stored["data"]["models"][LLAMA]["cold_request_seconds"] == 7.25  # type: ignore[index]
 
 
@@ -547,6 +547,45 @@ async def test_a_1_4_store_without_the_later_sections_is_migrated_to_1_5(
     ) == ({}, {}, {})
     await hass.config_entries.async_unload(ENTRY_ID)
     stored = hass_storage[key]
-    assert stored["minor_version"] == 5  # type: ignore[index]
+    assert stored["minor_version"] == 6  # type: ignore[index]
     for section in ("diagnoses", "ttft_targets", "idle_profiles"):
         assert stored["data"][section] == {}  # type: ignore[index]
+
+
+async def test_a_diagnosis_stored_in_words_keeps_them_through_the_1_6_migration(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, hass_storage: dict[str, object]
+) -> None:
+    """Before 1.6 a verdict was stored as English words; they are shown as they were."""
+    key = f"{DOMAIN}.{ENTRY_ID}"
+    words = "one slow request, then normal: the model was evicted (load 6.5 s of 7.0 s)"
+    hass_storage[key] = {
+        "version": 1,
+        "minor_version": 5,
+        "key": key,
+        "data": {
+            "diagnoses": {
+                LLAMA: {
+                    "verdict": words,
+                    "pattern": "evicted",
+                    "stage": "load",
+                    "expanded_ms": 6500.0,
+                    "recommendation": "keep_resident",
+                    "model": LLAMA,
+                    "scenario": "cold_vs_repeat",
+                    "at": "2026-11-30T06:00:00+00:00",
+                    "runs": [],
+                }
+            }
+        },
+    }
+    mock_config_entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(ENTRY_ID)
+    await hass.async_block_till_done()
+    state = hass.states.get("sensor.ollama_test_llama3_2_3b_last_diagnosis")
+    assert (state.state, state.attributes["verdict"]) == ("evicted", words)
+    await hass.config_entries.async_unload(ENTRY_ID)
+    stored = hass_storage[key]
+    assert stored["minor_version"] == 6  # type: ignore[index]
+    diagnosis = stored["data"]["diagnoses"][LLAMA]  # type: ignore[index]
+    assert "verdict" not in diagnosis
+    assert diagnosis["said"] == {"key": "diagnosis_as_stored", "figures": {"words": words}}

@@ -4,7 +4,8 @@ In the spirit of Home Assistant core's ``check_translations``: the code is read 
 ``translation_key=`` arguments, with the placeholders given beside them), and every key it
 names must exist in ``translations/en.json`` with no placeholder the code does not give;
 every key there must be used; the server errors render for the poll, the flow and the
-actions with the placeholders those give.
+actions with the placeholders those give; every sentence of core has its words under
+``common``, with exactly the figures it carries.
 """
 
 import ast
@@ -30,6 +31,7 @@ from custom_components.llm_warmth.core.backends.errors import (
     LlmServerTlsError,
 )
 from custom_components.llm_warmth.core.repairs import ThrashCause
+from custom_components.llm_warmth.core.sentence import PLACEHOLDERS, Duration, Sentence
 
 PACKAGE = Path(__file__).resolve().parent.parent / "custom_components" / "llm_warmth"
 STRINGS = json.loads((PACKAGE / "translations" / "en.json").read_text())
@@ -230,3 +232,26 @@ def test_a_poll_failure_renders_and_names_the_server(err: LlmServerError) -> Non
     message = STRINGS["exceptions"][failure.translation_key]["message"]
     rendered = message.format(**failure.translation_placeholders)
     assert "http://gpu-box:11434" in rendered
+
+
+def test_every_sentence_has_its_words_with_exactly_its_figures() -> None:
+    """Core's sentences (summaries, verdicts, idle profiles) each have a translation.
+
+    Each one shows exactly the figures a sentence of its key carries (``Sentence``
+    refuses to be made with others), and there is no translation without a sentence.
+    """
+    common = STRINGS["common"]
+    assert sorted(common) == sorted(PLACEHOLDERS)
+    wrong = {
+        key: (sorted(fields(common[key])), sorted(names))
+        for key, names in PLACEHOLDERS.items()
+        if fields(common[key]) != names
+    }
+    assert wrong == {}
+
+
+def test_a_sentence_with_other_figures_than_its_words_show_is_refused() -> None:
+    with pytest.raises(ValueError, match="shows"):
+        Sentence("probe_warm", {"ttft": Duration(80.0), "load": Duration(1.0)})
+    with pytest.raises(ValueError, match="no sentence"):
+        Sentence("probe_lukewarm", {"ttft": Duration(80.0)})

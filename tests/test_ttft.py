@@ -19,6 +19,8 @@ from custom_components.llm_warmth.core.ttft import (
     judge,
 )
 
+from .english import english
+
 MS = 1_000_000
 
 
@@ -263,19 +265,19 @@ def test_a_summary_says_how_the_reply_went() -> None:
         eval_tokens=4,
     )
     assert (
-        summary(cold, Verdict(Classification.COLD, Stage.LOAD))
+        english(summary(cold, Verdict(Classification.COLD, Stage.LOAD)))
         == "cold start: 35.9 s, 7.5 s of it loading, 28.4 s prefill"
     )
-    assert summary(sample(), Verdict(Classification.WARM, Stage.NONE)) == "warm: 57 ms"
+    assert english(summary(sample(), Verdict(Classification.WARM, Stage.NONE))) == "warm: 57 ms"
     slow = sample(prefill=1900)
     assert (
-        summary(slow, Verdict(Classification.WARM, Stage.PREFILL))
+        english(summary(slow, Verdict(Classification.WARM, Stage.PREFILL)))
         == "warm but slow: 1.9 s, mostly prefill (1.9 s)"
     )
-    assert summary(unmeasured(2000, 70), Verdict(Classification.WARM, Stage.UNKNOWN)) == (
+    assert english(summary(unmeasured(2000, 70), Verdict(Classification.WARM, Stage.UNKNOWN))) == (
         "warm but slow: 2.0 s, in stages the server did not report"
     )
-    assert summary(unmeasured(2000, 70), Verdict(Classification.COLD, Stage.LOAD)) == (
+    assert english(summary(unmeasured(2000, 70), Verdict(Classification.COLD, Stage.LOAD))) == (
         "cold start: 2.0 s, 70 ms prefill"
     )
 

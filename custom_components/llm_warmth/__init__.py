@@ -36,6 +36,7 @@ from .household_guard import HouseholdGuard, releases_issue_id
 from .idle_profiler import IdleProfiler
 from .pins import Pins
 from .repairs import RepairIssues
+from .sentences import async_load_sentences
 from .services import async_offer_models, async_setup_services
 from .storage import EntryStore
 from .ttft_targets import TtftTargets
@@ -47,6 +48,8 @@ CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     """Set up the integration (its actions live for as long as Home Assistant runs)."""
     await async_setup_services(hass)
+    # The words of the actions' summaries, the verdicts and the idle profiles.
+    await async_load_sentences(hass)
     return True
 
 

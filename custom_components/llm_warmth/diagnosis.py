@@ -33,6 +33,7 @@ from .core.diagnose import (
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
 from .probe_prompts import DEFAULT_PROMPT, LONG_PROMPT, probe_options
+from .sentences import say
 from .targets import (
     ATTR_NUM_CTX,
     ATTR_TIMEOUT,
@@ -256,7 +257,11 @@ async def _async_run(entry: LlmWarmthConfigEntry, plan: _Plan) -> dict[str, Any]
     if left_for is not None:
         diagnosis = replace(diagnosis, left_for_agent=left_for)
         diagnoses.set(model, diagnosis)
-    return diagnosis.as_dict()
+    # The verdict in words first, then its codes, then the raw figures.
+    return {
+        "verdict": say(entry.runtime_data.coordinator.hass, verdict.said),
+        **diagnosis.as_dict(),
+    }
 
 
 def _other_model(plan: _Plan) -> str:

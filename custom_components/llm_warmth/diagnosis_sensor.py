@@ -14,6 +14,7 @@ from homeassistant.components.sensor import (
 from .core.diagnose import Diagnosis, Pattern
 from .core.idle_profile import verdict as idle_verdict
 from .entity import Followed, ModelEntity
+from .sentences import say
 
 LAST_DIAGNOSIS = SensorEntityDescription(
     key="last_diagnosis",
@@ -50,8 +51,11 @@ class LastDiagnosis(ModelEntity, SensorEntity):
     @override
     def extra_state_attributes(self) -> Mapping[str, Any]:
         """Return the verdict in words, what to change, and the runs."""
-        diagnosis = self._diagnosis.as_dict() if self._diagnosis else {}
-        return {key: diagnosis.get(key) for key in _SHOWN}
+        diagnosis = self._diagnosis
+        if diagnosis is None:
+            return dict.fromkeys(_SHOWN)
+        shown = {"verdict": say(self.hass, diagnosis.verdict.said), **diagnosis.as_dict()}
+        return {key: shown.get(key) for key in _SHOWN}
 
 
 IDLE_PROFILE = SensorEntityDescription(
@@ -95,9 +99,12 @@ class IdleProfileSensor(ModelEntity, SensorEntity):
         return {
             "next_probe_at": due.isoformat() if due else None,
             "results": [r.as_dict() for r in profile.results],
-            "verdict": idle_verdict(
-                profile.results,
-                target_ms=1000 * target,
-                size=self.coordinator.monitor.last_sizes.get(self.model),
+            "verdict": say(
+                self.hass,
+                *idle_verdict(
+                    profile.results,
+                    target_ms=1000 * target,
+                    size=self.coordinator.monitor.last_sizes.get(self.model),
+                ),
             ),
         }

@@ -21,11 +21,13 @@ from .agents import agent_system_prompt, model_agent
 from .const import DOMAIN
 from .core.backends.base import KeepAlive
 from .core.pins import PRIORITY_MAX, PRIORITY_MIN, REASSERT_COST, Pin
+from .core.sentence import Number, Sentence
 from .core.server_url import redact_url
 from .core.summary import summary
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
 from .probe_prompts import probe_options
+from .sentences import say
 from .targets import (
     ATTR_NUM_CTX,
     ATTR_TIMEOUT,
@@ -156,12 +158,13 @@ async def _async_evict(call: ServiceCall) -> ServiceResponse:
             models, timeout=call.data[ATTR_TIMEOUT]
         )
     not_resident = [model for model in models or [] if model not in unloaded]
-    said = [f"unloaded {', '.join(unloaded)}"] if unloaded else []
-    said += [f"not resident: {', '.join(not_resident)}"] if not_resident else []
+    said = [Sentence("evict_unloaded", {"models": ", ".join(unloaded)})] if unloaded else []
+    if not_resident:
+        said.append(Sentence("evict_not_resident", {"models": ", ".join(not_resident)}))
     return {
         "unloaded": list[JsonValueType](unloaded),
         "not_resident": list[JsonValueType](not_resident),
-        "summary": "; ".join(said) or "nothing was resident",
+        "summary": say(call.hass, *(said or [Sentence("evict_nothing")])),
     }
 
 
@@ -210,9 +213,12 @@ async def _async_preload(call: ServiceCall) -> ServiceResponse:
         "num_ctx": num_ctx,
         "agent": agent,
         "warm_up": warm_up,
-        "summary": f"{model} was resident already"
-        if done.already_resident
-        else f"{model} loaded in {done.seconds:.1f} s",
+        "summary": say(
+            call.hass,
+            Sentence("preload_already_resident", {"model": model})
+            if done.already_resident or done.seconds is None
+            else Sentence("preload_loaded", {"model": model, "seconds": Number(done.seconds, 1)}),
+        ),
     }
 
 
@@ -261,7 +267,7 @@ async def _warm_up(
         next_turn = {key: shown[key] for key in ("prompt_cache_reuse", "prefill_ms", "ttft_ms")}
     return {
         "system_prompt_from": source,
-        "summary": summary(probe.sample, probe.verdict),
+        "summary": say(call.hass, summary(probe.sample, probe.verdict)),
         **probe.sample.as_response(),
         "next_turn": next_turn,
     }
@@ -304,10 +310,13 @@ async def _async_pin(call: ServiceCall) -> ServiceResponse:
     _guard_check(entry, model, force=call.data[ATTR_FORCE])
     with translated_errors(call.hass, entry, placeholders):
         done = await entry.runtime_data.controller.pin(pin, timeout=call.data[ATTR_TIMEOUT])
-    end = (
-        f"until {dt_util.as_local(until).isoformat(timespec='minutes')}"
+    said = (
+        Sentence(
+            "pin_until",
+            {"model": model, "until": dt_util.as_local(until).isoformat(timespec="minutes")},
+        )
         if until
-        else "until unpinned"
+        else Sentence("pin_until_unpinned", {"model": model})
     )
     return {
         "model": model,
@@ -318,7 +327,7 @@ async def _async_pin(call: ServiceCall) -> ServiceResponse:
         "num_ctx": num_ctx,
         "agent": agent,
         "reassert_cost": REASSERT_COST[entry.runtime_data.client.capabilities.keep_alive],
-        "summary": f"{model} pinned {end}",
+        "summary": say(call.hass, said),
     }
 
 
@@ -331,16 +340,13 @@ async def _async_unpin(call: ServiceCall) -> ServiceResponse:
         pin, residency = await entry.runtime_data.controller.unpin(
             model, evict=call.data[ATTR_EVICT], timeout=call.data[ATTR_TIMEOUT]
         )
-    said = {
-        "unloaded": "unloaded",
-        "handed_back": "kept for the server's default idle time from now",
-        "kept": "kept until the server needs its place",
-        "not_resident": "not resident",
-        "unchanged": "left as the server keeps it",
-    }[residency]
     return {
         "model": model,
         "was_pinned": pin is not None,
         "residency": residency,
-        "summary": f"{model} {'unpinned' if pin else 'was not pinned'}; {said}",
+        "summary": say(
+            call.hass,
+            Sentence("unpinned" if pin else "not_pinned", {"model": model}),
+            Sentence(f"unpin_{residency}"),
+        ),
     }

@@ -47,6 +47,7 @@ from .residency_actions import (
     SERVICE_UNPIN,
     async_register_residency_actions,
 )
+from .sentences import say
 from .targets import (
     ATTR_MODEL,
     ATTR_NUM_CTX,
@@ -203,7 +204,7 @@ async def _async_probe(call: ServiceCall) -> ServiceResponse:
         )
     # The verdict first, then the raw figures.
     return {
-        "summary": summary(probe.sample, probe.verdict),
+        "summary": say(call.hass, summary(probe.sample, probe.verdict)),
         "model": model,
         "classification": probe.verdict.classification.value,
         "dominant_stage": probe.verdict.dominant_stage.value,

@@ -26,7 +26,10 @@ STORAGE_VERSION: Final = 1
 # 1.5: "diagnoses" (the last diagnosis of each model, as its action answered it),
 # "ttft_targets" (seconds, by model) and "idle_profiles" (by model). They were written
 # by releases that still called the file 1.4: a 1.4 file may have them or not.
-STORAGE_MINOR_VERSION: Final = 5
+# 1.6: a diagnosis keeps its verdict as a sentence ("said": key and figures, put in
+# words from the translations when shown) instead of English words ("verdict"); one
+# stored before keeps its words, said as they were.
+STORAGE_MINOR_VERSION: Final = 6
 # Seconds to gather writes to the store.
 STORE_DELAY: Final = 5
 
@@ -50,6 +53,15 @@ class _EntryStore(Store[dict[str, Any]]):
         if old_minor_version < 5:
             for section in ("diagnoses", "ttft_targets", "idle_profiles"):
                 old_data.setdefault(section, {})
+        if old_minor_version < 6:
+            diagnoses = old_data.get("diagnoses")
+            for values in diagnoses.values() if isinstance(diagnoses, dict) else ():
+                if isinstance(values, dict) and "said" not in values:
+                    words = values.pop("verdict", "")
+                    values["said"] = {
+                        "key": "diagnosis_as_stored",
+                        "figures": {"words": words if isinstance(words, str) else ""},
+                    }
         return old_data
 
 

@@ -1,4 +1,4 @@
-"""The cold-start diagnosis: runs of one fixed prompt in, a verdict in plain words out.
+"""The cold-start diagnosis: runs of one fixed prompt in, a verdict out (codes, figures, sentence).
 
 The method: send the same prompt (same sampling, same client) under controlled states,
 split each reply's time to first token into stages on one clock, change one state layer
@@ -15,6 +15,7 @@ from enum import StrEnum
 import math
 from typing import Any
 
+from .sentence import Duration, Figure, Number, Sentence, Size
 from .ttft import Stage, StageBreakdown
 
 # A stage expanded when it grew by at least this much (ms) and by this factor.
@@ -82,12 +83,15 @@ class Run:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """The stage that expanded first (and by how much), the pattern, what to change."""
+    """The stage that expanded first (and by how much), the pattern, what to change.
+
+    ``said``: the sentence a person reads (the shell puts it in words).
+    """
 
     pattern: Pattern
     stage: Stage | None
     expanded_ms: float | None
-    words: str
+    said: Sentence
     recommendation: Recommendation | None
 
 
@@ -117,10 +121,6 @@ def first_expanded(slow: StageBreakdown, repeat: StageBreakdown) -> tuple[Stage,
     return None
 
 
-def _s(ms: float) -> str:
-    return f"{ms / 1000:.1f} s" if ms >= 1000 else f"{ms:.0f} ms"
-
-
 def cold_vs_repeat(cold: Run, repeat: Run) -> Verdict:
     """Judge a cold probe against the immediate repeat (same prompt, model resident)."""
     expanded = first_expanded(cold.sample, repeat.sample)
@@ -131,28 +131,36 @@ def cold_vs_repeat(cold: Run, repeat: Run) -> Verdict:
             Pattern.NO_CLEAR_STAGE,
             None,
             None,
-            f"no clear stage expanded: {_s(cold.sample.ttft_ms)} against "
-            f"{_s(repeat.sample.ttft_ms)} repeated",
+            Sentence(
+                "diagnosis_no_clear_stage",
+                {"cold": Duration(cold.sample.ttft_ms), "repeat": Duration(repeat.sample.ttft_ms)},
+            ),
             None,
         )
     stage, grew = expanded
     if stage is Stage.LOAD and cold.resident_before:
         if cold.num_ctx_before and cold.num_ctx_after and cold.num_ctx_before != cold.num_ctx_after:
-            words = (
-                f"slow after a context change: reload for num_ctx {cold.num_ctx_after} vs "
-                f"{cold.num_ctx_before} (load {_s(grew)})"
+            said = Sentence(
+                "diagnosis_context_reload",
+                {
+                    "num_ctx": cold.num_ctx_after,
+                    "previous_num_ctx": cold.num_ctx_before,
+                    "load": Duration(grew),
+                },
             )
         else:
-            words = f"reloaded without eviction (load {_s(grew)})"
-        return Verdict(Pattern.CONTEXT_RELOAD, stage, grew, words, Recommendation.SAME_CONTEXT)
+            said = Sentence("diagnosis_reloaded_in_place", {"load": Duration(grew)})
+        return Verdict(Pattern.CONTEXT_RELOAD, stage, grew, said, Recommendation.SAME_CONTEXT)
     if stage in (Stage.LOAD, Stage.QUEUE):
         load = _load(cold.sample) or grew
         return Verdict(
             Pattern.EVICTED,
             stage,
             grew,
-            f"one slow request, then normal: the model was evicted "
-            f"(load {_s(load)} of {_s(cold.sample.ttft_ms)})",
+            Sentence(
+                "diagnosis_evicted",
+                {"load": Duration(load), "ttft": Duration(cold.sample.ttft_ms)},
+            ),
             Recommendation.KEEP_RESIDENT,
         )
     if stage is Stage.PREFILL:
@@ -160,15 +168,20 @@ def cold_vs_repeat(cold: Run, repeat: Run) -> Verdict:
             Pattern.PROMPT_CACHE,
             stage,
             grew,
-            f"the prompt was evaluated again: prefill {_s(cold.sample.prefill_ms or 0)} against "
-            f"{_s(repeat.sample.prefill_ms or 0)} from the cache",
+            Sentence(
+                "diagnosis_prompt_cache",
+                {
+                    "prefill": Duration(cold.sample.prefill_ms or 0),
+                    "cached_prefill": Duration(repeat.sample.prefill_ms or 0),
+                },
+            ),
             Recommendation.SHORTEN_PROMPT,
         )
     return Verdict(
         Pattern.ALWAYS_SLOW,
         stage,
         grew,
-        f"the first token itself took longer ({_s(grew)} more)",
+        Sentence("diagnosis_first_token_slower", {"more": Duration(grew)}),
         Recommendation.NOTHING_TO_WARM,
     )
 
@@ -190,15 +203,13 @@ def context_change(changed: Run, repeat: Run) -> Verdict:
     ):
         return cold_vs_repeat(changed, repeat)
     grew = expanded[1]
-    had = changed.num_ctx_before or "the server's default"
-    return Verdict(
-        Pattern.CONTEXT_RELOAD,
-        Stage.LOAD,
-        grew,
-        f"slow after a context change: reload for num_ctx {changed.num_ctx_after} vs {had} "
-        f"(load {_s(grew)})",
-        Recommendation.SAME_CONTEXT,
-    )
+    figures: dict[str, Figure] = {"num_ctx": changed.num_ctx_after or 0, "load": Duration(grew)}
+    if changed.num_ctx_before:
+        figures["previous_num_ctx"] = changed.num_ctx_before
+        said = Sentence("diagnosis_context_reload", figures)
+    else:
+        said = Sentence("diagnosis_context_reload_from_default", figures)
+    return Verdict(Pattern.CONTEXT_RELOAD, Stage.LOAD, grew, said, Recommendation.SAME_CONTEXT)
 
 
 def _always_slow(repeat: Run) -> Verdict:
@@ -212,8 +223,12 @@ def _always_slow(repeat: Run) -> Verdict:
         Pattern.ALWAYS_SLOW,
         stage,
         None,
-        f"every request slow ({_s(sample.ttft_ms)} warm): the bottleneck is "
-        f"{'prompt length' if stage == 'prefill' else 'generation'}, not eviction",
+        Sentence(
+            "diagnosis_always_slow_prompt"
+            if stage is Stage.PREFILL
+            else "diagnosis_always_slow_generation",
+            {"ttft": Duration(sample.ttft_ms)},
+        ),
         recommendation,
     )
 
@@ -234,7 +249,7 @@ def prompt_cost(short: Run, long: Run) -> Verdict:
     per_token = prefill_per_token(short, long)
     if per_token is None:
         return Verdict(
-            Pattern.NO_CLEAR_STAGE, None, None, "the server did not report the prefill", None
+            Pattern.NO_CLEAR_STAGE, None, None, Sentence("diagnosis_prefill_unreported"), None
         )
     prefill = long.sample.prefill_ms or 0.0
     slow = prefill >= SLOW_MS
@@ -242,9 +257,16 @@ def prompt_cost(short: Run, long: Run) -> Verdict:
         Pattern.PROMPT_COST,
         Stage.PREFILL,
         prefill - (short.sample.prefill_ms or 0.0),
-        f"prefill {per_token:.2f} ms per prompt token: {long.sample.prompt_tokens} tokens "
-        f"cost {_s(prefill)} before the first token, {short.sample.prompt_tokens} cost "
-        f"{_s(short.sample.prefill_ms or 0.0)}",
+        Sentence(
+            "diagnosis_prompt_cost",
+            {
+                "per_token": Number(per_token, 2),
+                "long_tokens": long.sample.prompt_tokens or 0,
+                "long_prefill": Duration(prefill),
+                "short_tokens": short.sample.prompt_tokens or 0,
+                "short_prefill": Duration(short.sample.prefill_ms or 0.0),
+            },
+        ),
         Recommendation.SHORTEN_PROMPT if slow else None,
     )
 
@@ -262,35 +284,40 @@ def model_switch(
             Pattern.NO_CLEAR_STAGE,
             None,
             None,
-            "the switch cost nothing clear: both models stayed resident"
-            if a_again.resident_before
-            else "no clear stage expanded after the switch",
+            Sentence(
+                "diagnosis_switch_both_resident"
+                if a_again.resident_before
+                else "diagnosis_switch_no_clear_stage"
+            ),
             None,
         )
     stage, grew = expanded
-    fit = ""
+    key = "diagnosis_competing_load_evicts" if competing else "diagnosis_switch_evicts"
+    figures: dict[str, Figure] = {"load": Duration(grew)}
     if a_warm.size and b.size:
-        fit = f" ({a_warm.model} {a_warm.size / GIB:.1f} GiB + {b.model} {b.size / GIB:.1f} GiB"
-        fit += f" > {free_bytes / GIB:.1f} GiB free)" if free_bytes else ")"
+        key += "_sized"
+        figures |= {
+            "model": a_warm.model,
+            "model_size": Size(a_warm.size),
+            "other_model": b.model,
+            "other_size": Size(b.size),
+        }
+        if free_bytes:
+            key += "_free"
+            figures["free"] = Size(free_bytes)
     return Verdict(
-        Pattern.SWITCH_EVICTS,
-        stage,
-        grew,
-        f"slow only {'after a competing load' if competing else 'after switching'}: "
-        f"switch evicts the other model; the two do not fit "
-        f"together{fit} (load {_s(grew)})",
-        Recommendation.SMALLER_MODEL,
+        Pattern.SWITCH_EVICTS, stage, grew, Sentence(key, figures), Recommendation.SMALLER_MODEL
     )
 
 
 def verdict_as_dict(verdict: Verdict) -> dict[str, Any]:
-    """Return the verdict for an action's response and a sensor's attributes (it first)."""
+    """Return the verdict's codes and figures (stored; the shell puts its words first)."""
     return {
-        "verdict": verdict.words,
         "pattern": verdict.pattern.value,
         "stage": verdict.stage.value if verdict.stage else None,
         "expanded_ms": None if verdict.expanded_ms is None else round(verdict.expanded_ms, 1),
         "recommendation": verdict.recommendation.value if verdict.recommendation else None,
+        "said": verdict.said.as_dict(),
     }
 
 
@@ -330,7 +357,8 @@ class Diagnosis:
     def as_dict(self) -> dict[str, Any]:
         """Return the diagnosis as the action answers it and the store keeps it.
 
-        The verdict first, then what it is about, then the raw figures.
+        The verdict first, then what it is about, then the raw figures; the shell puts the
+        verdict's words before all of it.
         """
         extra: dict[str, Any] = (
             {"prefill_ms_per_token": _rounded(self.prefill_ms_per_token, 3)}
@@ -369,7 +397,7 @@ class Diagnosis:
                     pattern=Pattern(values["pattern"]),
                     stage=None if stage is None else Stage(stage),
                     expanded_ms=_number(values.get("expanded_ms")),
-                    words=_text(values.get("verdict", "")),
+                    said=Sentence.from_dict(values["said"]),
                     recommendation=None
                     if recommendation is None
                     else Recommendation(recommendation),

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from .sentence import Duration, Figure, Number, Sentence
+
 INTERVALS_MINUTES = (0, 1, 10, 60, 480)
 
 
@@ -108,22 +110,19 @@ class IdleProfile:
         return cls(model=model, last_use=last_use, results=results)
 
 
-def _s(ms: float) -> str:
-    return f"{ms / 1000:.1f} s" if ms >= 1000 else f"{ms:.0f} ms"
-
-
 def verdict(
     results: tuple[IdleResult, ...], *, target_ms: float | None = None, size: int | None = None
-) -> str:
+) -> tuple[Sentence, ...]:
     """Say at which idle interval each layer went cold, and what the target would cost.
 
-    "resident through 1 min; evicted by 10 min: load 8.1 s"; "after 480 min the first
-    read came from disk: load 31.0 s against 8.1 s at 60 min"; with a target, the first
-    interval that breaks it and the GiB-hours of residency that keeping it would take.
+    In English: "resident through 1 min; evicted by 10 min: load 8.1 s"; "after 480 min
+    the load grew: 31.0 s against 8.1 s at 60 min (read from disk again)"; with a target,
+    the first interval that breaks it and the GiB-hours of residency that keeping it
+    would take.
     """
     if not results:
-        return "no results yet"
-    parts: list[str] = []
+        return (Sentence("idle_no_results"),)
+    said: list[Sentence] = []
     resident = [r for r in results if r.resident]
     # A profile that began with the model cold: its 0-minute probe loaded it (a start,
     # not an eviction after idle).
@@ -131,11 +130,18 @@ def verdict(
     if resident:
         before = [r for r in resident if not evicted or r.minutes < evicted[0].minutes]
         if before:
-            parts.append(f"resident through {before[-1].minutes} min")
+            said.append(Sentence("idle_resident_through", {"minutes": before[-1].minutes}))
     if evicted:
         first = evicted[0]
-        load = f": load {_s(first.load_ms)}" if first.load_ms is not None else ""
-        parts.append(f"evicted by {first.minutes} min{load}")
+        if first.load_ms is None:
+            said.append(Sentence("idle_evicted_by", {"minutes": first.minutes}))
+        else:
+            said.append(
+                Sentence(
+                    "idle_evicted_by_load",
+                    {"minutes": first.minutes, "load": Duration(first.load_ms)},
+                )
+            )
         slower = [
             r
             for r in evicted[1:]
@@ -145,21 +151,30 @@ def verdict(
         ]
         if slower:
             r = slower[0]
-            parts.append(
-                f"after {r.minutes} min the load grew: {_s(r.load_ms or 0)} against "
-                f"{_s(first.load_ms or 0)} at {first.minutes} min (read from disk again)"
+            said.append(
+                Sentence(
+                    "idle_load_grew",
+                    {
+                        "minutes": r.minutes,
+                        "load": Duration(r.load_ms or 0),
+                        "first_load": Duration(first.load_ms or 0),
+                        "first_minutes": first.minutes,
+                    },
+                )
             )
     if target_ms is not None:
         broken = next((r for r in results if r.ttft_ms > target_ms), None)
         if broken is None:
-            parts.append(f"within the {_s(target_ms)} target at every interval")
+            said.append(Sentence("idle_within_target", {"target": Duration(target_ms)}))
         else:
-            cost = ""
-            if size is not None:
-                gib_hours = size / 1024**3 * broken.minutes / 60
-                cost = f"; keeping it resident that long costs {gib_hours:.1f} GiB-hours"
-            parts.append(
-                f"the {_s(target_ms)} target breaks after {broken.minutes} min idle "
-                f"({_s(broken.ttft_ms)}){cost}"
-            )
-    return "; ".join(parts)
+            figures: dict[str, Figure] = {
+                "target": Duration(target_ms),
+                "minutes": broken.minutes,
+                "ttft": Duration(broken.ttft_ms),
+            }
+            if size is None:
+                said.append(Sentence("idle_target_breaks", figures))
+            else:
+                figures["gib_hours"] = Number(size / 1024**3 * broken.minutes / 60, 1)
+                said.append(Sentence("idle_target_breaks_cost", figures))
+    return tuple(said)
