@@ -24,7 +24,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from custom_components.llm_warmth.const import DOMAIN
 from custom_components.llm_warmth.core.backends.replies import MAX_DURATION_NS, MAX_TOKENS
 from custom_components.llm_warmth.core.backends.types import TimedReply
-from custom_components.llm_warmth.core.load_figures import LoadFigures
+from custom_components.llm_warmth.core.load_figures import FigureSource, LoadFigures
 from custom_components.llm_warmth.core.ttft import (
     Classification,
     ModelTiming,
@@ -227,9 +227,13 @@ def model_timings(draw: st.DrawFn) -> ModelTiming:
         timing = timing.with_load(
             LoadFigures(
                 load_seconds=draw(st.none() | seconds),
-                load_source="server",
+                load_source=draw(st.sampled_from(FigureSource)),
                 cold_request_seconds=draw(st.none() | seconds),
-                cold_request_source=draw(st.sampled_from(["client", "polling"])),
+                cold_request_source=draw(
+                    st.sampled_from(
+                        [FigureSource.CLIENT, FigureSource.POLLING, FigureSource.EVENTS]
+                    )
+                ),
             )
         )
     return timing

@@ -19,6 +19,7 @@ from homeassistant.const import (
 )
 
 from .core.backends.base import Capabilities
+from .core.load_figures import FigureSource
 from .core.monitor import ServerSnapshot
 from .core.ttft import Classification, ModelTiming, StageBreakdown
 from .core.warmth import Warmth, model_warmth
@@ -117,7 +118,7 @@ def _stage_sensor(
 def _load_figure_sensor(
     key: str,
     value_fn: Callable[[ModelTiming], float | None],
-    source_fn: Callable[[ModelTiming], str | None],
+    source_fn: Callable[[ModelTiming], FigureSource | None],
     has_fn: Callable[[Capabilities], bool] = lambda _: True,
 ) -> ModelSensorDescription:
     """Describe a load figure: seconds, with the source it comes from as an attribute."""
@@ -129,9 +130,13 @@ def _load_figure_sensor(
         native_unit_of_measurement=UnitOfTime.SECONDS,
         suggested_display_precision=1,
         value_fn=lambda s, m: value_fn(timing(s, m)),
-        attrs_fn=lambda s, m: {"source": source_fn(timing(s, m))},
+        attrs_fn=lambda s, m: {"source": _source(source_fn(timing(s, m)))},
         has_fn=has_fn,
     )
+
+
+def _source(source: FigureSource | None) -> str | None:
+    return None if source is None else source.value
 
 
 def _reports_memory(capabilities: Capabilities) -> bool:

@@ -1,8 +1,22 @@
 """The figures of one load, each with the source that measured it (pure data)."""
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from .residency import ModelLoaded
+
+
+class FigureSource(StrEnum):
+    """Who measured a load figure."""
+
+    # The server's own figure (Ollama's load_duration).
+    SERVER = "server"
+    # The integration, around a request it sent.
+    CLIENT = "client"
+    # Polls that saw it from its first sighting on: a lower bound.
+    POLLING = "polling"
+    # The server's event stream, which announced its start and its end.
+    EVENTS = "events"
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,13 +34,15 @@ class LoadFigures:
     """
 
     load_seconds: float | None = None
-    load_source: str | None = None
+    load_source: FigureSource | None = None
     cold_request_seconds: float | None = None
-    cold_request_source: str | None = None
+    cold_request_source: FigureSource | None = None
     reloaded: bool = False
 
     @classmethod
-    def from_polling(cls, change: ModelLoaded, source: str = "polling") -> LoadFigures:
+    def from_polling(
+        cls, change: ModelLoaded, source: FigureSource = FigureSource.POLLING
+    ) -> LoadFigures:
         """Return what polling (or the server's event stream: "events") measured of a load."""
         seen = change.seconds
         told = source if seen is not None else None
@@ -38,8 +54,12 @@ class LoadFigures:
         """Return the figures as event data."""
         return {
             "load_seconds": self.load_seconds,
-            "load_source": self.load_source,
+            "load_source": _value(self.load_source),
             "cold_request_seconds": self.cold_request_seconds,
-            "cold_request_source": self.cold_request_source,
+            "cold_request_source": _value(self.cold_request_source),
             "reloaded": self.reloaded,
         }
+
+
+def _value(source: FigureSource | None) -> str | None:
+    return None if source is None else source.value

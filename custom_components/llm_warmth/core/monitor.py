@@ -13,7 +13,7 @@ from datetime import datetime
 
 from .backends.base import Capabilities
 from .backends.types import InstalledModel, ResidencyState, ResidentModel, TimedReply
-from .load_figures import LoadFigures
+from .load_figures import FigureSource, LoadFigures
 from .residency import (
     ModelLoaded,
     ModelUnloaded,
@@ -199,7 +199,7 @@ class ServerMonitor:
         restart = self._note_version(version, monotonic)
         if restart is not None:
             changes.append(restart)
-        source = "events" if pushed else "polling"
+        source = FigureSource.EVENTS if pushed else FigureSource.POLLING
         for change in self._tracker.observe(
             resident, now=now, monotonic=monotonic, server_restarted=restart is not None
         ):
@@ -230,7 +230,9 @@ class ServerMonitor:
             return None
         return ServerRestarted(version, previous, version_changed=changed)
 
-    def _residency_change(self, change: ResidencyChange, source: str = "polling") -> MonitorChange:
+    def _residency_change(
+        self, change: ResidencyChange, source: FigureSource = FigureSource.POLLING
+    ) -> MonitorChange:
         if isinstance(change, ModelLoaded):
             figures = LoadFigures.from_polling(change, source)
             return self._load(LoadObserved(change.model, figures))
@@ -305,12 +307,16 @@ class ServerMonitor:
         if not end.covered and (not was_resident or end.new_runner):
             self._tracker.announce_load(model, expect_until=monotonic + announce_window)
             load = sample.queue_and_load_ms
-            source = "server" if self.capabilities.reports_load_duration else "client"
+            source = (
+                FigureSource.SERVER
+                if self.capabilities.reports_load_duration
+                else FigureSource.CLIENT
+            )
             figures = LoadFigures(
                 load_seconds=round(load / 1000, 3) if load is not None else None,
                 load_source=source if load is not None else None,
                 cold_request_seconds=round((reply.final_ns - reply.sent_ns) / 1e9, 3),
-                cold_request_source="client",
+                cold_request_source=FigureSource.CLIENT,
                 reloaded=was_resident,
             )
             return probe, [self._load(LoadObserved(model, figures, probe))]

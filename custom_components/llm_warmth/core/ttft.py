@@ -21,7 +21,7 @@ from statistics import median
 from typing import Any
 
 from .backends.types import TimedReply
-from .load_figures import LoadFigures
+from .load_figures import FigureSource, LoadFigures
 
 # A stage "expanded" when it exceeds both this factor and this margin over its warm baseline.
 EXPANSION_FACTOR = 3.0
@@ -309,10 +309,10 @@ class ModelTiming:
     baseline: WarmBaseline = field(default_factory=WarmBaseline)
     # The last load on its own (queue wait included), and who measured it.
     load_seconds: float | None = None
-    load_source: str | None = None
+    load_source: FigureSource | None = None
     # The last request that loaded the model, start to finish, and who timed it.
     cold_request_seconds: float | None = None
-    cold_request_source: str | None = None
+    cold_request_source: FigureSource | None = None
 
     def with_load(self, figures: LoadFigures) -> ModelTiming:
         """Return the timing with the figures of one more load (unknown ones kept)."""
@@ -353,9 +353,11 @@ class ModelTiming:
             "last_warm_ttft_ms": self.last_warm_ttft_ms,
             "baseline": [sample.as_dict() for sample in self.baseline.samples],
             "load_seconds": self.load_seconds,
-            "load_source": self.load_source,
+            "load_source": self.load_source.value if self.load_source else None,
             "cold_request_seconds": self.cold_request_seconds,
-            "cold_request_source": self.cold_request_source,
+            "cold_request_source": (
+                self.cold_request_source.value if self.cold_request_source else None
+            ),
         }
 
     @classmethod
@@ -431,13 +433,13 @@ def _aware_time(value: object) -> datetime:
     return when
 
 
-COLD_REQUEST_SOURCES = ("client", "polling", "events")
-LOAD_SOURCES = ("server", "client", "polling", "events")
+COLD_REQUEST_SOURCES = (FigureSource.CLIENT, FigureSource.POLLING, FigureSource.EVENTS)
+LOAD_SOURCES = tuple(FigureSource)
 
 
-def _optional_source(value: object, sources: tuple[str, ...]) -> str | None:
+def _optional_source(value: object, sources: tuple[FigureSource, ...]) -> FigureSource | None:
     if value is None:
         return None
     if isinstance(value, str) and value in sources:
-        return value
+        return FigureSource(value)
     raise ValueError(f"not a source: {value!r}")
