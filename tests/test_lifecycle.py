@@ -9,21 +9,24 @@ and a reloaded entry works on its own.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
+from homeassistant.const import STATE_ON
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
-from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN
 
-from .conftest import ENTRY_ID, LLAMA
+from .conftest import ENTRY_ID, LLAMA, ollama_request
 from .ollama_emulator import OllamaEmulator
 
+PLEX = "binary_sensor.plex_transcoding"
 ACTIONS: dict[str, dict[str, Any]] = {
     "probe": {},
     "preload": {"keep_for": {"minutes": 10}},
@@ -114,3 +117,72 @@ async def test_nothing_of_an_unloaded_entry_is_written_after_its_last_save(
     async_fire_time_changed(hass)
     await hass.async_block_till_done()
     assert hass_storage[key]["data"]["ttft_targets"] == {LLAMA: 2.5}
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    async with asyncio.timeout(10):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("how", ["remove", "reload"])
+@pytest.mark.parametrize("what", ["pin_reassertion", "guard_release"])
+async def test_an_entry_goes_while_a_pin_is_asserted_again_or_released(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    caplog: pytest.LogCaptureFixture,
+    what: str,
+    how: str,
+) -> None:
+    """The controller's re-assertion and the guard's release run as the entry's tasks."""
+    hass.states.async_set(PLEX, "off")
+    mock_config_entry.add_to_hass(hass)
+    hass.config_entries.async_update_entry(
+        mock_config_entry, options={CONF_PROTECTED_ENTITIES: [PLEX]}
+    )
+    assert await hass.config_entries.async_setup(ENTRY_ID)
+    await hass.async_block_till_done()
+    await hass.services.async_call(
+        DOMAIN, "pin", {"config_entry_id": ENTRY_ID, "model": LLAMA}, blocking=True
+    )
+    coordinator = mock_config_entry.runtime_data.coordinator
+    if what == "pin_reassertion":
+        # Another client unloads the pinned model; its re-assertion's load takes a second.
+        emulator.models[LLAMA].load_delay = 1.0
+        await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+        await coordinator.async_refresh()
+        await _until(lambda: LLAMA in emulator.loaded and emulator.loaded[LLAMA].loading)
+    else:
+        # Plex starts: the guard releases the pin, and its unload takes a second to answer.
+        emulator.inject("/api/generate", delay=1.0)
+        hass.states.async_set(PLEX, STATE_ON)
+        await _until(
+            lambda: any(
+                r.path == "/api/generate" and (r.json or {}).get("keep_alive") == 0
+                for r in emulator.requests
+            )
+        )
+        assert LLAMA in emulator.loaded  # the unload is still on its way
+    if how == "remove":
+        await hass.config_entries.async_remove(ENTRY_ID)
+    else:
+        await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    sent = generations(emulator)
+    for minutes in (1, 10, 60):
+        async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=minutes))
+        await hass.async_block_till_done(wait_background_tasks=True)
+    if how == "remove":
+        assert hass.config_entries.async_get_entry(ENTRY_ID) is None
+        assert generations(emulator) == sent  # nothing of the old entry reached the server
+    else:
+        # The new run has the pin (released by the guard: kept, to be applied again).
+        entry = hass.config_entries.async_get_entry(ENTRY_ID)
+        assert entry is not None
+        pin = entry.runtime_data.pins.get(LLAMA)
+        assert pin is not None
+        assert (pin.released is not None) is (what == "guard_release")
+        await hass.config_entries.async_unload(ENTRY_ID)
+    for failure in ("Task exception was never retrieved", "AttributeError", "Error doing job"):
+        assert failure not in caplog.text
