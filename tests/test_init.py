@@ -2,6 +2,7 @@
 
 from datetime import timedelta
 import logging
+from typing import Any
 
 from homeassistant.config_entries import SOURCE_REAUTH, ConfigEntryState
 from homeassistant.const import (
@@ -28,6 +29,20 @@ from .ollama_emulator import EmulatedModel, OllamaEmulator
 SERVER_ONLINE = "binary_sensor.ollama_test_connectivity"
 RESIDENT_MODELS = "sensor.ollama_test_resident_models"
 LLAMA_RESIDENT = "binary_sensor.ollama_test_llama3_2_3b_resident"
+
+
+# A diagnosis as releases before 1.6 of the store kept it: the verdict in English words.
+STORED_DIAGNOSIS: dict[str, Any] = {
+    "verdict": "one slow request, then normal: the model was evicted (load 6.5 s of 7.0 s)",
+    "pattern": "evicted",
+    "stage": "load",
+    "expanded_ms": 6500.0,
+    "recommendation": "keep_resident",
+    "model": LLAMA,
+    "scenario": "cold_vs_repeat",
+    "at": "2026-11-30T06:00:00+00:00",
+    "runs": [],
+}
 
 
 async def test_setup_and_unload(hass: HomeAssistant, init_integration: MockConfigEntry) -> None:
@@ -495,17 +510,7 @@ async def test_damaged_pins_guard_record_and_diagnoses_are_dropped_not_fatal(
             },
             "guard": {"contended_seconds": -5},
             "diagnoses": {
-                LLAMA: {
-                    "verdict": "one slow request, then normal: the model was evicted",
-                    "pattern": "evicted",
-                    "stage": "load",
-                    "expanded_ms": 6500.0,
-                    "recommendation": "keep_resident",
-                    "model": LLAMA,
-                    "scenario": "cold_vs_repeat",
-                    "at": "2026-11-30T06:00:00+00:00",
-                    "runs": [],
-                },
+                LLAMA: {**STORED_DIAGNOSIS},
                 "broken": ["not", "one"],
                 # A pattern this release does not know: dropped, not shown as if it were one.
                 "unknown": {"pattern": "haunted", "model": "unknown"},
@@ -557,26 +562,12 @@ async def test_a_diagnosis_stored_in_words_keeps_them_through_the_1_6_migration(
 ) -> None:
     """Before 1.6 a verdict was stored as English words; they are shown as they were."""
     key = f"{DOMAIN}.{ENTRY_ID}"
-    words = "one slow request, then normal: the model was evicted (load 6.5 s of 7.0 s)"
+    words = STORED_DIAGNOSIS["verdict"]
     hass_storage[key] = {
         "version": 1,
         "minor_version": 5,
         "key": key,
-        "data": {
-            "diagnoses": {
-                LLAMA: {
-                    "verdict": words,
-                    "pattern": "evicted",
-                    "stage": "load",
-                    "expanded_ms": 6500.0,
-                    "recommendation": "keep_resident",
-                    "model": LLAMA,
-                    "scenario": "cold_vs_repeat",
-                    "at": "2026-11-30T06:00:00+00:00",
-                    "runs": [],
-                }
-            }
-        },
+        "data": {"diagnoses": {LLAMA: {**STORED_DIAGNOSIS}}},
     }
     mock_config_entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(ENTRY_ID)
