@@ -580,3 +580,13 @@ async def test_a_diagnosis_stored_in_words_keeps_them_through_the_1_6_migration(
     diagnosis = stored["data"]["diagnoses"][LLAMA]  # type: ignore[index]
     assert "verdict" not in diagnosis
     assert diagnosis["said"] == {"key": "diagnosis_as_stored", "figures": {"words": words}}
+
+
+async def test_each_store_section_has_one_owner(
+    hass: HomeAssistant, init_integration: MockConfigEntry
+) -> None:
+    """Two owners of a section would overwrite each other's records."""
+    store = init_integration.runtime_data.store
+    for section in ("models", "pins", "guard", "diagnoses", "ttft_targets", "idle_profiles"):
+        with pytest.raises(ValueError, match="has an owner"):
+            store.section(section, dict)
