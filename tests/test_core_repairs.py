@@ -8,6 +8,7 @@ from custom_components.llm_warmth.core.repairs import (
     AgentUse,
     ContextMismatch,
     KeepAliveConflict,
+    Kept,
     Thrash,
     ThrashCause,
     ThrashWatch,
@@ -82,16 +83,16 @@ def test_an_agents_keep_alive_overrides_a_pin_or_preload() -> None:
     assert keep_alive_conflicts([KITCHEN], {"llama3.2:3b": forever}, {}, at(1)) == []
     # The agent's 300 s shortens it at every turn.
     assert keep_alive_conflicts([OFFICE], {"llama3.2:3b": forever}, {}, at(1)) == [
-        KeepAliveConflict("llama3.2:3b", "Office", 300, "pin", None)
+        KeepAliveConflict("llama3.2:3b", "Office", 300, Kept.PIN, None)
     ]
     # A pin with an end: kept for ever past it by the kitchen agent.
     assert keep_alive_conflicts([KITCHEN], {"llama3.2:3b": until}, {}, at(1)) == [
-        KeepAliveConflict("llama3.2:3b", "Kitchen", -1, "pin", at(60))
+        KeepAliveConflict("llama3.2:3b", "Kitchen", -1, Kept.PIN, at(60))
     ]
     assert keep_alive_conflicts([KITCHEN], {"llama3.2:3b": until}, {}, at(61)) == []
     # A time-limited preload: any agent rewrites its keep, until its time has passed.
     preloads = {"llama3.2:3b": at(30)}
     assert keep_alive_conflicts([OFFICE], {}, preloads, at(1)) == [
-        KeepAliveConflict("llama3.2:3b", "Office", 300, "preload", at(30))
+        KeepAliveConflict("llama3.2:3b", "Office", 300, Kept.PRELOAD, at(30))
     ]
     assert keep_alive_conflicts([OFFICE], {}, preloads, at(31)) == []

@@ -11,7 +11,12 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.llm_warmth.const import DOMAIN
-from custom_components.llm_warmth.core.repairs import KeepAliveConflict, Thrash, ThrashCause
+from custom_components.llm_warmth.core.repairs import (
+    KeepAliveConflict,
+    Kept,
+    Thrash,
+    ThrashCause,
+)
 from custom_components.llm_warmth.repairs import keep_alive_issue, thrash_issue
 
 from .conftest import ENTRY_ID, LLAMA, QWEN, add_ollama_agent, ollama_request
@@ -132,11 +137,14 @@ def test_each_finding_has_its_words_and_only_names_and_numbers_in_placeholders()
     assert thrash_issue(cases[3][0], "s")[1]["reloads"] == "1"
     end = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
     for conflict, key in (
-        (KeepAliveConflict(LLAMA, "K", -1, "pin", end), "keep_alive_overrides_pin_forever"),
-        (KeepAliveConflict(LLAMA, "K", 300, "pin", end), "keep_alive_overrides_pin"),
-        (KeepAliveConflict(LLAMA, "K", 300, "pin", None), "keep_alive_overrides_pin_no_end"),
-        (KeepAliveConflict(LLAMA, "K", 300, "preload", end), "keep_alive_overrides_preload"),
-        (KeepAliveConflict(LLAMA, "K", -1, "preload", end), "keep_alive_overrides_preload_forever"),
+        (KeepAliveConflict(LLAMA, "K", -1, Kept.PIN, end), "keep_alive_overrides_pin_forever"),
+        (KeepAliveConflict(LLAMA, "K", 300, Kept.PIN, end), "keep_alive_overrides_pin"),
+        (KeepAliveConflict(LLAMA, "K", 300, Kept.PIN, None), "keep_alive_overrides_pin_no_end"),
+        (KeepAliveConflict(LLAMA, "K", 300, Kept.PRELOAD, end), "keep_alive_overrides_preload"),
+        (
+            KeepAliveConflict(LLAMA, "K", -1, Kept.PRELOAD, end),
+            "keep_alive_overrides_preload_forever",
+        ),
     ):
         found_key, placeholders = keep_alive_issue(conflict, "s")
         assert found_key == key

@@ -30,7 +30,7 @@ from custom_components.llm_warmth.core.backends.errors import (
     LlmServerTimeoutError,
     LlmServerTlsError,
 )
-from custom_components.llm_warmth.core.repairs import ThrashCause
+from custom_components.llm_warmth.core.repairs import Kept, ThrashCause
 from custom_components.llm_warmth.core.sentence import PLACEHOLDERS, Duration, Sentence
 
 PACKAGE = Path(__file__).resolve().parent.parent / "custom_components" / "llm_warmth"
@@ -50,7 +50,7 @@ PLATFORMS = {
 EXCEPTION_CALLS = ("Error", "Failed", "NotReady", "Unauthorized")
 # The values a repair's key is completed with (f"keep_alive_overrides_{what}" and the like).
 KEY_ENDINGS = {
-    "keep_alive_overrides_": ["pin", "preload"],  # KeepAliveConflict.what
+    "keep_alive_overrides_": [kept.value for kept in Kept],  # KeepAliveConflict.what
 }
 
 

@@ -20,6 +20,7 @@ from .core.monitor import LoadObserved, MonitorChange
 from .core.repairs import (
     AgentUse,
     KeepAliveConflict,
+    Kept,
     Thrash,
     ThrashCause,
     ThrashWatch,
@@ -92,16 +93,16 @@ def thrash_issue(thrash: Thrash, server: str) -> Issue:
 def keep_alive_issue(conflict: KeepAliveConflict, server: str) -> Issue:
     """Return the translation key and placeholders of an agent's overriding keep_alive."""
     forever = conflict.keep_alive < 0
-    if conflict.what == "preload" or conflict.until is not None:
+    if conflict.what is Kept.PRELOAD or conflict.until is not None:
         until = _when(conflict.until) if conflict.until is not None else ""
         if forever:
-            return f"keep_alive_overrides_{conflict.what}_forever", {
+            return f"keep_alive_overrides_{conflict.what.value}_forever", {
                 "server": server,
                 "model": conflict.model,
                 "agent": conflict.agent,
                 "until": until,
             }
-        return f"keep_alive_overrides_{conflict.what}", {
+        return f"keep_alive_overrides_{conflict.what.value}", {
             "server": server,
             "model": conflict.model,
             "agent": conflict.agent,

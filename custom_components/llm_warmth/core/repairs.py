@@ -173,17 +173,24 @@ def _cause(
     return Thrash(models, len(loads), minutes, ThrashCause.KEPT_TOO_SHORT)
 
 
+class Kept(StrEnum):
+    """What asked to keep a model, which an agent's keep_alive overrides."""
+
+    PIN = "pin"
+    PRELOAD = "preload"
+
+
 @dataclass(frozen=True, slots=True)
 class KeepAliveConflict:
     """``agent``'s keep_alive (``keep_alive`` s; negative: for ever) overrides ``what``.
 
-    ``what`` is "pin" or "preload"; ``until`` its end (None: a pin without end).
+    ``until``: the end of the pin or preload (None: a pin without end).
     """
 
     model: str
     agent: str
     keep_alive: int
-    what: str
+    what: Kept
     until: datetime | None
 
 
@@ -206,10 +213,12 @@ def keep_alive_conflicts(
         if pin is not None and not pin.expired(now):
             if pin.until is not None or use.keep_alive >= 0:
                 found.append(
-                    KeepAliveConflict(use.model, use.agent, use.keep_alive, "pin", pin.until)
+                    KeepAliveConflict(use.model, use.agent, use.keep_alive, Kept.PIN, pin.until)
                 )
             continue
         until = preloads.get(use.model)
         if until is not None and until > now:
-            found.append(KeepAliveConflict(use.model, use.agent, use.keep_alive, "preload", until))
+            found.append(
+                KeepAliveConflict(use.model, use.agent, use.keep_alive, Kept.PRELOAD, until)
+            )
     return found
