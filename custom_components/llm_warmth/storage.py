@@ -108,9 +108,16 @@ class EntryStore:
             await self._store.async_save(self._data())
 
     async def async_close(self) -> None:
-        """Write every section a last time (the entry unloads); write nothing after."""
-        await self.async_save()
+        """Write every section a last time (the entry unloads); write nothing after.
+
+        Closed before the write starts: a change that comes while it is written would
+        otherwise schedule a write of its own, after the last one.
+        """
+        if self._closed:
+            return
+        data = self._data()
         self._closed = True
+        await self._store.async_save(data)
 
     async def async_remove(self) -> None:
         """Delete the store file (the entry is being removed)."""
