@@ -16,8 +16,9 @@ from .storage import EntryStore, stored_records
 class Feature(ABC):
     """A feature's state: entities and other features listen to it; it saves itself.
 
-    The entry owns it: saves it starts are the entry's tasks, and the store writes
-    every section once more when the entry unloads.
+    The entry owns it: saves it starts are the entry's tasks (a delayed one is written
+    when Home Assistant stops at the latest), and the store writes every section once
+    more when the entry unloads.
     """
 
     def __init__(
@@ -46,7 +47,9 @@ class Feature(ABC):
         for listener in list(self._listeners):
             listener()
         if save_now:
-            self.entry.async_create_background_task(
+            # An entry task, not a background one: Home Assistant waits for it when it
+            # stops, and the entry when it unloads.
+            self.entry.async_create_task(
                 self.hass, self._store.async_save(), f"{self.entry.title} save"
             )
         else:
