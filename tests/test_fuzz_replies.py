@@ -52,8 +52,12 @@ async def client(emulator: OllamaEmulator) -> OllamaClient:
 
 def assert_sane_resident(model: ResidentModel) -> None:
     assert 0 < len(model.name) <= MAX_TEXT
-    assert 0 <= model.size_vram <= model.size <= MAX_BYTES
-    assert model.ram_spill >= 0
+    # Memory the server does not report is unknown (None), never 0.
+    assert model.size is None or 0 <= model.size <= MAX_BYTES
+    if model.size_vram is not None:
+        assert model.size is not None
+        assert 0 <= model.size_vram <= model.size
+    assert model.ram_spill is None or model.ram_spill >= 0
     assert model.gpu_share is None or 0 <= model.gpu_share <= 100
     if model.expires_at is not None:
         assert model.expires_at.tzinfo is UTC
