@@ -19,6 +19,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.dispatcher import async_dispatcher_send
 from homeassistant.util import slugify
+from hypothesis import settings
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
@@ -315,3 +316,9 @@ async def exporter_url(socket_enabled: None) -> AsyncGenerator[str]:
     port = runner.addresses[0][1]
     yield f"http://127.0.0.1:{port}"
     await runner.cleanup()
+
+
+# Property-based tests judge what a parser returns, never how fast: Hypothesis' default
+# 200 ms deadline would make a busy 2-core machine fail a correct test.
+settings.register_profile("llm_warmth", deadline=None)
+settings.load_profile("llm_warmth")
