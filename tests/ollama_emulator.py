@@ -241,6 +241,11 @@ class Runner:
     loading: bool = True
 
 
+def _monotonic() -> float:
+    """Return ``time.monotonic()`` looked up now: a test's frozen clock, if it froze one."""
+    return time.monotonic()
+
+
 @dataclass
 class RecordedRequest:
     """One HTTP request the emulator received."""
@@ -250,7 +255,7 @@ class RecordedRequest:
     json: Any
     headers: dict[str, str]
     body: bytes = b""
-    at: float = field(default_factory=time.monotonic)
+    at: float = field(default_factory=_monotonic)
 
 
 @dataclass
@@ -365,6 +370,10 @@ class OllamaEmulator:
         self._lock = asyncio.Lock()
         self._waiting = 0
         self._active: dict[int, web.BaseRequest] = {}
+        # While set, a load waits for finish_loads() instead of its load_delay.
+        self._load_gate: asyncio.Event | None = None
+        # Set (and replaced) each time a runner starts loading.
+        self._load_started = asyncio.Event()
 
     # ------------------------------------------------------------------ models
 
@@ -530,6 +539,32 @@ class OllamaEmulator:
                 self._stream_faults.pop(0)
         return fault
 
+    # ------------------------------------------------------------------- loads
+
+    def hold_loads(self) -> None:
+        """Make the loads that start from now on last until :meth:`finish_loads`.
+
+        Instead of their model's ``load_delay``: a test says when a load ends.
+        """
+        if self._load_gate is None:
+            self._load_gate = asyncio.Event()
+
+    def finish_loads(self) -> None:
+        """End the held loads now; later loads take their ``load_delay`` again."""
+        gate, self._load_gate = self._load_gate, None
+        if gate is not None:
+            gate.set()
+
+    async def wait_loading(self, model: str) -> Runner:
+        """Return ``model``'s runner once it is loading (at once if it is)."""
+        while (runner := self.loaded.get(model)) is None or not runner.loading:
+            await self._load_started.wait()
+        return runner
+
+    def _loading(self) -> None:
+        started, self._load_started = self._load_started, asyncio.Event()
+        started.set()
+
     # --------------------------------------------------------------- scheduler
 
     def expire(self) -> None:
@@ -587,8 +622,12 @@ class OllamaEmulator:
             loading=True,
         )
         self.loaded[model.name] = runner
+        self._loading()
         try:
-            await _pause(model.load_delay)
+            if self._load_gate is not None:
+                await self._load_gate.wait()
+            else:
+                await _pause(model.load_delay)
         except BaseException:
             # Client went away mid-load: Ollama aborts the load (HTTP 499).
             runner.busy -= 1
