@@ -4,11 +4,13 @@ import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from pathlib import Path
 import socket
+import threading
 from typing import Any
 from unittest.mock import patch
 
 import aiohttp
 from aiohttp import web
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.config_entries import (
     SIGNAL_CONFIG_ENTRY_CHANGED,
     ConfigEntry,
@@ -21,7 +23,10 @@ from homeassistant.helpers.dispatcher import async_dispatcher_send
 from homeassistant.util import slugify
 from hypothesis import settings
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    async_fire_time_changed_exact,
+)
 from syrupy.assertion import SnapshotAssertion
 
 from custom_components.llm_warmth.const import DOMAIN
@@ -262,23 +267,62 @@ def make_resident(
 async def start_load(
     emulator: OllamaEmulator,
     model: str,
-    load_delay: float,
+    load_delay: float | None,
     path: str = "/api/generate",
     **payload: Any,
 ) -> asyncio.Task[Any]:
     """Start loading ``model`` as another client would; return once the server lists it.
 
-    ``payload`` goes into the request (``options={"num_ctx": 8192}`` reloads a resident model).
+    ``load_delay=None`` holds the load until ``emulator.finish_loads()`` (the test says when
+    it ends). ``payload`` goes into the request (``options={"num_ctx": 8192}`` reloads a
+    resident model).
 
     A plain asyncio task, not ``hass.async_create_task``: ``async_block_till_done`` must not
     wait for the load, or the coordinator's own fast poll would see it end first.
     """
-    emulator.models[model].load_delay = load_delay
+    if load_delay is None:
+        emulator.hold_loads()
+    else:
+        emulator.models[model].load_delay = load_delay
     load = asyncio.create_task(ollama_request(emulator, path, {"model": model, **payload}))
     async with asyncio.timeout(5):
-        while model not in emulator.loaded or not emulator.loaded[model].loading:
-            await asyncio.sleep(0.01)
+        await emulator.wait_loading(model)
     return load
+
+
+async def advance(
+    hass: HomeAssistant, freezer: FrozenDateTimeFactory, seconds: float, step: float = 0.05
+) -> None:
+    """Let ``seconds`` pass on the frozen clock, ``step`` by ``step``, each timer on time.
+
+    Each step fires the timers due by then, and only those (``async_fire_time_changed``
+    would also fire those due within the next half second), then waits for what they
+    started: the polls reach the server at the frozen time they were due.
+    """
+    for _ in range(round(seconds / step)):
+        freezer.tick(step)
+        async_fire_time_changed_exact(hass)
+        await within_real_seconds(hass.async_block_till_done(wait_background_tasks=True), 10)
+
+
+async def within_real_seconds[T](awaitable: Awaitable[T], seconds: float) -> T:
+    """Await ``awaitable``; fail if it takes more than ``seconds`` of real time.
+
+    For a frozen clock, on which the loop's own timeouts never fire: a timer that is due
+    again at once (a poll scheduled in the past) would spin for ever at one frozen instant.
+    """
+    task = asyncio.ensure_future(awaitable)
+    loop = asyncio.get_running_loop()
+    watchdog = threading.Timer(seconds, loop.call_soon_threadsafe, (task.cancel,))
+    watchdog.start()
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if watchdog.finished.is_set():
+            pytest.fail(f"still not done after {seconds:g} s of real time")
+        raise
+    finally:
+        watchdog.cancel()
 
 
 async def ollama_request(emulator: OllamaEmulator, path: str, payload: dict[str, Any]) -> Any:
