@@ -1,22 +1,23 @@
-"""Polling on the integration's own timers, in real time: nothing here triggers a poll by hand.
+"""Polling on the integration's own timers: nothing here triggers a poll by hand.
 
 Home Assistant schedules a coordinator's next refresh at "this whole second + a random
 fraction + the interval": with a sub-second interval that time is often already past, and
-the polls ran back to back (hundreds per load). These tests let the timers run and count
-what reached the server.
+the polls ran back to back (hundreds per load). These tests let the timers run, on a frozen
+clock moved in small steps (``time.monotonic``, which the coordinator and the emulator's
+request log read, moves with it), and count what reached the server.
 """
 
-import asyncio
 import itertools
 import time
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.const import CONF_SCAN_INTERVAL
 from homeassistant.core import HomeAssistant
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.llm_warmth.const import SETTLING_SCAN_INTERVAL
 
-from .conftest import LLAMA, start_load
+from .conftest import LLAMA, advance, start_load
 from .ollama_emulator import OllamaEmulator
 
 FAST = SETTLING_SCAN_INTERVAL.total_seconds()
@@ -34,18 +35,24 @@ async def set_up_polling_every_2_s(hass: HomeAssistant, entry: MockConfigEntry) 
 
 
 async def test_fast_polls_are_spaced_during_a_multi_second_load(
-    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    freezer: FrozenDateTimeFactory,
 ) -> None:
     await set_up_polling_every_2_s(hass, mock_config_entry)
     coordinator = mock_config_entry.runtime_data.coordinator
 
     load_seconds = 4.0
-    load = await start_load(emulator, LLAMA, load_seconds)
+    await advance(hass, freezer, 0.1)  # after the setup's poll (the clock is frozen)
+    load = await start_load(emulator, LLAMA, None)  # held until finish_loads()
     started = time.monotonic()
     # The regular 2 s poll finds the load on its own; from then on the fast timer runs.
+    await advance(hass, freezer, load_seconds)
+    emulator.finish_loads()
     await load
     ended = time.monotonic()
-    await asyncio.sleep(FAST + 0.3)  # the poll that sees the load's end
+    await advance(hass, freezer, FAST + 0.3)  # the poll that sees the load's end
     assert not coordinator.fast_polling
     assert coordinator.data.timings[LLAMA].cold_request_seconds is not None
 
@@ -61,7 +68,7 @@ async def test_fast_polls_are_spaced_during_a_multi_second_load(
     # Back to the regular 2 s interval once the load is over (Home Assistant adds a
     # random fraction of a second: regular polls are at least a second apart).
     quiet_from = time.monotonic()
-    await asyncio.sleep(2.0)
+    await advance(hass, freezer, 2.0)
     after = ps_polls(emulator, quiet_from, time.monotonic())
     assert len(after) <= 2
     assert all(b - a >= 1.0 for a, b in itertools.pairwise(after)), after
@@ -69,11 +76,15 @@ async def test_fast_polls_are_spaced_during_a_multi_second_load(
 
 
 async def test_no_fast_polls_of_an_idle_server(
-    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    freezer: FrozenDateTimeFactory,
 ) -> None:
     await set_up_polling_every_2_s(hass, mock_config_entry)
+    await advance(hass, freezer, 0.1)  # after the setup's poll (the clock is frozen)
     since = time.monotonic()
-    await asyncio.sleep(4.2)
+    await advance(hass, freezer, 4.2)
     polls = ps_polls(emulator, since, time.monotonic())
     # Every 2 s (Home Assistant adds a random fraction of a second to each).
     assert 1 <= len(polls) <= 3
