@@ -162,24 +162,22 @@ async def test_an_entry_removed_or_reloaded_while_its_probe_runs_leaves_nothing_
     assert await hass.config_entries.async_setup(ENTRY_ID)
     await hass.async_block_till_done()
     clock = Clock(hass, emulator)
-    emulator.models[LLAMA].load_delay = 1.0
+    emulator.hold_loads()  # the 0-minute probe's load lasts until finish_loads()
     await call(hass, "start_idle_profile", config_entry_id=ENTRY_ID, model=LLAMA)
     async_fire_time_changed(hass, clock.now())
-    for _ in range(200):
-        if LLAMA in emulator.loaded and emulator.loaded[LLAMA].loading:
-            break
-        await asyncio.sleep(0.01)
+    async with asyncio.timeout(5):
+        await emulator.wait_loading(LLAMA)
     assert emulator.loaded[LLAMA].loading  # the probe is in flight
     if how == "remove":
         await hass.config_entries.async_remove(ENTRY_ID)
     else:
         await hass.config_entries.async_reload(ENTRY_ID)
+    emulator.finish_loads()  # the cancelled request's load ends in the emulator
     await hass.async_block_till_done(wait_background_tasks=True)
     sent = probes_sent(emulator)
     # The next probes of the profile are due 1 and 10 minutes on: only a reloaded entry
     # sends them, once each (no old profiler beside the new one).
     await clock.minutes(12)
-    await asyncio.sleep(1.2)  # the cancelled request's load ends in the emulator
     await hass.async_block_till_done(wait_background_tasks=True)
     if how == "remove":
         assert probes_sent(emulator) == sent
