@@ -1,6 +1,6 @@
 """Removing or reloading an entry in the middle of a long-running thing leaves nothing behind.
 
-Each case starts something that waits on a slow load of the emulator (a probe, a preload,
+Each case starts something that waits on a load the emulator holds (a probe, a preload,
 a diagnosis, a pin's first load), then removes or reloads the entry while it runs. After
 that no request of the old entry reaches the server, no task or timer of it fails later,
 and a reloaded entry works on its own.
@@ -49,7 +49,7 @@ async def test_an_entry_goes_while_an_action_waits_on_a_load(
     action: str,
     how: str,
 ) -> None:
-    emulator.models[LLAMA].load_delay = 1.0
+    emulator.hold_loads()  # the load lasts until finish_loads()
     running = asyncio.create_task(
         hass.services.async_call(
             DOMAIN,
@@ -60,12 +60,12 @@ async def test_an_entry_goes_while_an_action_waits_on_a_load(
         )
     )
     async with asyncio.timeout(5):
-        while not (LLAMA in emulator.loaded and emulator.loaded[LLAMA].loading):
-            await asyncio.sleep(0.01)
+        await emulator.wait_loading(LLAMA)
     if how == "remove":
         await hass.config_entries.async_remove(ENTRY_ID)
     else:
         await hass.config_entries.async_reload(ENTRY_ID)
+    emulator.finish_loads()  # the emulator's load ends
     await hass.async_block_till_done(wait_background_tasks=True)
     # The action ends, one way or another, in Home Assistant's words or with its answer.
     try:
@@ -75,7 +75,6 @@ async def test_an_entry_goes_while_an_action_waits_on_a_load(
         pass
     sent = generations(emulator)
     # Later: the old entry's timers (fast polls, pins, the diagnosis' restore) are gone.
-    await asyncio.sleep(1.2)  # the emulator's load ends
     for minutes in (1, 10, 60):
         async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=minutes))
         await hass.async_block_till_done(wait_background_tasks=True)
