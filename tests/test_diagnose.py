@@ -168,7 +168,7 @@ async def test_progress_and_cancel(
 ) -> None:
     """Each run announces itself; a second diagnosis of the model waits its turn; cancel."""
     progress = async_capture_events(hass, EVENT_DIAGNOSIS_PROGRESS)
-    emulator.models[LLAMA].load_delay = 5.0
+    emulator.hold_loads()  # the first run's load lasts until the cancel
     running = hass.async_create_task(diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA))
     await wait_until(lambda: progress, 5, "the first run")
     assert [(e.data["run"], e.data["step"], e.data["steps"]) for e in progress] == [("cold", 1, 2)]
@@ -177,6 +177,7 @@ async def test_progress_and_cancel(
     assert err.value.translation_key == "diagnosis_running"
     answer = await call(hass, "cancel_diagnosis", config_entry_id=ENTRY_ID, model=LLAMA)
     assert answer == {"model": LLAMA, "cancelled": True}
+    emulator.finish_loads()
     with pytest.raises(HomeAssistantError) as err:
         await running
     assert err.value.translation_key == "diagnosis_cancelled"
@@ -366,11 +367,12 @@ async def test_the_model_is_left_as_its_agent_asks_even_after_a_cancel_or_a_fail
 ) -> None:
     """The runs evict it; a cancel or a failing server then still leaves it for the agent."""
     add_ollama_agent(hass, emulator.url, LLAMA, num_ctx=8192)  # keep_alive -1 (the default)
-    emulator.models[LLAMA].load_delay = 1.0
+    emulator.hold_loads()  # the cold run's load lasts until the cancel
     progress = async_capture_events(hass, EVENT_DIAGNOSIS_PROGRESS)
     running = hass.async_create_task(diagnose(hass, config_entry_id=ENTRY_ID, model=LLAMA))
     await wait_until(lambda: progress, 5, "the cold run")
     await call(hass, "cancel_diagnosis", config_entry_id=ENTRY_ID, model=LLAMA)
+    emulator.finish_loads()  # what the diagnosis loads after the cancel, it loads at once
     with pytest.raises(HomeAssistantError) as err:
         await running
     assert err.value.translation_key == "diagnosis_cancelled"
