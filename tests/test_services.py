@@ -396,15 +396,14 @@ async def test_a_cancelled_probe_holds_back_no_later_load(
 ) -> None:
     """A probe cancelled mid-request (Home Assistant stopping, say) leaves no held state."""
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
-    emulator.models[LLAMA].load_delay = 5
+    emulator.hold_loads()  # the probe's load lasts until finish_loads()
     task = asyncio.create_task(probe(hass))
     async with asyncio.timeout(5):
-        while LLAMA not in emulator.loaded:
-            await asyncio.sleep(0.01)
+        await emulator.wait_loading(LLAMA)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    emulator.models[LLAMA].load_delay = 0
+    emulator.finish_loads()
     await make_resident(LLAMA)
     assert [(e.data["model"], e.data["cold_request_source"]) for e in loaded] == [(LLAMA, None)]
 
