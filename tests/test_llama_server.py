@@ -39,7 +39,7 @@ from custom_components.llm_warmth.core.backends.types import ResidencyState
 
 from .conftest import model_id
 from .e2e import add_server, wait_until
-from .llama_server_emulator import EmulatedLlamaModel, LlamaServerEmulator
+from .llama_server_emulator import EmulatedLlamaModel, HeldAnswer, LlamaServerEmulator
 
 FIXTURES = Path(__file__).parent / "fixtures" / "llama_server"
 BIG, TINY = "big", "tiny"
@@ -165,7 +165,7 @@ async def test_a_cut_or_stalled_event_stream_leaves_the_load_unknown(
     assert (await generation).load_duration_ns is None
     # A stream that never answers: the request goes without it after a short wait.
     monkeypatch.setattr(StateWatch, "CONNECT_SECONDS", 0.2)
-    server.inject("/models/sse", delay=5)
+    server.inject("/models/sse", hold=HeldAnswer())  # never released
     started = time.monotonic()
     reply = await client.timed_generation("chat", BIG, "hi")
     assert reply.load_duration_ns is None
@@ -220,7 +220,7 @@ async def test_faults_leave_only_our_errors(
     await server.restart()
     with pytest.raises(LlmServerError):
         await generation
-    server.inject("/models", delay=1)
+    server.inject("/models", hold=HeldAnswer())  # never released
     with pytest.raises(LlmServerTimeoutError):
         await client.running_models(timeout=0.2)
     with pytest.raises(LlmServerTimeoutError):
@@ -348,10 +348,12 @@ async def test_pushes_and_polls_agree_no_false_reload_and_no_stale_poll(
     assert [e.data["model"] for e in loaded] == [TINY]
     assert coordinator.data.resident[TINY].context_length == 512
     # A poll that read /models before another client unloaded tiny ends after the push.
-    server.inject("/models", delay=1.0)
+    held = HeldAnswer()
+    server.inject("/models", hold=held)
     poll = asyncio.create_task(coordinator.async_refresh())
-    await asyncio.sleep(0.3)
+    await held.arrived.wait()
     await server.unload(TINY)
+    held.release()
     await poll
     assert TINY not in coordinator.data.resident
     # Left early with nothing in sight: called "unloaded" 3 s on, at the next reading.
@@ -463,11 +465,13 @@ async def test_events_pushed_while_a_poll_runs_are_not_lost(
     await wait_until(lambda: coordinator.events_connected, 3, "the event stream")
     async with aiohttp.ClientSession() as session, session.get(f"{server.url}/models") as reply:
         before = await reply.read()  # nothing loaded yet
-    server.inject("/models", method="GET", body=before, delay=1.0)
+    held = HeldAnswer()
+    server.inject("/models", method="GET", body=before, hold=held)
     polling = asyncio.create_task(coordinator.async_refresh())
-    await asyncio.sleep(0.2)  # the poll is waiting for its (stale) answer
+    await held.arrived.wait()  # the poll is waiting for its (stale) answer
     await server.load_by_other_client(TINY)
     await wait_until(lambda: TINY in coordinator.data.held, 3, "the pushed load")
+    held.release()
     await polling
     assert TINY in coordinator.data.held  # the poll's older list did not undo it
     await hass.config_entries.async_unload(entry.entry_id)
