@@ -43,6 +43,7 @@ __all__ = [
     "MAX_QUEUE_ERROR",
     "EmulatedModel",
     "FakeClock",
+    "HeldAnswer",
     "OllamaEmulator",
     "RecordedRequest",
     "Runner",
@@ -259,6 +260,22 @@ class RecordedRequest:
 
 
 @dataclass
+class HeldAnswer:
+    """An answer a test holds back: ``arrived`` is set when its request comes in.
+
+    The answer goes (as the fault says, or as the server would answer then) once the test
+    calls :meth:`release`; never, if it does not (a server that does not answer in time).
+    """
+
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def release(self) -> None:
+        """Let the held answer go."""
+        self.released.set()
+
+
+@dataclass
 class _HttpFault:
     path: str
     method: str | None
@@ -268,6 +285,7 @@ class _HttpFault:
     delay: float | None
     drop: bool
     remaining: int | None
+    hold: HeldAnswer | None = None
 
 
 @dataclass
@@ -471,10 +489,12 @@ class OllamaEmulator:
         drop: bool = False,
         times: int | None = 1,
         method: str | None = None,
+        hold: HeldAnswer | None = None,
     ) -> None:
         """Make the next ``times`` requests to ``path`` (``"*"``: any) misbehave.
 
-        ``delay`` sleeps first (then answers normally unless something else is given);
+        ``hold`` waits until the test releases it, ``delay`` sleeps (either then answers
+        normally unless something else is given);
         ``status``/``body`` replace the answer; ``drop`` closes the connection without a
         response. ``times=None`` applies until :meth:`clear_faults`.
         """
@@ -490,6 +510,7 @@ class OllamaEmulator:
                 delay=delay,
                 drop=drop,
                 remaining=times,
+                hold=hold,
             )
         )
 
@@ -716,6 +737,9 @@ class OllamaEmulator:
         return request.headers.get("Authorization") != f"Bearer {self.api_key}"
 
     async def _apply_fault(self, request: web.Request, fault: _HttpFault) -> web.Response | None:
+        if fault.hold is not None:
+            fault.hold.arrived.set()
+            await fault.hold.released.wait()
         if fault.delay:
             await asyncio.sleep(fault.delay)
         if fault.drop:
