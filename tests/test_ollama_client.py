@@ -26,7 +26,7 @@ from custom_components.llm_warmth.core.backends.replies import parse_timestamp
 from custom_components.llm_warmth.core.runner_key import runner_key
 
 from .conftest import GIB, LLAMA, QWEN, ollama_request
-from .ollama_emulator import EmulatedModel, OllamaEmulator
+from .ollama_emulator import EmulatedModel, HeldAnswer, OllamaEmulator
 
 
 @pytest.fixture
@@ -53,16 +53,15 @@ async def test_version_and_lists(client: OllamaClient, emulator: OllamaEmulator)
 async def test_running_model_loading_then_loaded(
     client: OllamaClient, emulator: OllamaEmulator
 ) -> None:
-    emulator.models[LLAMA].load_delay = 0.3
+    emulator.hold_loads()  # the load lasts until finish_loads()
     preload = emulator.clock.now()
     task = asyncio.create_task(ollama_request(emulator, "/api/generate", {"model": LLAMA}))
-    for _ in range(50):
-        if emulator.loaded:
-            break
-        await asyncio.sleep(0.01)
+    async with asyncio.timeout(5):
+        await emulator.wait_loading(LLAMA)
     (loading,) = await client.running_models()
     assert loading.loading
     assert loading.expires_at is None
+    emulator.finish_loads()
     assert (await task)["done_reason"] == "load"
     (loaded,) = await client.running_models()
     assert not loaded.loading
@@ -192,7 +191,7 @@ async def test_not_ollama(client: OllamaClient, emulator: OllamaEmulator) -> Non
 
 
 async def test_timeout(client: OllamaClient, emulator: OllamaEmulator) -> None:
-    emulator.inject("/api/ps", delay=1.0)
+    emulator.inject("/api/ps", hold=HeldAnswer())  # never released
     with pytest.raises(LlmServerTimeoutError):
         await client.running_models(timeout=0.2)
 
