@@ -17,7 +17,7 @@ from custom_components.llm_warmth.const import (
 from custom_components.llm_warmth.core.monitor import VERSION_REFRESH_SECONDS
 
 from .conftest import ENTRY_ID, LLAMA, QWEN, ollama_request, start_load
-from .ollama_emulator import OllamaEmulator
+from .ollama_emulator import HeldAnswer, OllamaEmulator
 
 
 async def test_loaded_event_with_observed_load_time(
@@ -278,7 +278,7 @@ async def test_a_slow_reply_is_no_restart(
     """Only a server that could not be connected to at all has restarted when it is back."""
     restarted = async_capture_events(hass, EVENT_SERVER_RESTARTED)
     monkeypatch.setattr(init_integration.runtime_data.client._http, "timeout", 0.3)
-    emulator.inject("/api/ps", delay=1)
+    emulator.inject("/api/ps", hold=HeldAnswer())  # never released: the poll times out
     await poll()
     assert not init_integration.runtime_data.coordinator.last_update_success
     await poll()
