@@ -65,12 +65,16 @@ async def test_preload_loads_and_keeps(
 async def test_two_preloads_at_once_share_one_request(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
 ) -> None:
-    emulator.models[LLAMA].load_delay = 0.5
+    emulator.hold_loads()  # both ask while the load lasts, until finish_loads()
     before = len(generate_requests(emulator))
-    first, second = await asyncio.gather(
+    both = asyncio.gather(
         preload(hass, config_entry_id=ENTRY_ID, model=LLAMA),
         preload(hass, config_entry_id=ENTRY_ID, model=LLAMA),
     )
+    async with asyncio.timeout(5):
+        await emulator.wait_loading(LLAMA)
+    emulator.finish_loads()
+    first, second = await both
     assert first == second
     assert len(generate_requests(emulator)) - before == 1
 
