@@ -363,12 +363,11 @@ async def test_a_load_polling_saw_during_a_failed_probe_is_announced(
 ) -> None:
     """What polling saw of a load while the probe ran is held; a failed probe releases it."""
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
-    emulator.models[LLAMA].prefill_delay = 1.0
+    emulator.hold_loads()  # the probe runs until finish_loads()
     emulator.inject_stream_fault(kind="error_line", after_chunks=1)
     task = asyncio.create_task(probe(hass))  # not tracked: the polls must not wait for it
     async with asyncio.timeout(5):
-        while LLAMA not in emulator.loaded:
-            await asyncio.sleep(0.01)
+        await emulator.wait_loading(LLAMA)
     entry = {"name": LLAMA, "size": 3 * GIB, "size_vram": 3 * GIB}
     coordinator = init_integration.runtime_data.coordinator
     for expires in ("0001-01-01T00:00:00Z", "2026-11-29T08:05:00Z"):
@@ -380,6 +379,7 @@ async def test_a_load_polling_saw_during_a_failed_probe_is_announced(
         await coordinator.async_refresh()
         await asyncio.sleep(0)
     assert loaded == []  # held while the probe runs
+    emulator.finish_loads()
     with pytest.raises(HomeAssistantError):
         await task
     assert [(e.data["model"], e.data["cold_request_source"]) for e in loaded] == [
