@@ -1,7 +1,7 @@
 """Fixtures: the Ollama emulator on loopback and a config entry pointing at it."""
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Generator
 from pathlib import Path
 import socket
 import threading
@@ -291,18 +291,40 @@ async def start_load(
 
 
 async def advance(
-    hass: HomeAssistant, freezer: FrozenDateTimeFactory, seconds: float, step: float = 0.05
+    hass: HomeAssistant,
+    freezer: FrozenDateTimeFactory,
+    seconds: float,
+    step: float = 0.05,
+    *,
+    besides: Collection[asyncio.Future[Any]] = (),
 ) -> None:
     """Let ``seconds`` pass on the frozen clock, ``step`` by ``step``, each timer on time.
 
     Each step fires the timers due by then, and only those (``async_fire_time_changed``
     would also fire those due within the next half second), then waits for what they
-    started: the polls reach the server at the frozen time they were due.
+    started: the polls reach the server at the frozen time they were due. ``besides``:
+    Home Assistant's tasks not to wait for (an action waiting on a load the test holds).
     """
     for _ in range(round(seconds / step)):
         freezer.tick(step)
         async_fire_time_changed_exact(hass)
-        await within_real_seconds(hass.async_block_till_done(wait_background_tasks=True), 10)
+        await within_real_seconds(block_till_done_besides(hass, besides), 10)
+
+
+async def block_till_done_besides(
+    hass: HomeAssistant, besides: Collection[asyncio.Future[Any]]
+) -> None:
+    """``hass.async_block_till_done(wait_background_tasks=True)``, not waiting for ``besides``."""
+    if not besides:
+        await hass.async_block_till_done(wait_background_tasks=True)
+        return
+    await asyncio.sleep(0)
+    while pending := [
+        task
+        for task in hass._tasks | hass._background_tasks
+        if not task.done() and task not in besides
+    ]:
+        await asyncio.wait(pending)
 
 
 async def within_real_seconds[T](awaitable: Awaitable[T], seconds: float) -> T:
