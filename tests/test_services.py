@@ -5,6 +5,7 @@ import json
 import re
 from typing import Any
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.config_entries import SOURCE_REAUTH
 from homeassistant.const import STATE_UNKNOWN
 from homeassistant.core import Context, Event, EventStateChangedData, HomeAssistant, callback
@@ -24,7 +25,16 @@ from syrupy.matchers import path_type
 from custom_components.llm_warmth.const import DOMAIN, EVENT_COLD_START, EVENT_MODEL_LOADED
 from custom_components.llm_warmth.probe_prompts import DEFAULT_NUM_PREDICT, LONG_PROMPT
 
-from .conftest import ENTRY_ID, GIB, LLAMA, QWEN, model_device, ollama_request, start_load
+from .conftest import (
+    ENTRY_ID,
+    GIB,
+    LLAMA,
+    QWEN,
+    advance,
+    model_device,
+    ollama_request,
+    start_load,
+)
 from .ollama_emulator import EmulatedModel, OllamaEmulator
 
 PREFIX = "sensor.ollama_test_llama3_2_3b"
@@ -564,14 +574,18 @@ async def test_the_probe_offers_the_installed_models(
 
 
 async def test_a_long_cold_probe_shows_its_progress(
-    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    freezer: FrozenDateTimeFactory,
 ) -> None:
     """While a cold probe runs, the model's Warmth says so: loading, then warm.
 
-    On the integration's own timers: the probe asks for a poll right after it is sent, so
-    the load shows long before the reply (the regular interval here is 10 s).
+    On the integration's own timers, on a frozen clock: the probe asks for a poll right
+    after it is sent, so the load shows long before the reply (the regular interval here
+    is 10 s). The emulator holds the load for the 2 s the test lets pass.
     """
-    emulator.models[LLAMA].load_delay = 2.0
+    emulator.hold_loads()
     warmth = "sensor.ollama_test_llama3_2_3b_warmth"
     seen: list[tuple[str, bool]] = []
 
@@ -582,7 +596,13 @@ async def test_a_long_cold_probe_shows_its_progress(
 
     unsubscribe = async_track_state_change_event(hass, warmth, record)
     polls_before = sum(r.path == "/api/ps" for r in emulator.requests)
-    response = await probe(hass)
+    running = asyncio.create_task(probe(hass))
+    async with asyncio.timeout(5):
+        await emulator.wait_loading(LLAMA)
+    probe_tasks = set(hass._tasks)  # the probe's: they wait on the load
+    await advance(hass, freezer, 2.0, besides=probe_tasks)
+    emulator.finish_loads()
+    response = await running
     unsubscribe()
     assert response["classification"] == "cold"
     assert ("cold", True) in seen  # the probe was sent
