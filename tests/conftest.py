@@ -311,6 +311,25 @@ async def advance(
         await within_real_seconds(block_till_done_besides(hass, besides), 10)
 
 
+async def advance_until(
+    hass: HomeAssistant,
+    freezer: FrozenDateTimeFactory,
+    condition: Callable[[], object],
+    seconds: float,
+    what: str,
+    *,
+    step: float = 0.05,
+    besides: Collection[asyncio.Future[Any]] = (),
+) -> None:
+    """``advance`` until ``condition`` holds; fail if it does not within ``seconds``."""
+    for _ in range(round(seconds / step)):
+        if condition():
+            return
+        await advance(hass, freezer, step, step, besides=besides)
+    if not condition():
+        pytest.fail(f"{what} did not happen within {seconds:g} s")
+
+
 async def block_till_done_besides(
     hass: HomeAssistant, besides: Collection[asyncio.Future[Any]]
 ) -> None:
