@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import aiohttp
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.const import STATE_OFF, STATE_ON
 from homeassistant.core import HomeAssistant
 import pytest
@@ -37,7 +38,7 @@ from custom_components.llm_warmth.core.backends.events import StateWatch
 from custom_components.llm_warmth.core.backends.llama_server import LlamaServerClient
 from custom_components.llm_warmth.core.backends.types import ResidencyState
 
-from .conftest import model_id
+from .conftest import advance_until, model_id
 from .e2e import add_server, wait_until
 from .llama_server_emulator import EmulatedLlamaModel, HeldAnswer, LlamaServerEmulator
 
@@ -294,19 +295,29 @@ async def test_passive_loads_and_an_lru_eviction_on_the_integrations_timers(
 
 
 async def test_without_its_event_stream_fast_polls_time_the_load(
-    hass: HomeAssistant, server: LlamaServerEmulator
+    hass: HomeAssistant, server: LlamaServerEmulator, freezer: FrozenDateTimeFactory
 ) -> None:
-    """A build without /models/sse (or a stream that keeps failing): polling takes over."""
+    """A build without /models/sse (or a stream that keeps failing): polling takes over.
+
+    On a frozen clock that the test moves: the emulator's 5 s load, the polls and the
+    stream's retries all take their time on it.
+    """
     server.inject("/models/sse", status=404, body='{"error":"nope"}', times=None)
     server.add_model(EmulatedLlamaModel("slow", load_seconds=5.0))
     entry = await add_server(hass, server.url)
     coordinator = entry.runtime_data.coordinator
+    # The task following the event stream runs (and retries) for as long as the entry.
+    events = {t for t in hass._background_tasks if t.get_name().endswith(" events")}
+    assert events
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
     started = time.monotonic()
     load = asyncio.create_task(server.load_by_other_client("slow"))
-    await wait_until(lambda: coordinator.fast_polling, 3, "fast polling")
+    await advance_until(
+        hass, freezer, lambda: coordinator.fast_polling, 3, "fast polling", besides=events
+    )
+    await advance_until(hass, freezer, load.done, 6, "the load", besides=events)
     await load
-    await wait_until(lambda: loaded, 2, "slow loaded")
+    await advance_until(hass, freezer, lambda: loaded, 2, "slow loaded", besides=events)
     assert not coordinator.events_connected
     figure = loaded[0].data
     assert figure["load_source"] == "polling"
