@@ -344,16 +344,26 @@ async def test_a_cut_event_stream_is_followed_again(
 
 
 async def test_pushes_and_polls_agree_no_false_reload_and_no_stale_poll(
-    hass: HomeAssistant, server: LlamaServerEmulator
+    hass: HomeAssistant, server: LlamaServerEmulator, freezer: FrozenDateTimeFactory
 ) -> None:
-    """Events carry no context length and polls do: no reload seen; a slow poll is no news."""
+    """Events carry no context length and polls do: no reload seen; a slow poll is no news.
+
+    On a frozen clock that the test moves (the emulator's load takes its time on it).
+    """
     entry = await add_server(hass, server.url)
     coordinator = entry.runtime_data.coordinator
-    await wait_until(lambda: coordinator.events_connected, 3, "the event stream")
+    # The task following the event stream runs for as long as the entry.
+    events = {t for t in hass._background_tasks if t.get_name().endswith(" events")}
+    assert events
+    await advance_until(
+        hass, freezer, lambda: coordinator.events_connected, 3, "the event stream", besides=events
+    )
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
     unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
-    await server.load_by_other_client(TINY)
-    await wait_until(lambda: loaded, 2, "tiny loaded")
+    load = asyncio.create_task(server.load_by_other_client(TINY))
+    await advance_until(hass, freezer, load.done, 2, "the load", besides=events)
+    await load
+    await advance_until(hass, freezer, lambda: loaded, 2, "tiny loaded", besides=events)
     for _ in range(3):  # polls and pushes alternate
         await coordinator.async_refresh()
     assert [e.data["model"] for e in loaded] == [TINY]
@@ -368,7 +378,7 @@ async def test_pushes_and_polls_agree_no_false_reload_and_no_stale_poll(
     await poll
     assert TINY not in coordinator.data.resident
     # Left early with nothing in sight: called "unloaded" 3 s on, at the next reading.
-    await wait_until(lambda: unloaded, 3 + 2 + 2, "tiny unloaded")
+    await advance_until(hass, freezer, lambda: unloaded, 3 + 2 + 2, "tiny unloaded", besides=events)
     assert unloaded[0].data["reason"] == "unloaded"
     assert [e.data["model"] for e in loaded] == [TINY]
     assert len(unloaded) == 1
