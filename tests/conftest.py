@@ -386,8 +386,11 @@ async def exporter_url(socket_enabled: None) -> AsyncGenerator[str]:
     async def broken(request: web.Request) -> web.Response:
         return web.Response(status=500, text="exporter crashed")
 
+    # The slow exporter answers only when the fixture ends (long after any timeout).
+    ended = asyncio.Event()
+
     async def slow(request: web.Request) -> web.Response:
-        await asyncio.sleep(2)
+        await ended.wait()
         return web.Response(text="")
 
     app = web.Application()
@@ -400,6 +403,7 @@ async def exporter_url(socket_enabled: None) -> AsyncGenerator[str]:
     await site.start()
     port = runner.addresses[0][1]
     yield f"http://127.0.0.1:{port}"
+    ended.set()
     await runner.cleanup()
 
 
