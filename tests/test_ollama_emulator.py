@@ -172,10 +172,12 @@ async def test_show_and_404(emulator: OllamaEmulator, session: aiohttp.ClientSes
 async def test_ps_zero_time_while_loading(
     emulator: OllamaEmulator, session: aiohttp.ClientSession
 ) -> None:
+    emulator.hold_loads()  # the load lasts until finish_loads()
     pending = asyncio.create_task(
         session.post(emulator.url + "/api/generate", json={"model": "slow:7b"})
     )
-    await asyncio.sleep(0.1)
+    await emulator.wait_loading("slow:7b")
+    await asyncio.sleep(0.1)  # time for headers to arrive, had any been sent
     assert not pending.done()  # no headers are sent while the model loads
     (entry,) = await _ps(session, emulator)
     assert entry["name"] == "slow:7b"
@@ -183,6 +185,7 @@ async def test_ps_zero_time_while_loading(
     assert entry["context_length"] == 2048
     assert (entry["size"], entry["size_vram"]) == (5_000_000, 5_000_000)
     assert emulator.loaded["slow:7b"].loading
+    emulator.finish_loads()
     async with await pending as resp:
         assert resp.headers["Content-Type"].startswith("application/json")
         body = await resp.json()
@@ -193,19 +196,21 @@ async def test_ps_zero_time_while_loading(
 
 async def test_ps_legacy_floating_expiry(socket_enabled: None) -> None:
     emu = OllamaEmulator(version="0.9.3", legacy_expires=True, report_context_length=False)
-    emu.add_model(EmulatedModel("slow:7b", size=10, load_delay=0.3))
+    emu.add_model(EmulatedModel("slow:7b", size=10))
+    emu.hold_loads()  # the load lasts until finish_loads()
     await emu.start()
     try:
         async with aiohttp.ClientSession() as session:
             body = {"model": "slow:7b", "keep_alive": "10m"}
             pending = asyncio.create_task(_post(session, emu, "/api/generate", body))
-            await asyncio.sleep(0.1)
+            await emu.wait_loading("slow:7b")
             (entry,) = await _ps(session, emu)
             assert entry["expires_at"] == _at(600)
             assert "context_length" not in entry
             emu.clock.advance(60)
             (entry,) = await _ps(session, emu)
             assert entry["expires_at"] == _at(660)  # floats with the clock while loading
+            emu.finish_loads()
             assert (await pending)[1]["done_reason"] == "load"
             emu.clock.advance(60)
             (entry,) = await _ps(session, emu)
@@ -224,16 +229,18 @@ def _recorded(name: str) -> Any:
 async def test_from_0_30_the_emulator_follows_the_real_0_34_4(socket_enabled: None) -> None:
     """A load polled as on the real server: not listed, then listed with the recorded keys."""
     emu = OllamaEmulator(version="0.34.4")
-    emu.add_model(EmulatedModel("slow:7b", size=10, load_delay=0.3))
+    emu.add_model(EmulatedModel("slow:7b", size=10))
+    emu.hold_loads()  # the load lasts until finish_loads()
     await emu.start()
     try:
         async with aiohttp.ClientSession() as session:
             body = {"model": "slow:7b", "prompt": "hi", "stream": False, "keep_alive": "10m"}
             pending = asyncio.create_task(_post(session, emu, "/api/generate", body))
-            await asyncio.sleep(0.1)
+            await emu.wait_loading("slow:7b")
             assert emu.loaded["slow:7b"].loading
             # ps_during_load.json: the real server lists nothing while it loads
             assert await _ps(session, emu) == _recorded("ps_during_load.json")["models"]
+            emu.finish_loads()
             _, reply = await pending
             (entry,) = await _ps(session, emu)
     finally:
