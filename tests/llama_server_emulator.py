@@ -59,6 +59,8 @@ from typing import Any, Final, NoReturn
 
 from aiohttp import web
 
+from .held_answer import HeldAnswer
+
 __all__ = [
     "BIN_PATH",
     "BUILD_INFO",
@@ -303,22 +305,6 @@ class RecordedRequest:
     headers: dict[str, str]
     body: bytes = b""
     at: float = field(default_factory=time.monotonic)
-
-
-@dataclass
-class HeldAnswer:
-    """An answer a test holds back: ``arrived`` is set when its request comes in.
-
-    The answer goes (as the fault says, or as the server would answer then) once the test
-    calls :meth:`release`; never, if it does not (a server that does not answer in time).
-    """
-
-    arrived: asyncio.Event = field(default_factory=asyncio.Event)
-    released: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def release(self) -> None:
-        """Let the held answer go."""
-        self.released.set()
 
 
 @dataclass

@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
+from homeassistant.config_entries import ConfigEntry
 from homeassistant.const import STATE_ON
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
@@ -37,6 +38,30 @@ ACTIONS: dict[str, dict[str, Any]] = {
 
 def generations(emulator: OllamaEmulator) -> int:
     return sum(1 for r in emulator.requests if r.path in ("/api/chat", "/api/generate"))
+
+
+async def _later(hass: HomeAssistant, emulator: OllamaEmulator, how: str) -> ConfigEntry | None:
+    """Let the old entry's timers (fast polls, pins, restores) come due; return the new run.
+
+    After a removal nothing of the old entry reaches the server; after a reload the entry
+    is there again (returned).
+    """
+    sent = generations(emulator)
+    for minutes in (1, 10, 60):
+        async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=minutes))
+        await hass.async_block_till_done(wait_background_tasks=True)
+    entry = hass.config_entries.async_get_entry(ENTRY_ID)
+    if how == "remove":
+        assert entry is None
+        assert generations(emulator) == sent  # nothing of the old entry reached the server
+        return None
+    assert entry is not None
+    return entry
+
+
+def _nothing_failed(caplog: pytest.LogCaptureFixture) -> None:
+    for failure in ("Task exception was never retrieved", "AttributeError", "Error doing job"):
+        assert failure not in caplog.text
 
 
 @pytest.mark.parametrize("how", ["remove", "reload"])
@@ -73,21 +98,11 @@ async def test_an_entry_goes_while_an_action_waits_on_a_load(
             await running
     except HomeAssistantError, asyncio.CancelledError:
         pass
-    sent = generations(emulator)
-    # Later: the old entry's timers (fast polls, pins, the diagnosis' restore) are gone.
-    for minutes in (1, 10, 60):
-        async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=minutes))
-        await hass.async_block_till_done(wait_background_tasks=True)
-    if how == "remove":
-        assert hass.config_entries.async_get_entry(ENTRY_ID) is None
-        assert generations(emulator) == sent  # nothing of the old entry reached the server
-    else:
-        entry = hass.config_entries.async_get_entry(ENTRY_ID)
-        assert entry is not None
+    entry = await _later(hass, emulator, how)
+    if entry is not None:
         assert entry.runtime_data.coordinator.last_update_success
         await hass.config_entries.async_unload(ENTRY_ID)
-    for failure in ("Task exception was never retrieved", "AttributeError", "Error doing job"):
-        assert failure not in caplog.text
+    _nothing_failed(caplog)
 
 
 async def test_nothing_of_an_unloaded_entry_is_written_after_its_last_save(
@@ -168,20 +183,11 @@ async def test_an_entry_goes_while_a_pin_is_asserted_again_or_released(
     else:
         await hass.config_entries.async_reload(ENTRY_ID)
     await hass.async_block_till_done(wait_background_tasks=True)
-    sent = generations(emulator)
-    for minutes in (1, 10, 60):
-        async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=minutes))
-        await hass.async_block_till_done(wait_background_tasks=True)
-    if how == "remove":
-        assert hass.config_entries.async_get_entry(ENTRY_ID) is None
-        assert generations(emulator) == sent  # nothing of the old entry reached the server
-    else:
+    entry = await _later(hass, emulator, how)
+    if entry is not None:
         # The new run has the pin (released by the guard: kept, to be applied again).
-        entry = hass.config_entries.async_get_entry(ENTRY_ID)
-        assert entry is not None
         pin = entry.runtime_data.pins.get(LLAMA)
         assert pin is not None
         assert (pin.released is not None) is (what == "guard_release")
         await hass.config_entries.async_unload(ENTRY_ID)
-    for failure in ("Task exception was never retrieved", "AttributeError", "Error doing job"):
-        assert failure not in caplog.text
+    _nothing_failed(caplog)
