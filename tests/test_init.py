@@ -41,7 +41,27 @@ STORED_DIAGNOSIS: dict[str, Any] = {
     "model": LLAMA,
     "scenario": "cold_vs_repeat",
     "at": "2026-11-30T06:00:00+00:00",
-    "runs": [],
+    "runs": [
+        # A row of the runs table as releases from 0.4 on wrote it.
+        {
+            "run": "cold",
+            "model": LLAMA,
+            "resident_before": False,
+            "resident_after": True,
+            "resident_models": [LLAMA],
+            "gpus": [],
+            "ttft_ms": 7000.0,
+            "queue_and_load_ms": 6500.0,
+            "prefill_ms": 400.0,
+            "first_decode_ms": 90.0,
+            "overhead_ms": 10.0,
+            "decode_rate": 12.5,
+            "prompt_tokens": 67,
+            "eval_tokens": 4,
+            "prompt_cache_reuse": None,
+            "queue_ms": None,
+        }
+    ],
 }
 
 
@@ -513,7 +533,7 @@ async def test_damaged_pins_guard_record_and_diagnoses_are_dropped_not_fatal(
                 LLAMA: {**STORED_DIAGNOSIS},
                 "broken": ["not", "one"],
                 # A pattern this release does not know: dropped, not shown as if it were one.
-                "unknown": {"pattern": "haunted", "model": "unknown"},
+                "unknown": {**STORED_DIAGNOSIS, "pattern": "haunted", "model": "unknown"},
             },
         },
     }
@@ -525,9 +545,11 @@ async def test_damaged_pins_guard_record_and_diagnoses_are_dropped_not_fatal(
     assert runtime.guard.guard.record.contended_seconds == 0
     assert list(runtime.diagnoses.as_stored()) == [LLAMA]
     assert "Ignoring the stored pin of broken" in caplog.text
-    assert "Ignoring the stored diagnoses of unknown" in caplog.text
+    assert "Ignoring the stored diagnosis of unknown: 'haunted' is not a valid Pattern" in (
+        caplog.text
+    )
     assert "Ignoring the household guard's stored record" in caplog.text
-    assert "Ignoring the stored diagnoses of broken" in caplog.text
+    assert "Ignoring the stored diagnosis of broken" in caplog.text
 
 
 async def test_a_1_4_store_without_the_later_sections_is_migrated_to_1_5(
@@ -580,6 +602,8 @@ async def test_a_diagnosis_stored_in_words_keeps_them_through_the_1_6_migration(
     diagnosis = stored["data"]["diagnoses"][LLAMA]  # type: ignore[index]
     assert "verdict" not in diagnosis
     assert diagnosis["said"] == {"key": "diagnosis_as_stored", "figures": {"words": words}}
+    assert diagnosis["runs"] == STORED_DIAGNOSIS["runs"]  # the table read and written back
+    assert state.attributes["runs"] == STORED_DIAGNOSIS["runs"]
 
 
 async def test_each_store_section_has_one_owner(
@@ -590,3 +614,25 @@ async def test_each_store_section_has_one_owner(
     for section in ("models", "pins", "guard", "diagnoses", "ttft_targets", "idle_profiles"):
         with pytest.raises(ValueError, match="has an owner"):
             store.section(section, dict)
+
+
+async def test_a_failing_listener_of_a_feature_is_logged_and_the_others_still_hear(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    caplog: pytest.LogCaptureFixture,
+    hass_storage: dict[str, Any],
+) -> None:
+    targets = init_integration.runtime_data.ttft_targets
+    heard: list[float | None] = []
+
+    def failing() -> None:
+        raise RuntimeError("boom")
+
+    targets.async_add_listener(failing)
+    targets.async_add_listener(lambda: heard.append(targets.get(LLAMA)))
+    targets.set(LLAMA, 3.0)
+    assert heard == [3.0]
+    assert "a listener of" in caplog.text
+    assert "boom" in caplog.text
+    await hass.config_entries.async_unload(ENTRY_ID)
+    assert hass_storage[f"{DOMAIN}.{ENTRY_ID}"]["data"]["ttft_targets"] == {LLAMA: 3.0}

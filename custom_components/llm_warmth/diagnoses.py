@@ -18,5 +18,10 @@ class Diagnoses(ModelRecords[Diagnosis]):
     ) -> None:
         """Start from the stored diagnoses."""
         super().__init__(
-            entry, store, coordinator, "diagnoses", (Diagnosis.from_dict, Diagnosis.as_dict)
+            entry,
+            store,
+            coordinator,
+            "diagnoses",
+            records=(Diagnosis.from_dict, Diagnosis.as_dict),
+            what="diagnosis",
         )

@@ -9,6 +9,7 @@ from typing import Any, override
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
 
+from .const import LOGGER
 from .coordinator import LlmWarmthCoordinator
 from .storage import EntryStore, stored_records
 
@@ -43,9 +44,11 @@ class Feature(ABC):
 
     @callback
     def async_changed(self, *, save_now: bool = False) -> None:
-        """Tell the listeners; save soon, or now (a restart right after must not lose it)."""
-        for listener in list(self._listeners):
-            listener()
+        """Save soon, or now (a restart right after must not lose it); tell the listeners.
+
+        A listener that fails is logged and the others are told all the same, as a
+        coordinator does.
+        """
         if save_now:
             # An entry task, not a background one: Home Assistant waits for it when it
             # stops, and the entry when it unloads.
@@ -54,6 +57,11 @@ class Feature(ABC):
             )
         else:
             self._store.async_delay_save()
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:
+                LOGGER.exception("%s: a listener of %s failed", self.entry.title, self)
 
 
 class ModelRecords[T](Feature):
@@ -65,13 +73,18 @@ class ModelRecords[T](Feature):
         store: EntryStore,
         coordinator: LlmWarmthCoordinator,
         section: str,
+        *,
         records: tuple[Callable[[Any], T], Callable[[T], object]],
+        what: str,
     ) -> None:
-        """Start from the stored records; ``records``: how one is read, how it is written."""
+        """Start from the stored records; ``records``: how one is read, how it is written.
+
+        ``what`` names one record in the log ("TTFT target").
+        """
         super().__init__(coordinator.hass, entry, store, section)
         self._coordinator = coordinator
         self._read, self._write = records
-        self._records = stored_records(self.stored, self._read, section)
+        self._records = stored_records(self.stored, self._read, what)
 
     @override
     def as_stored(self) -> dict[str, object]:

@@ -38,7 +38,14 @@ class TtftTargets(ModelRecords[float]):
         self, entry: ConfigEntry, store: EntryStore, coordinator: LlmWarmthCoordinator
     ) -> None:
         """Start from the stored targets."""
-        super().__init__(entry, store, coordinator, "ttft_targets", (_target, _seconds))
+        super().__init__(
+            entry,
+            store,
+            coordinator,
+            "ttft_targets",
+            records=(_target, _seconds),
+            what="TTFT target",
+        )
 
     def seconds(self, model: str) -> float:
         """Return the target of ``model`` (the default until one is set)."""
