@@ -191,3 +191,24 @@ async def test_an_entry_removed_or_reloaded_while_its_probe_runs_leaves_nothing_
     assert "Task exception was never retrieved" not in caplog.text
     assert "AttributeError" not in caplog.text
     assert "Error doing job" not in caplog.text
+
+
+async def test_a_profile_started_again_keeps_its_one_sensor(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Start, stop, start: the model's Idle profile sensor is the same entity throughout."""
+    sensor = "sensor.ollama_test_llama3_2_3b_idle_profile"
+    for _ in range(2):
+        await call(hass, "start_idle_profile", config_entry_id=ENTRY_ID, model=LLAMA)
+        await hass.async_block_till_done()
+        assert hass.states.get(sensor).state == "running"
+        await call(hass, "stop_idle_profile", config_entry_id=ENTRY_ID, model=LLAMA)
+        await hass.async_block_till_done()
+        assert hass.states.get(sensor).state == "unknown"
+    assert "does not generate unique IDs" not in caplog.text
+    assert [
+        s.entity_id for s in hass.states.async_all("sensor") if "idle_profile" in s.entity_id
+    ] == [sensor]

@@ -196,7 +196,9 @@ def async_add_model_entities(
         snapshot = coordinator.data
         models = frozenset(m for m in snapshot.models if when(snapshot, m))
         new = models - known
-        known.intersection_update(models)
+        # Forgotten only once the model is gone: its entities stay while it is there,
+        # also when ``when`` no longer holds (a profile stopped), and are not made twice.
+        known.intersection_update(snapshot.models)
         known.update(new)
         if new:
             async_add_entities(
