@@ -200,10 +200,11 @@ def context_change(changed: Run, repeat: Run) -> Verdict:
         or expanded[0] is not Stage.LOAD
         or not changed.resident_before
         or changed.num_ctx_before == changed.num_ctx_after  # a reload, but not for this
+        or changed.num_ctx_after is None  # not resident after it: no context to compare
     ):
         return cold_vs_repeat(changed, repeat)
     grew = expanded[1]
-    figures: dict[str, Figure] = {"num_ctx": changed.num_ctx_after or 0, "load": Duration(grew)}
+    figures: dict[str, Figure] = {"num_ctx": changed.num_ctx_after, "load": Duration(grew)}
     if changed.num_ctx_before:
         figures["previous_num_ctx"] = changed.num_ctx_before
         said = Sentence("diagnosis_context_reload", figures)
