@@ -258,7 +258,6 @@ async def test_options_flow(hass: HomeAssistant, init_integration: MockConfigEnt
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
     guard = init_integration.runtime_data.guard
-    assert guard is not None
     assert init_integration.runtime_data.household.protected == [
         "binary_sensor.plex_transcoding",
         "switch.game_pc",

@@ -208,26 +208,48 @@ def test_a_diagnosis_is_stored_as_answered_and_read_back_the_same() -> None:
     assert [r.sample for r in again.runs] == [cold.sample, repeat.sample]
 
 
-@given(
-    st.recursive(
-        st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=8),
-        lambda inner: (
-            st.lists(inner, max_size=3)
-            | st.dictionaries(
-                st.sampled_from(
-                    ["pattern", "stage", "model", "scenario", "at", "runs", "num_ctx", "run"]
-                ),
-                inner,
-                max_size=6,
-            )
-        ),
-        max_leaves=12,
-    )
+_VALID = Diagnosis(
+    model="m",
+    scenario=Scenario.MODEL_SWITCH,
+    verdict=model_switch(
+        run("A warm", sample(80.0)),
+        run("B", sample(900.0), model="small", before=False, size=GIB),
+        run("A again", sample(7000.0, load=6500.0), before=False),
+    ),
+    at=datetime(2026, 12, 1, 6, 0, tzinfo=UTC),
+    runs=(run("cold", sample(7000.0, load=6500.0), before=False), run("repeat", sample(300.0))),
+    num_ctx=8192,
+).as_dict()
+_JUNK = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=8,
 )
-def test_a_damaged_stored_diagnosis_is_refused_with_value_error(values: object) -> None:
-    """Whatever the store holds, reading it gives a diagnosis or a ValueError, nothing else."""
+
+
+@given(
+    where=st.lists(st.sampled_from(sorted(_VALID)), min_size=1, max_size=3, unique=True),
+    junk=st.lists(_JUNK, min_size=3, max_size=3),
+    run_field=st.sampled_from(sorted(_VALID["runs"][0])),
+    run_junk=_JUNK,
+)
+def test_a_damaged_stored_diagnosis_is_refused_with_value_error(
+    where: list[str], junk: list[object], run_field: str, run_junk: object
+) -> None:
+    """A stored diagnosis with fields damaged gives a diagnosis or a ValueError, nothing else.
+
+    Each case starts from a valid one, so every field's reader is reached: the verdict's
+    codes, its sentence and figures, the time, the runs and each run's fields.
+    """
+    damaged = {**_VALID, **dict(zip(where, junk, strict=False))}
     with contextlib.suppress(ValueError):
-        Diagnosis.from_dict(values)
+        Diagnosis.from_dict(damaged)
+    runs = [{**_VALID["runs"][0], run_field: run_junk}]
+    with contextlib.suppress(ValueError):
+        Diagnosis.from_dict({**_VALID, "runs": runs})
+    said = {**_VALID["said"], "figures": {"load": run_junk}}
+    with contextlib.suppress(ValueError):
+        Diagnosis.from_dict({**_VALID, "said": said})
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
 from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN
+from custom_components.llm_warmth.core.pins import Pin
 
 from .conftest import ENTRY_ID, LLAMA, ollama_request
 from .ollama_emulator import OllamaEmulator
@@ -126,11 +127,14 @@ async def test_nothing_of_an_unloaded_entry_is_written_after_its_last_save(
     await hass.config_entries.async_unload(ENTRY_ID)
     key = f"{DOMAIN}.{ENTRY_ID}"
     assert hass_storage[key]["data"]["ttft_targets"] == {LLAMA: 2.5}
-    runtime.ttft_targets.set(LLAMA, 9.0)  # a late change of the run that unloaded
+    runtime.ttft_targets.set(LLAMA, 9.0)  # late changes of the run that unloaded:
+    runtime.pins.pin(Pin(model=LLAMA, since=dt_util.utcnow()))  # saved at once, or not at all
+    await hass.async_block_till_done()
     freezer.tick(timedelta(seconds=30))
     async_fire_time_changed(hass)
     await hass.async_block_till_done()
     assert hass_storage[key]["data"]["ttft_targets"] == {LLAMA: 2.5}
+    assert hass_storage[key]["data"]["pins"] == {}
 
 
 async def _until(condition: Callable[[], bool]) -> None:

@@ -10,7 +10,7 @@ the contended minutes. Its record is its own section of the store ("guard").
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Final, override
 
 from homeassistant.core import CALLBACK_TYPE, Event, EventStateChangedData, callback
 from homeassistant.helpers import issue_registry as ir
@@ -82,6 +82,7 @@ class HouseholdGuard(Feature):
         self._releasing: set[str] = set()
         self._shown_minutes = round(self.guard.contended_minutes, 1)
 
+    @override
     def as_stored(self) -> dict[str, object]:
         """Return the guard's record."""
         return self.guard.record.as_dict()

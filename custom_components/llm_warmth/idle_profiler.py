@@ -10,7 +10,7 @@ five minutes and looks again. Profiles are its own section of the store
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Final, override
 
 from homeassistant.core import CALLBACK_TYPE, HassJob, callback
 from homeassistant.exceptions import HomeAssistantError
@@ -62,6 +62,7 @@ class IdleProfiler(Feature):
         # (absent): no baseline yet (after a start, a restart or a probe of ours).
         self._seen: dict[str, tuple[bool, datetime | None]] = {}
 
+    @override
     def as_stored(self) -> dict[str, object]:
         """Return the profiles, by model."""
         return {model: profile.as_dict() for model, profile in self.profiles.items()}

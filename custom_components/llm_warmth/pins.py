@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from typing import override
 
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import HomeAssistant, callback
@@ -34,6 +35,7 @@ class Pins(Feature):
         super().__init__(hass, entry, store, "pins")
         self._book = PinBook(capabilities, stored_records(self.stored, Pin.from_dict, "pin"))
 
+    @override
     def as_stored(self) -> dict[str, object]:
         """Return the pins, by model."""
         return {name: pin.as_dict() for name, pin in self._book.pins.items()}

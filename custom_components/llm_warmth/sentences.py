@@ -7,7 +7,7 @@ it) and fills the figures in.
 
 from __future__ import annotations
 
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.core import HomeAssistant
 from homeassistant.helpers.translation import (
     async_get_cached_translations,
     async_get_translations,
@@ -26,7 +26,6 @@ async def async_load_sentences(hass: HomeAssistant) -> None:
         await async_get_translations(hass, language, "common", {DOMAIN})
 
 
-@callback
 def say(hass: HomeAssistant, *sentences: Sentence) -> str:
     """Return the sentences in Home Assistant's language, one after the other."""
     return _BETWEEN.join(_said(hass, sentence) for sentence in sentences)
