@@ -278,3 +278,13 @@ def test_each_field_of_a_stored_diagnosis_is_checked(key: str, bad: object, why:
     Diagnosis.from_dict(answer)
     with pytest.raises(ValueError, match=why):
         Diagnosis.from_dict({**answer, key: bad})
+
+
+def test_a_context_change_with_no_context_after_is_judged_as_a_cold_start() -> None:
+    """Not resident after the run: no context to compare, so no context change is claimed."""
+    gone = run(
+        "context change", sample(3000.0, load=2800.0), num_ctx_before=512, num_ctx_after=None
+    )
+    verdict = context_change(gone, WARM)
+    assert verdict == cold_vs_repeat(gone, WARM)
+    assert english(verdict.said) == "reloaded without eviction (load 2.8 s)"
