@@ -8,7 +8,6 @@ import pytest
 
 from custom_components.llm_warmth.core.diagnose import (
     GIB,
-    Diagnosis,
     Pattern,
     Recommendation,
     Run,
@@ -21,6 +20,7 @@ from custom_components.llm_warmth.core.diagnose import (
     runs_table,
     verdict_as_dict,
 )
+from custom_components.llm_warmth.core.diagnosis import Diagnosis
 from custom_components.llm_warmth.core.sentence import Sentence
 from custom_components.llm_warmth.core.ttft import StageBreakdown
 

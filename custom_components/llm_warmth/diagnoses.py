@@ -5,7 +5,7 @@ from __future__ import annotations
 from homeassistant.config_entries import ConfigEntry
 
 from .coordinator import LlmWarmthCoordinator
-from .core.diagnose import Diagnosis
+from .core.diagnosis import Diagnosis
 from .feature import ModelRecords
 from .storage import EntryStore
 

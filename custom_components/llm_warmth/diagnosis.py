@@ -20,7 +20,6 @@ from .agents import agent_context, model_agent
 from .const import DOMAIN, EVENT_DIAGNOSIS_PROGRESS, LOGGER
 from .core.backends.errors import LlmServerError
 from .core.diagnose import (
-    Diagnosis,
     Run,
     Scenario,
     Verdict,
@@ -30,6 +29,7 @@ from .core.diagnose import (
     prefill_per_token,
     prompt_cost,
 )
+from .core.diagnosis import Diagnosis
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
 from .probe_prompts import DEFAULT_PROMPT, LONG_PROMPT, probe_options

@@ -11,7 +11,8 @@ from homeassistant.components.sensor import (
     SensorEntityDescription,
 )
 
-from .core.diagnose import Diagnosis, Pattern
+from .core.diagnose import Pattern
+from .core.diagnosis import Diagnosis
 from .core.idle_profile import verdict as idle_verdict
 from .entity import Followed, ModelEntity
 from .sentences import say
