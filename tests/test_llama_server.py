@@ -19,7 +19,7 @@ from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import async_capture_events
 
-from custom_components.llm_warmth import coordinator as coordinator_module
+from custom_components.llm_warmth import event_stream as event_stream_module
 from custom_components.llm_warmth.const import DOMAIN, EVENT_MODEL_LOADED, EVENT_MODEL_UNLOADED
 from custom_components.llm_warmth.core.backends.detection import detect
 from custom_components.llm_warmth.core.backends.errors import (
@@ -443,8 +443,8 @@ async def test_an_unexpected_event_stream_failure_is_logged_once_until_it_recove
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A bug on every pushed snapshot: one traceback, then debug lines, then 'works again'."""
-    monkeypatch.setattr(coordinator_module, "EVENTS_RETRY_MIN", 0.05)
-    monkeypatch.setattr(coordinator_module, "EVENTS_RETRY_MAX", 0.1)
+    monkeypatch.setattr(event_stream_module, "EVENTS_RETRY_MIN", 0.05)
+    monkeypatch.setattr(event_stream_module, "EVENTS_RETRY_MAX", 0.1)
     entry = await add_server(hass, server.url)
     coordinator = entry.runtime_data.coordinator
     await wait_until(lambda: coordinator.events_connected, 3, "the event stream")

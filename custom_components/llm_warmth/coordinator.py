@@ -6,9 +6,7 @@ module does the I/O, maps errors to Home Assistant's and schedules the polls.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
-import contextlib
 from dataclasses import replace
 from datetime import datetime, timedelta
 import time
@@ -28,8 +26,6 @@ from .const import (
     EVENT_MODEL_LOADED,
     EVENT_MODEL_UNLOADED,
     EVENT_SERVER_RESTARTED,
-    EVENTS_RETRY_MAX,
-    EVENTS_RETRY_MIN,
     FAST_POLL_LIMIT,
     LOGGER,
     SETTLING_SCAN_INTERVAL,
@@ -56,6 +52,7 @@ from .core.ttft import ModelTiming, Stage
 from .data import LlmWarmthConfigEntry
 from .devices import event_subject
 from .errors import update_failed
+from .event_stream import ResidencyEventStream
 from .storage import EntryStore, stored_records
 
 # Told what each poll, push or probe changed.
@@ -111,7 +108,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self._settling_since: float | None = None
         self._shut_down = False
         # The server's event stream, where it has one, replaces fast polling while it is up.
-        self.events_connected = False
+        self._events: ResidencyEventStream | None = None
         # How many snapshots it pushed, and the last one.
         self._pushed: tuple[int, tuple[ResidentModel, ...]] = (0, ())
         # Called after every poll, changed or not (listeners hear of changes only).
@@ -154,59 +151,31 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             self._unsub_fast_poll()
             self._unsub_fast_poll = None
 
+    @property
+    def events_connected(self) -> bool:
+        """Return True while the server's event stream reports residency."""
+        return self._events is not None and self._events.connected
+
     @callback
     def async_start_events(self) -> None:
-        """Follow the server's residency events, where it pushes them, until unload."""
-        if isinstance(self.client, PushesResidency) and self.client.capabilities.pushes_events:
-            self.config_entry.async_create_background_task(
-                self.hass, self._async_follow_events(self.client), f"{self.name} events"
-            )
-
-    async def _async_follow_events(self, client: PushesResidency) -> None:
-        """Take each residency change the server announces; reconnect with backoff.
+        """Follow the server's residency events, where it pushes them, until unload.
 
         Polls go on at the regular interval all the same (they read the version and the
-        installed models, and they tell when the server is gone).
+        installed models, and they tell when the server is gone); while the stream is
+        down, fast polls take over.
         """
-        delay = EVENTS_RETRY_MIN
-        # An unexpected failure is logged with its traceback once; until the stream works
-        # again the same failure on every retry goes to the debug log only.
-        failed_unexpectedly = False
-        while not self._shut_down:
-            connected_at: float | None = None
-            try:
-                async with contextlib.aclosing(client.residency_events()) as events:
-                    async for resident in events:
-                        if connected_at is None:
-                            connected_at = time.monotonic()
-                            self.events_connected = True
-                            LOGGER.debug("%s: following the server's events", self.name)
-                        self._observe_pushed(resident)
-                        if failed_unexpectedly:
-                            LOGGER.info("%s: the event stream works again", self.name)
-                            failed_unexpectedly = False
-            except LlmServerError as err:
-                LOGGER.debug("%s: event stream: %s; retrying in %s s", self.name, err, delay)
-            except Exception:
-                if failed_unexpectedly:
-                    LOGGER.debug(
-                        "%s: the event stream failed again; retrying in %s s",
-                        self.name,
-                        delay,
-                        exc_info=True,
-                    )
-                else:
-                    LOGGER.exception(
-                        "%s: the event stream failed; retrying in %s s", self.name, delay
-                    )
-                    failed_unexpectedly = True
-            finally:
-                self.events_connected = False
-            if connected_at is not None and time.monotonic() - connected_at > EVENTS_RETRY_MAX:
-                delay = EVENTS_RETRY_MIN  # it worked for a while: start the backoff afresh
-            self._arm_fast_poll()  # polling takes over while the stream is down
-            await asyncio.sleep(delay)
-            delay = min(2 * delay, EVENTS_RETRY_MAX)
+        if isinstance(self.client, PushesResidency) and self.client.capabilities.pushes_events:
+            self._events = ResidencyEventStream(
+                self.name,
+                self.client,
+                # Looked up at each push (a test replaces it to make one push fail).
+                observe=lambda resident: self._observe_pushed(resident),  # noqa: PLW0108
+                down=self._arm_fast_poll,
+                stopped=lambda: self._shut_down,
+            )
+            self.config_entry.async_create_background_task(
+                self.hass, self._events.async_follow(), f"{self.name} events"
+            )
 
     @callback
     def _observe_pushed(self, resident: tuple[ResidentModel, ...]) -> None:

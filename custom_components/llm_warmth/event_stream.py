@@ -1,0 +1,76 @@
+"""Following a server's residency event stream: reconnect with backoff, a failure logged once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+import contextlib
+import time
+
+from .const import EVENTS_RETRY_MAX, EVENTS_RETRY_MIN, LOGGER
+from .core.backends.base import PushesResidency
+from .core.backends.errors import LlmServerError
+from .core.backends.types import ResidentModel
+
+
+class ResidencyEventStream:
+    """Reads what one server pushes of its residency, for its coordinator, until stopped."""
+
+    def __init__(
+        self,
+        name: str,
+        client: PushesResidency,
+        *,
+        observe: Callable[[tuple[ResidentModel, ...]], None],
+        down: Callable[[], None],
+        stopped: Callable[[], bool],
+    ) -> None:
+        """Hand each pushed residency to ``observe``; call ``down`` whenever the stream is."""
+        self._name = name
+        self._client = client
+        self._observe = observe
+        self._down = down
+        self._stopped = stopped
+        self.connected = False
+
+    async def async_follow(self) -> None:
+        """Take each residency change the server announces; reconnect with backoff."""
+        delay = EVENTS_RETRY_MIN
+        # An unexpected failure is logged with its traceback once; until the stream works
+        # again the same failure on every retry goes to the debug log only.
+        failed_unexpectedly = False
+        while not self._stopped():
+            connected_at: float | None = None
+            try:
+                async with contextlib.aclosing(self._client.residency_events()) as events:
+                    async for resident in events:
+                        if connected_at is None:
+                            connected_at = time.monotonic()
+                            self.connected = True
+                            LOGGER.debug("%s: following the server's events", self._name)
+                        self._observe(resident)
+                        if failed_unexpectedly:
+                            LOGGER.info("%s: the event stream works again", self._name)
+                            failed_unexpectedly = False
+            except LlmServerError as err:
+                LOGGER.debug("%s: event stream: %s; retrying in %s s", self._name, err, delay)
+            except Exception:
+                if failed_unexpectedly:
+                    LOGGER.debug(
+                        "%s: the event stream failed again; retrying in %s s",
+                        self._name,
+                        delay,
+                        exc_info=True,
+                    )
+                else:
+                    LOGGER.exception(
+                        "%s: the event stream failed; retrying in %s s", self._name, delay
+                    )
+                    failed_unexpectedly = True
+            finally:
+                self.connected = False
+            if connected_at is not None and time.monotonic() - connected_at > EVENTS_RETRY_MAX:
+                delay = EVENTS_RETRY_MIN  # it worked for a while: start the backoff afresh
+            self._down()  # polling takes over while the stream is down
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, EVENTS_RETRY_MAX)
