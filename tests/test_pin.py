@@ -10,6 +10,7 @@ from homeassistant.const import STATE_OFF, STATE_ON
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError, Unauthorized
 from homeassistant.util import dt as dt_util
+import probatio as vol
 import pytest
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
@@ -196,11 +197,16 @@ async def test_pin_refusals_are_translated(
     for data, key in (
         ({"model": "nope:1b"}, "model_not_found"),
         ({"model": LLAMA, "until": "2020-01-01T00:00:00"}, "keep_until_past"),
+        ({"model": LLAMA, "until": "9999-12-31T00:00:00"}, "keep_too_far"),
+        ({"model": LLAMA, "until": "9999-12-31T23:59:59+00:00"}, "keep_too_far"),
         ({}, "no_model_target"),
     ):
         with pytest.raises(ServiceValidationError) as err:
             await call(hass, "pin", config_entry_id=ENTRY_ID, **data)
         assert err.value.translation_key == key
+    with pytest.raises(vol.Invalid, match="at most"):
+        await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA, **{"for": {"days": 10**7}})
+    assert not any(r.path == "/api/generate" for r in emulator.requests)  # nothing was sent
     emulator.inject("/api/generate", status=500, body="boom")
     with pytest.raises(HomeAssistantError) as failed:
         await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA)

@@ -98,6 +98,7 @@ async def test_preload_refusals_are_translated(
     # A keep under a second would be keep_alive 0: an unload.
     with pytest.raises(vol.Invalid):
         await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, keep_for={"seconds": 0})
+
     emulator.inject("/api/generate", status=500, body="boom")
     with pytest.raises(HomeAssistantError) as failed:
         await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA)
@@ -110,6 +111,26 @@ async def test_preload_refusals_are_translated(
             blocking=True,
             context=Context(user_id=hass_read_only_user.id),
         )
+
+
+async def test_a_far_future_keep_is_refused_in_words_before_anything_is_sent(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """Ten million days, or the last day of 9999: refused, not an OverflowError after a send."""
+    sent = len(generate_requests(emulator))
+    for keep_until in ("9999-12-31T00:00:00", "9999-12-31T23:59:59+00:00", "2040-01-01"):
+        with pytest.raises(ServiceValidationError) as err:
+            await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, keep_until=keep_until)
+        assert err.value.translation_key == "keep_too_far"
+        assert err.value.translation_placeholders["days"] == "3650"
+    for keep_for in ({"days": 10_000_000}, {"days": 3651}):
+        with pytest.raises(vol.Invalid, match="at most"):
+            await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, keep_for=keep_for)
+    assert len(generate_requests(emulator)) == sent  # nothing reached the server
+    # Ten years is the most, and is asked for as it is.
+    answer = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, keep_for={"days": 3650})
+    assert answer["already_resident"] is False
+    assert generate_requests(emulator)[-1]["keep_alive"] == 3650 * 86400
 
 
 async def test_a_server_that_keeps_models_by_itself_says_so(

@@ -63,7 +63,11 @@ WARM_UP_PROMPT: Final = "Hello."
 # The turn after it, where the server reports what its prompt cache kept.
 NEXT_TURN_PROMPT: Final = "What time is it?"
 
-_DURATION = vol.All(cv.positive_time_period, vol.Range(min=timedelta(seconds=1)))
+# The longest keep asked for by a time or a duration (ten years): every server can hold it
+# and every clock can count it (Ollama drops a model at once when asked for more than
+# about 9.2e9 s, Python's dates end in 9999). For ever is keep_forever, or a pin without end.
+MAX_KEEP: Final = timedelta(days=3650)
+_DURATION = vol.All(cv.positive_time_period, vol.Range(min=timedelta(seconds=1), max=MAX_KEEP))
 
 EVICT_SCHEMA = vol.Schema(
     {
@@ -175,14 +179,7 @@ def _keep_seconds(call: ServiceCall, entry: LlmWarmthConfigEntry) -> float | Non
     elif ATTR_KEEP_FOR in call.data:
         seconds = call.data[ATTR_KEEP_FOR].total_seconds()
     elif ATTR_KEEP_UNTIL in call.data:
-        until = dt_util.as_utc(dt_util.as_local(call.data[ATTR_KEEP_UNTIL]))
-        seconds = (until - dt_util.utcnow()).total_seconds()
-        if seconds < 1:
-            raise ServiceValidationError(
-                translation_domain=DOMAIN,
-                translation_key="keep_until_past",
-                translation_placeholders={"until": until.isoformat()},
-            )
+        seconds = (_end(call, ATTR_KEEP_UNTIL) - dt_util.utcnow()).total_seconds()
     else:
         return None
     if not entry.runtime_data.client.capabilities.requests_set_keep_and_context:
@@ -285,8 +282,31 @@ def _pin_end(call: ServiceCall) -> datetime | None:
         return dt_util.utcnow() + duration
     if ATTR_UNTIL not in call.data:
         return None
-    until = dt_util.as_utc(dt_util.as_local(call.data[ATTR_UNTIL]))
-    if (until - dt_util.utcnow()).total_seconds() < 1:
+    return _end(call, ATTR_UNTIL)
+
+
+def _end(call: ServiceCall, key: str) -> datetime:
+    """Return the time the call gives at ``key`` (UTC); refuse one past or too far ahead.
+
+    Refused in words before anything is sent: a time at least a second ahead, at most
+    ``MAX_KEEP``.
+    """
+    given: datetime = call.data[key]
+    try:
+        until = dt_util.as_utc(dt_util.as_local(given))
+    except OverflowError:  # a naive 9999-12-31 in a zone behind UTC
+        until = None
+    now = dt_util.utcnow()
+    if until is None or until - now > MAX_KEEP:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="keep_too_far",
+            translation_placeholders={
+                "until": given.isoformat(),
+                "days": str(MAX_KEEP.days),
+            },
+        )
+    if (until - now).total_seconds() < 1:
         raise ServiceValidationError(
             translation_domain=DOMAIN,
             translation_key="keep_until_past",
