@@ -43,7 +43,10 @@ timestamps = st.one_of(
 )
 texts = st.one_of(
     st.text(max_size=12),
-    st.sampled_from(["llama3.2:3b", "tiny:latest", "x" * 300, "²", "\x00", "0.9.3"]),
+    # A lone surrogate ("\\ud800" in JSON) reads as a str, and breaks every JSON write after.
+    st.sampled_from(
+        ["llama3.2:3b", "tiny:latest", "x" * 300, "²", "\x00", "0.9.3", "\ud800", "a\udfff"]
+    ),
 )
 json_values = st.recursive(
     st.one_of(st.none(), numbers, texts, timestamps),
@@ -146,7 +149,7 @@ expiries = (st.one_of(recent, st.just("0001-01-01T00:00:00Z")), TIME_EDGES)
 names = st.sampled_from(["llama3.2:3b", "qwen3:8b", "tiny:latest", "new:1b"])
 resident_entry = shaped(
     {
-        "name": (names, ("", "x" * 300, "\x00", 7)),
+        "name": (names, ("", "x" * 300, "\x00", 7, "\ud800")),
         "model": names,
         "size": sizes,
         "size_vram": sizes,
@@ -277,7 +280,7 @@ def exporter_lines(names: list[str]) -> st.SearchStrategy[str]:
 llama_statuses = st.sampled_from(["unloaded", "loading", "loaded", "sleeping", "failed", "x"])
 llama_model_entry = shaped(
     {
-        "id": (st.sampled_from(["tiny", "big", "qwen3-8b"]), ("", "x" * 300, 7)),
+        "id": (st.sampled_from(["tiny", "big", "qwen3-8b"]), ("", "x" * 300, 7, "\ud800")),
         "status": shaped(
             {
                 "value": llama_statuses,
@@ -343,7 +346,7 @@ def openai_streams(draw: st.DrawFn) -> tuple[int, bytes]:
 swap_states = st.sampled_from(["stopped", "starting", "ready", "stopping", "shutdown", "?"])
 running_entry = shaped(
     {
-        "model": (st.sampled_from(["tiny", "big"]), ("", "x" * 300, 7)),
+        "model": (st.sampled_from(["tiny", "big"]), ("", "x" * 300, 7, "\ud800")),
         "state": swap_states,
         "ttl": numbers,
     }
@@ -354,7 +357,7 @@ swap_models_reply = shaped(
         "data": st.lists(
             shaped(
                 {
-                    "id": (st.sampled_from(["tiny", "big", "small"]), ("", 7)),
+                    "id": (st.sampled_from(["tiny", "big", "small"]), ("", 7, "\ud800")),
                     "owned_by": st.just("llama-swap"),
                     "meta": shaped(
                         {"llamaswap": shaped({"type": st.sampled_from(["model", "alias"])})}
@@ -366,7 +369,11 @@ swap_models_reply = shaped(
     }
 )
 model_status = shaped(
-    {"id": (st.sampled_from(["tiny", "big"]), ("", 7)), "state": swap_states, "peerID": texts}
+    {
+        "id": (st.sampled_from(["tiny", "big"]), ("", 7, "\ud800")),
+        "state": swap_states,
+        "peerID": texts,
+    }
 )
 
 

@@ -5,6 +5,7 @@ emulators answer the next request with it.
 """
 
 import contextlib
+import json
 import math
 
 import aiohttp
@@ -12,8 +13,14 @@ from hypothesis import given
 import pytest
 
 from custom_components.llm_warmth.core.backends.errors import LlmServerError
-from custom_components.llm_warmth.core.backends.llama_server import LlamaServerClient
-from custom_components.llm_warmth.core.backends.llama_swap import LlamaSwapClient
+from custom_components.llm_warmth.core.backends.llama_server import (
+    LlamaServerClient,
+    _status_events as llama_server_events,
+)
+from custom_components.llm_warmth.core.backends.llama_swap import (
+    LlamaSwapClient,
+    _ready_events as llama_swap_events,
+)
 from custom_components.llm_warmth.core.backends.replies import (
     MAX_DURATION_NS,
     MAX_TEXT,
@@ -64,6 +71,7 @@ def assert_sane(models: tuple[ResidentModel, ...]) -> None:
     assert len({m.name for m in models}) == len(models)
     for model in models:
         assert 0 < len(model.name) <= MAX_TEXT
+        model.name.encode()  # valid text: it goes into JSON
         assert model.state in ResidencyState
         assert model.context_length is None or 1 <= model.context_length <= MAX_TOKENS
 
@@ -153,3 +161,42 @@ async def test_llama_swap_events(
         await follow()
     for resident in seen:
         assert_sane(resident)
+
+
+LONE_SURROGATE = '"\\ud800"'  # JSON for a lone surrogate: a str in Python, no text for JSON
+
+
+async def test_a_lone_surrogate_fails_the_reply_of_llama_server_and_llama_swap(
+    llama_client: LlamaServerClient,
+    llama: LlamaServerEmulator,
+    swap_client: LlamaSwapClient,
+    swap: LlamaSwapEmulator,
+) -> None:
+    """A name that is not valid text fails its reply, as any malformed reply does."""
+    llama.inject(
+        "/models",
+        status=200,
+        body='{"data":[{"id":' + LONE_SURROGATE + ',"status":{"value":"loaded"}}]}',
+    )
+    with pytest.raises(LlmServerError, match="not valid Unicode"):
+        await llama_client.running_models()
+    swap.fail_next(
+        "/running", 200, '{"running":[{"model":' + LONE_SURROGATE + ',"state":"ready"}]}'
+    )
+    with pytest.raises(LlmServerError, match="not valid Unicode"):
+        await swap_client.running_models()
+    # Valid text, escaped or not, passes.
+    assert [m.name for m in await llama_client.running_models()] == []
+
+
+@pytest.mark.parametrize("name", ["", "x" * 300_000, 7, None])
+def test_an_event_names_a_model_as_a_reply_must(name: object) -> None:
+    """One check of a model name, wherever it is read: the event streams' too."""
+    assert llama_server_events({"model": name, "data": {"status": "loaded"}}) == []
+    envelope = {"type": "modelStatus", "data": json.dumps([{"id": name, "state": "ready"}])}
+    assert llama_swap_events(envelope) == []
+    assert llama_server_events({"model": "tiny", "data": {"status": "loaded"}}) == [
+        ("tiny", "loaded")
+    ]
+    envelope = {"type": "modelStatus", "data": json.dumps([{"id": "tiny", "state": "ready"}])}
+    assert llama_swap_events(envelope) == [("tiny", "ready")]

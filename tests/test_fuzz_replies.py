@@ -52,6 +52,7 @@ async def client(emulator: OllamaEmulator) -> OllamaClient:
 
 def assert_sane_resident(model: ResidentModel) -> None:
     assert 0 < len(model.name) <= MAX_TEXT
+    model.name.encode()  # valid text: it goes into JSON
     # Memory the server does not report is unknown (None), never 0.
     assert model.size is None or 0 <= model.size <= MAX_BYTES
     if model.size_vram is not None:
@@ -239,3 +240,15 @@ def test_a_load_from_the_event_stream_never_exceeds_the_ttft_less_the_prefill(
     assert 0 <= load <= max(ready_after, 0)
     if prefill is not None:
         assert load <= max(first_after - prefill, 0)
+
+
+async def test_a_lone_surrogate_fails_an_ollama_reply(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    """A name that is not valid text fails its reply (it would break every JSON write after)."""
+    emulator.inject("/api/ps", status=200, body='{"models":[{"name":"\\ud800","model":"x"}]}')
+    with pytest.raises(LlmServerError, match="not valid Unicode"):
+        await client.running_models()
+    emulator.inject("/api/ps", status=200, body=b'{"models":[{"name":"\xed\xa0\x80"}]}')
+    with pytest.raises(LlmServerError, match="not valid Unicode"):
+        await client.running_models()

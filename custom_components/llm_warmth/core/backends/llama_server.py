@@ -54,6 +54,7 @@ from .replies import (
     bounded_int,
     optional_str,
     required_str,
+    valid_name,
 )
 from .types import InstalledModel, ResidencyState, ResidentModel, TimedReply
 
@@ -269,9 +270,9 @@ def _status_events(payload: object) -> list[tuple[str, str]]:
     """Return the (model, status) of one ``/models/sse`` event."""
     if not isinstance(payload, dict):
         return []
-    data, model = payload.get("data"), payload.get("model")
+    data, model = payload.get("data"), valid_name(payload.get("model"))
     status = data.get("status") if isinstance(data, dict) else None
-    return [(model, status)] if isinstance(model, str) and isinstance(status, str) else []
+    return [(model, status)] if model is not None and isinstance(status, str) else []
 
 
 _EVENTS: Final = WatchedStream("/models/sse", "loaded", _status_events)

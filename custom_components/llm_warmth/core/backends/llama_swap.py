@@ -34,7 +34,7 @@ from .errors import (
 from .events import StateWatch, sse_payloads
 from .http import HttpClient, status_error, unexpected
 from .openai_stream import WatchedStream, timed_load_ns, timed_openai_generation
-from .replies import MAX_TEXT, decode_json, optional_str, required_str
+from .replies import MAX_TEXT, decode_json, optional_str, required_str, valid_name
 from .types import InstalledModel, ResidencyState, ResidentModel, TimedReply
 
 LLAMA_SWAP_CAPABILITIES: Final = Capabilities(
@@ -267,7 +267,9 @@ def _ready_events(payload: object) -> list[tuple[str, str]]:
     return [
         (s["id"], s["state"])
         for s in statuses
-        if isinstance(s, dict) and isinstance(s.get("id"), str) and isinstance(s.get("state"), str)
+        if isinstance(s, dict)
+        and valid_name(s.get("id")) is not None
+        and isinstance(s.get("state"), str)
     ]
 
 

@@ -42,21 +42,53 @@ def _reject_constant(name: str) -> float:
 
 
 def decode_json(data: bytes | str) -> Any:
-    """Decode JSON, refusing NaN/Infinity and mapping every failure to ``ValueError``.
+    """Decode JSON, refusing NaN/Infinity and text that is not valid Unicode.
+
+    Every failure is a ``ValueError``.
 
     Deeply nested input makes the decoder recurse until ``RecursionError``: that is a
     malformed reply too.
     """
     try:
-        return json.loads(data, parse_constant=_reject_constant)
+        decoded = json.loads(data, parse_constant=_reject_constant)
     except RecursionError as err:
         raise ValueError("JSON nested too deeply") from err
+    _check_text(decoded)
+    return decoded
+
+
+class InvalidText(ValueError):
+    """A reply's JSON holds a text that is not valid Unicode."""
+
+
+def _check_text(decoded: object) -> None:
+    """Raise ``ValueError`` when a text in ``decoded`` is not valid Unicode.
+
+    JSON can carry a lone surrogate (an escaped U+D800): Python reads it, and every later JSON
+    write of Home Assistant (states, registries, the store) fails on it. Every string a
+    server sends, keys too, must be text before it goes anywhere.
+    """
+    pending = [decoded]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as err:
+                raise InvalidText(f"a text that is not valid Unicode: {value!r}") from err
+        elif isinstance(value, dict):
+            pending.extend(value)
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
 
 
 def decode_object(body: bytes, path: str) -> dict[str, Any]:
     """Decode a JSON object or raise ``LlmServerResponseError``."""
     try:
         payload = decode_json(body)
+    except InvalidText as err:
+        raise LlmServerResponseError(f"{path}: {err}") from err
     except ValueError as err:
         raise LlmServerResponseError(f"{path}: reply is not JSON") from err
     if not isinstance(payload, dict):
@@ -118,18 +150,27 @@ def optional_bounded_int(
     return None if value is None else bounded_int(value, key, maximum, minimum)
 
 
+def valid_name(value: object) -> str | None:
+    """Return ``value`` when it is a text that can name something (a model, a version).
+
+    One to ``MAX_TEXT`` characters; the JSON reader already refused text that is not
+    valid Unicode. None for anything else. Every name a server sends is read with it,
+    from a reply or from an event stream.
+    """
+    return value if isinstance(value, str) and 0 < len(value) <= MAX_TEXT else None
+
+
 def required_str(item: Mapping[str, Any], key: str) -> str:
     """Return the non-empty string at ``key``, at most ``MAX_TEXT`` characters."""
-    value = item.get(key)
-    if not isinstance(value, str) or not value or len(value) > MAX_TEXT:
+    value = valid_name(item.get(key))
+    if value is None:
         raise ValueError(f"'{key}' is missing, not a string or too long")
     return value
 
 
 def optional_str(item: Mapping[str, Any], key: str) -> str | None:
     """Return the string at ``key``; None when it is absent, empty, too long or not a string."""
-    value = item.get(key)
-    return value if isinstance(value, str) and 0 < len(value) <= MAX_TEXT else None
+    return valid_name(item.get(key))
 
 
 def parse_timestamp(value: object) -> datetime | None:
