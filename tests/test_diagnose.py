@@ -21,6 +21,11 @@ from custom_components.llm_warmth.const import (
     EVENT_DIAGNOSIS_PROGRESS,
 )
 from custom_components.llm_warmth.diagnostics import async_get_config_entry_diagnostics
+from custom_components.llm_warmth.probe_prompts import (
+    DEFAULT_PROMPT,
+    LONG_PROMPT,
+    WARM_UP_PROMPT,
+)
 
 from .conftest import ENTRY_ID, LLAMA, QWEN, add_ollama_agent
 from .e2e import add_server, wait_until
@@ -79,6 +84,13 @@ async def test_short_vs_long_prices_the_prompt(
     assert answer["pattern"] == "prompt_cost"
     assert answer["prefill_ms_per_token"] > 0
     assert answer["verdict"].startswith(f"prefill {answer['prefill_ms_per_token']:.2f} ms per")
+    # No run repeats the prompt of the run before it: the prompt cache helps none of them.
+    prompts = [
+        r.json["messages"][-1]["content"]
+        for r in emulator.requests
+        if r.path == "/api/chat" and r.json["model"] == LLAMA
+    ][-3:]
+    assert prompts == [WARM_UP_PROMPT, DEFAULT_PROMPT, LONG_PROMPT]
 
 
 async def test_a_switch_between_models_that_do_not_fit(

@@ -32,7 +32,7 @@ from .core.diagnose import (
 from .core.diagnosis import Diagnosis
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
-from .probe_prompts import DEFAULT_PROMPT, LONG_PROMPT, probe_options
+from .probe_prompts import DEFAULT_PROMPT, LONG_PROMPT, WARM_UP_PROMPT, probe_options
 from .sentences import say
 from .targets import (
     ATTR_NUM_CTX,
@@ -292,7 +292,8 @@ async def _async_scenario(
         cold = await prober.probe("cold", model)
         verdict = cold_vs_repeat(cold, await prober.probe("repeat", model))
     elif scenario is Scenario.SHORT_VS_LONG:
-        await prober.probe("warm-up", model)
+        # Loaded first, with a prompt of its own: the short one is not cached.
+        await prober.probe("warm-up", model, WARM_UP_PROMPT)
         short = await prober.probe("short", model)
         long = await prober.probe("long", model, LONG_PROMPT)
         per_token = prefill_per_token(short, long)

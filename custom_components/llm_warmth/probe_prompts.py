@@ -15,6 +15,11 @@ LONG_PROMPT: Final = " ".join(
         ),
     ]
 )
+# The warm-up of a comparison: a prompt that shares nothing with the ones compared after it
+# but the chat template, so that the server's prompt cache helps neither of them (a short
+# run that repeated the warm-up's prompt was served from the cache: its prefill near 0
+# overstated what a prompt token costs by about 15 % on the real Ollama 0.9.3).
+WARM_UP_PROMPT: Final = "Count from one to three."
 # A probe asks for a few tokens only: enough for a decode rate, quick to finish.
 DEFAULT_NUM_PREDICT: Final = 16
 
