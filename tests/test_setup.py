@@ -80,3 +80,31 @@ def test_the_server_kit_names_what_it_can_start(tmp_path: Path) -> None:
     # Nothing runs under a new prefix: no variable is printed.
     listed = subprocess.run([*kit, "env"], capture_output=True, text=True, env=env, check=False)
     assert (listed.returncode, listed.stdout) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("closing", "said"),
+    [
+        (
+            "====== 671 passed, 40 skipped in 180.12s (0:03:00) ======",
+            "scripts/test: 40 tests skipped",
+        ),
+        (
+            "== 1 failed, 3 passed, 1 skipped, 2 warnings in 1.50s ==",
+            "scripts/test: 1 tests skipped",
+        ),
+        ("======= 711 passed in 734.35s (0:12:14) ========", "scripts/test: no test skipped"),
+    ],
+)
+def test_the_test_command_says_how_many_tests_were_skipped_and_how_to_run_them(
+    tmp_path: Path, closing: str, said: str
+) -> None:
+    """scripts/test ends with the count of skipped tests, not only with `s` letters."""
+    log = tmp_path / "pytest.log"
+    # A test's output line that looks like a closing line comes before the real one.
+    log.write_text(f"tests/test_x.py ss.\n== 9 skipped in 0.1s ==\nnoise\n{closing}\n")
+    result = _run("scripts/skipped", str(log))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(said)
+    assert ("scripts/llm_servers start" in result.stdout) is ("no test" not in said)
+    assert "scripts/skipped" in (ROOT / "scripts" / "test").read_text()
