@@ -168,3 +168,36 @@ def test_a_probe_that_loaded_the_model_and_one_that_waited() -> None:
     )
     assert changes == [ColdStartObserved("big", probe)]
     assert monitor.probe_failed("nothing") == []
+
+
+def test_a_load_we_asked_for_is_timed_exactly_and_nobody_waited_for_it() -> None:
+    monitor = ServerMonitor(LLAMA_SERVER_CAPABILITIES)
+    monitor.observe(version="b1", resident=(), installed=(), now=T0, monotonic=0)
+    monitor.probe_started("big", monotonic=1)
+    # The poll while it loads, and the one right after: ours, not another client's.
+    for second in (5, 8):
+        _, changes = monitor.observe(
+            version=None, resident=(model("big"),), installed=None, now=at(second), monotonic=second
+        )
+        assert changes == []
+    (load,) = monitor.own_load_finished(
+        "big", seconds=7.0004, was_resident=False, monotonic=8, announce_window=10
+    )
+    assert isinstance(load, LoadObserved)
+    assert (load.waited, load.probe) == (False, None)
+    assert (load.figures.load_seconds, load.figures.load_source) == (7.0, "client")
+    assert load.figures.cold_request_seconds is None
+    assert monitor.timings["big"].load_seconds == 7.0
+    # Polls after it see nothing new.
+    _, changes = monitor.observe(
+        version=None, resident=(model("big"),), installed=None, now=at(12), monotonic=12
+    )
+    assert changes == []
+    # Resident already, no new runner: nothing was loaded.
+    monitor.probe_started("big", monotonic=13)
+    assert (
+        monitor.own_load_finished(
+            "big", seconds=0.01, was_resident=True, monotonic=13, announce_window=10
+        )
+        == []
+    )

@@ -19,7 +19,12 @@ from pytest_homeassistant_custom_component.common import (
     async_fire_time_changed,
 )
 
-from custom_components.llm_warmth.const import DOMAIN, EVENT_PIN_REASSERTED
+from custom_components.llm_warmth.const import (
+    DOMAIN,
+    EVENT_COLD_START,
+    EVENT_MODEL_LOADED,
+    EVENT_PIN_REASSERTED,
+)
 
 from .conftest import ENTRY_ID, GIB, LLAMA, QWEN, model_id, ollama_request
 from .e2e import add_server, wait_until
@@ -96,11 +101,18 @@ async def test_pin_keeps_the_model_and_asserts_it_again(
     # The server restarts: the first poll that reaches it again loads the model.
     await emulator.restart()
     assert LLAMA not in emulator.loaded
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    cold_starts = async_capture_events(hass, EVENT_COLD_START)
     await next_poll(hass, emulator, 20)
     await wait_until(lambda: LLAMA in emulator.loaded, 5, "pinned model loaded again")
+    await wait_until(lambda: len(reasserted) == 2, 5, "the re-assertion's event")
     assert [e.data["reason"] for e in reasserted] == ["expiry_shortened", "gone"]
     await next_poll(hass, emulator, 30)
     assert hass.states.get(f"binary_sensor.{SWITCH[7:-10]}_resident").state == STATE_ON
+    # The re-assertion's load: its exact figure, once; nobody waited for it.
+    assert [(e.data["model"], e.data["load_source"]) for e in loaded] == [(LLAMA, "client")]
+    assert loaded[0].data["load_seconds"] == reasserted[-1].data["seconds"]
+    assert cold_starts == []
 
 
 async def test_unpin_hands_back_or_unloads(

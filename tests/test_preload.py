@@ -13,9 +13,13 @@ from homeassistant.exceptions import HomeAssistantError, ServiceValidationError,
 from homeassistant.util import dt as dt_util
 import probatio as vol
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    MockUser,
+    async_capture_events,
+)
 
-from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.const import DOMAIN, EVENT_COLD_START, EVENT_MODEL_LOADED
 from custom_components.llm_warmth.diagnostics import async_get_config_entry_diagnostics
 
 from .conftest import ENTRY_ID, LLAMA, QWEN, add_ollama_agent, model_id
@@ -24,6 +28,7 @@ from .llama_server_emulator import LlamaServerEmulator
 from .ollama_emulator import OllamaEmulator
 from .recording_proxy import RecordingProxy
 from .test_llama_server import server  # noqa: F401 (a fixture)
+from .test_pin import clocks_agree, next_poll  # noqa: F401 (clocks_agree: a fixture)
 
 
 async def preload(hass: HomeAssistant, **data: Any) -> dict[str, Any]:
@@ -283,3 +288,27 @@ async def test_a_warm_up_on_llama_server_reports_the_prompt_cache(
         "What time is it?",
     ]
     await hass.config_entries.async_unload(entry.entry_id)
+
+
+@pytest.mark.usefixtures("clocks_agree")
+async def test_a_load_we_caused_has_its_exact_figure_and_is_no_cold_start(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """A preload's load: the figure the action timed, on the sensor and in the event.
+
+    Nobody waited for it: no cold start. The polls after it do not report it again as
+    another client's load with a polled lower bound.
+    """
+    emulator.models[LLAMA].load_delay = 0.5
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    cold_starts = async_capture_events(hass, EVENT_COLD_START)
+    answer = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, keep_for={"hours": 2})
+    for _ in range(3):
+        await next_poll(hass, emulator)
+    assert [(e.data["model"], e.data["load_source"]) for e in loaded] == [(LLAMA, "client")]
+    assert loaded[0].data["load_seconds"] == answer["load_seconds"] >= 0.5
+    assert loaded[0].data["cold_request_seconds"] is None
+    assert cold_starts == []
+    sensor = hass.states.get("sensor.ollama_test_llama3_2_3b_last_measured_load_duration")
+    assert float(sensor.state) == answer["load_seconds"]
+    assert sensor.attributes["source"] == "client"

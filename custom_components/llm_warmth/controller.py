@@ -171,10 +171,13 @@ class ResidencyController:
                 if not any(d.pin.model == model for d in self._due(running=True)):
                     return
             self.pins.asserted(due, coordinator.utcnow())
-            started = time.monotonic()
             keep, num_ctx = self._asked_for(due.pin)
-            await coordinator.client.load(
-                model, keep_seconds=keep, num_ctx=num_ctx, timeout=GENERATION_TIMEOUT
+            seconds = await coordinator.async_own_load(
+                model,
+                lambda: coordinator.client.load(
+                    model, keep_seconds=keep, num_ctx=num_ctx, timeout=GENERATION_TIMEOUT
+                ),
+                was_resident=model in coordinator.data.held,
             )
         except (LlmServerError, HomeAssistantError) as err:
             if model not in self._failing:  # once per failing streak
@@ -187,12 +190,8 @@ class ResidencyController:
             self._failing.discard(model)
             LOGGER.info("%s: %s is pinned again", coordinator.name, model)
         coordinator.fire(
-            EVENT_PIN_REASSERTED,
-            model=model,
-            reason=due.reason.value,
-            seconds=round(time.monotonic() - started, 3),
+            EVENT_PIN_REASSERTED, model=model, reason=due.reason.value, seconds=round(seconds, 3)
         )
-        await coordinator.async_refresh()
 
     async def evict(
         self, models: list[str] | None, *, timeout: float, keep_pins: bool = False
@@ -254,11 +253,14 @@ class ResidencyController:
         coordinator = self._coordinator
         await self._read()
         already = model in coordinator.data.held
-        started = time.monotonic()
-        await coordinator.client.load(
-            model, keep_seconds=keep_seconds, num_ctx=num_ctx, timeout=timeout
+        took = await coordinator.async_own_load(
+            model,
+            lambda: coordinator.client.load(
+                model, keep_seconds=keep_seconds, num_ctx=num_ctx, timeout=timeout
+            ),
+            was_resident=already,
         )
-        seconds = None if already else round(time.monotonic() - started, 3)
+        seconds = None if already else round(took, 3)
         if keep_seconds is not None and keep_seconds > 0:
             self.preloaded_until[model] = coordinator.utcnow() + timedelta(seconds=keep_seconds)
         else:

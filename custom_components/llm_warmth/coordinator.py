@@ -6,7 +6,7 @@ module does the I/O, maps errors to Home Assistant's and schedules the polls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 import time
@@ -284,7 +284,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
                     self.fire(
                         EVENT_MODEL_LOADED, model=change.model, **change.figures.as_event_data()
                     )
-                    self._fire_cold_start(change.model, change.figures, change.probe)
+                    if change.waited:  # a preload or a pin: nobody waited for it
+                        self._fire_cold_start(change.model, change.figures, change.probe)
                 case ColdStartObserved():
                     self._fire_cold_start(change.model, LoadFigures(), change.probe)
                 case _:
@@ -372,6 +373,40 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self._store.async_delay_save()
         self._publish_timings()
         return replace(probe, resident_before=before)
+
+    async def async_own_load(
+        self, model: str, load: Callable[[], Awaitable[None]], *, was_resident: bool
+    ) -> float:
+        """Run ``load`` (a preload's or a pin's request) as ours; return its seconds.
+
+        The load it causes gets its exact figure and is no cold start (nobody waited for
+        it); polls while it runs do not report it as another client's. Raise what ``load``
+        raises; nothing is recorded then.
+        """
+        self.monitor.probe_started(model, monotonic=time.monotonic())
+        self._publish_timings()
+        started = time.monotonic()
+        try:
+            await load()
+            seconds = time.monotonic() - started
+            # What the request did to residency, read while it still counts as ours.
+            await self.async_refresh()
+        except BaseException:  # failed or cancelled: no load of ours to announce
+            self._handle(self.monitor.probe_failed(model))
+            self._publish_timings()
+            raise
+        self._handle(
+            self.monitor.own_load_finished(
+                model,
+                seconds=seconds,
+                was_resident=was_resident,
+                monotonic=time.monotonic(),
+                announce_window=2 * self.normal_interval.total_seconds() + 5,
+            )
+        )
+        self._store.async_delay_save()
+        self._publish_timings()
+        return seconds
 
     @callback
     def _publish_timings(self) -> None:

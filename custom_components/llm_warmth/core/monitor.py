@@ -74,11 +74,16 @@ class ProbeResult:
 
 @dataclass(frozen=True, slots=True)
 class LoadObserved:
-    """A model came into memory; ``probe`` is set when the integration's probe loaded it."""
+    """A model came into memory; ``probe`` is set when the integration's probe loaded it.
+
+    ``waited``: a request waited for the load (a cold start). A load the integration asked
+    for itself (a preload, a pin, a pin asserted again) is one nobody waited for.
+    """
 
     model: str
     figures: LoadFigures
     probe: ProbeResult | None = None
+    waited: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,12 +272,41 @@ class ServerMonitor:
         self._tracker.evicting(model, now=now)
 
     def probe_started(self, model: str, *, monotonic: float) -> None:
-        """Note that a probe of ``model`` sends its request now."""
+        """Note that a request of ours (a probe, a load) to ``model`` is sent now."""
         self._tracker.request_started(model, monotonic=monotonic)
 
     def probe_failed(self, model: str) -> list[MonitorChange]:
-        """Note that a probe failed or was cancelled: what polling saw meanwhile is not its."""
+        """Note that a request of ours failed or was cancelled: what polls saw is not its."""
         return self._held(self._tracker.request_finished(model))
+
+    def own_load_finished(
+        self,
+        model: str,
+        *,
+        seconds: float,
+        was_resident: bool,
+        monotonic: float,
+        announce_window: float,
+    ) -> list[MonitorChange]:
+        """Record a load the integration asked for (preload, pin) that took ``seconds``.
+
+        Call after a poll taken right after the request. It loaded the model when the
+        model was not resident before, or when a new runner showed up while it ran (a
+        reload for its num_ctx): then its figure is exact (the integration timed the
+        request, which the server answers once the model is ready), and it is no cold
+        start: nobody waited for it. Polls within ``announce_window`` seconds that still
+        see the load give no event of their own.
+        """
+        end = self._tracker.request_finished(model)
+        if end.covered or not (not was_resident or end.new_runner):
+            return self._held(end)
+        self._tracker.announce_load(model, expect_until=monotonic + announce_window)
+        figures = LoadFigures(
+            load_seconds=round(seconds, 3),
+            load_source=FigureSource.CLIENT,
+            reloaded=was_resident,
+        )
+        return [self._load(LoadObserved(model, figures, waited=False))]
 
     def _held(self, end: OwnRequestEnd) -> list[MonitorChange]:
         return [self._residency_change(end.held)] if end.held is not None else []
