@@ -51,6 +51,7 @@ async def test_evict_a_model_shows_at_once(
     answer = await evict(hass, device_id=device.id)
     assert answer == {
         "unloaded": [LLAMA],
+        "unpinned": [],
         "not_resident": [],
         "summary": f"unloaded {LLAMA}",
     }
@@ -61,7 +62,12 @@ async def test_evict_a_model_shows_at_once(
     assert [(e.data["model"], e.data["reason"]) for e in unloaded] == [(LLAMA, "on_request")]
     # Again: nothing to do.
     again = await evict(hass, config_entry_id=ENTRY_ID, model=LLAMA)
-    assert again == {"unloaded": [], "not_resident": [LLAMA], "summary": f"not resident: {LLAMA}"}
+    assert again == {
+        "unloaded": [],
+        "unpinned": [],
+        "not_resident": [LLAMA],
+        "summary": f"not resident: {LLAMA}",
+    }
     # A model the server does not have.
     with pytest.raises(ServiceValidationError) as err:
         await evict(hass, config_entry_id=ENTRY_ID, model="llama3.2")
@@ -214,3 +220,15 @@ async def test_evict_reads_the_server_first(
     answer = await evict(hass, config_entry_id=ENTRY_ID, model=LLAMA)
     assert answer["unloaded"] == [LLAMA]
     assert LLAMA not in emulator.loaded
+
+
+async def test_evicting_a_pinned_model_says_it_unpinned_it(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    await hass.services.async_call(
+        DOMAIN, "pin", {"config_entry_id": ENTRY_ID, "model": LLAMA}, blocking=True
+    )
+    answer = await evict(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    assert (answer["unloaded"], answer["unpinned"]) == ([LLAMA], [LLAMA])
+    assert answer["summary"] == f"unloaded {LLAMA}; unpinned {LLAMA}"
+    assert init_integration.runtime_data.pins.pins == {}

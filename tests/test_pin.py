@@ -112,6 +112,7 @@ async def test_pin_keeps_the_model_and_asserts_it_again(
     # The re-assertion's load: its exact figure, once; nobody waited for it.
     assert [(e.data["model"], e.data["load_source"]) for e in loaded] == [(LLAMA, "client")]
     assert loaded[0].data["load_seconds"] == reasserted[-1].data["seconds"]
+    assert reasserted[-1].data["pushed_out"] == []  # nothing else was resident
     assert cold_starts == []
 
 

@@ -312,3 +312,17 @@ async def test_a_load_we_caused_has_its_exact_figure_and_is_no_cold_start(
     sensor = hass.states.get("sensor.ollama_test_llama3_2_3b_last_measured_load_duration")
     assert float(sensor.state) == answer["load_seconds"]
     assert sensor.attributes["source"] == "client"
+
+
+async def test_a_preload_says_what_it_pushed_out(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, make_resident
+) -> None:
+    """3 GiB and 6 GiB on an 8 GiB GPU: loading one pushes the other out, and it says so."""
+    await make_resident(QWEN, keep_alive="1h")
+    answer = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    assert answer["pushed_out"] == [QWEN]
+    assert answer["summary"] == (
+        f"{LLAMA} loaded in {answer['load_seconds']:.1f} s; pushed out of memory: {QWEN}"
+    )
+    again = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    assert (again["pushed_out"], again["summary"]) == ([], f"{LLAMA} was resident already")

@@ -31,12 +31,14 @@ class Preloaded:
     """What a preload did: the model was resident already, or was loaded in ``seconds``.
 
     ``seconds`` is the wall time of the load request as the integration saw it (the server
-    answers once the model is ready).
+    answers once the model is ready). ``pushed_out``: the models the server held before
+    and no longer held once it was loaded (it made room for it).
     """
 
     model: str
     already_resident: bool
     seconds: float | None
+    pushed_out: tuple[str, ...] = ()
 
 
 class ResidencyController:
@@ -172,6 +174,7 @@ class ResidencyController:
                     return
             self.pins.asserted(due, coordinator.utcnow())
             keep, num_ctx = self._asked_for(due.pin)
+            before = set(coordinator.data.held)
             seconds = await coordinator.async_own_load(
                 model,
                 lambda: coordinator.client.load(
@@ -190,7 +193,12 @@ class ResidencyController:
             self._failing.discard(model)
             LOGGER.info("%s: %s is pinned again", coordinator.name, model)
         coordinator.fire(
-            EVENT_PIN_REASSERTED, model=model, reason=due.reason.value, seconds=round(seconds, 3)
+            EVENT_PIN_REASSERTED,
+            model=model,
+            reason=due.reason.value,
+            seconds=round(seconds, 3),
+            # What it made room for it, as the poll right after the load saw it.
+            pushed_out=sorted(before - set(coordinator.data.held) - {model}),
         )
 
     async def evict(
@@ -253,6 +261,7 @@ class ResidencyController:
         coordinator = self._coordinator
         await self._read()
         already = model in coordinator.data.held
+        before = set(coordinator.data.held)
         took = await coordinator.async_own_load(
             model,
             lambda: coordinator.client.load(
@@ -266,7 +275,8 @@ class ResidencyController:
         else:
             self.preloaded_until.pop(model, None)
         await self._until(lambda: model in coordinator.data.held, timeout)
-        return Preloaded(model, already_resident=already, seconds=seconds)
+        pushed_out = tuple(sorted(before - set(coordinator.data.held) - {model}))
+        return Preloaded(model, already, seconds, pushed_out)
 
     async def _read(self) -> None:
         """Read the residency now; raise when the entry unloaded or the poll failed."""

@@ -19,6 +19,7 @@ import probatio as vol
 
 from .agents import agent_system_prompt, model_agent
 from .const import DOMAIN
+from .controller import Preloaded
 from .core.backends.base import KeepAlive
 from .core.pins import PRIORITY_MAX, PRIORITY_MIN, REASSERT_COST, Pin
 from .core.sentence import Number, Sentence
@@ -157,19 +158,32 @@ async def _async_evict(call: ServiceCall) -> ServiceResponse:
     else:
         model, placeholders = known_model(entry, requested)
         models = [model]
+    pinned = set(entry.runtime_data.pins.pins)
     with translated_errors(call.hass, entry, placeholders):
         unloaded = await entry.runtime_data.controller.evict(
             models, timeout=call.data[ATTR_TIMEOUT]
         )
     not_resident = [model for model in models or [] if model not in unloaded]
+    # An evicted pin goes with its model (it would load it again at the next poll).
+    unpinned = [model for model in unloaded if model in pinned]
     said = [Sentence("evict_unloaded", {"models": ", ".join(unloaded)})] if unloaded else []
+    if unpinned:
+        said.append(Sentence("evict_unpinned", {"models": ", ".join(unpinned)}))
     if not_resident:
         said.append(Sentence("evict_not_resident", {"models": ", ".join(not_resident)}))
     return {
         "unloaded": list[JsonValueType](unloaded),
+        "unpinned": list[JsonValueType](unpinned),
         "not_resident": list[JsonValueType](not_resident),
         "summary": say(call.hass, *(said or [Sentence("evict_nothing")])),
     }
+
+
+def _pushed_out(done: Preloaded) -> list[Sentence]:
+    """Say what a load made room for, if anything."""
+    if not done.pushed_out:
+        return []
+    return [Sentence("pushed_out", {"models": ", ".join(done.pushed_out)})]
 
 
 def _keep_seconds(call: ServiceCall, entry: LlmWarmthConfigEntry) -> float | None:
@@ -207,6 +221,7 @@ async def _async_preload(call: ServiceCall) -> ServiceResponse:
         "model": model,
         "already_resident": done.already_resident,
         "load_seconds": done.seconds,
+        "pushed_out": list[JsonValueType](done.pushed_out),
         "num_ctx": num_ctx,
         "agent": agent,
         "warm_up": warm_up,
@@ -215,6 +230,7 @@ async def _async_preload(call: ServiceCall) -> ServiceResponse:
             Sentence("preload_already_resident", {"model": model})
             if done.already_resident or done.seconds is None
             else Sentence("preload_loaded", {"model": model, "seconds": Number(done.seconds, 1)}),
+            *_pushed_out(done),
         ),
     }
 
@@ -342,12 +358,13 @@ async def _async_pin(call: ServiceCall) -> ServiceResponse:
         "model": model,
         "already_resident": done.already_resident,
         "load_seconds": done.seconds,
+        "pushed_out": list[JsonValueType](done.pushed_out),
         "until": until.isoformat() if until else None,
         "priority": pin.priority,
         "num_ctx": num_ctx,
         "agent": agent,
         "reassert_cost": REASSERT_COST[entry.runtime_data.client.capabilities.keep_alive],
-        "summary": say(call.hass, said),
+        "summary": say(call.hass, said, *_pushed_out(done)),
     }
 
 

@@ -91,6 +91,8 @@ PLACEHOLDERS: Mapping[str, frozenset[str]] = {
         "evict_unloaded": "models",
         "evict_not_resident": "models",
         "evict_nothing": "",
+        "evict_unpinned": "models",
+        "pushed_out": "models",
         "preload_already_resident": "model",
         "preload_loaded": "model seconds",
         "pin_until": "model until",
