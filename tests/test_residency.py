@@ -466,3 +466,24 @@ def test_an_eviction_is_on_request_even_while_another_model_loads() -> None:
     tracker.evicting("a")
     # b is loading in the same poll: a's leaving is still the eviction, not a displacement.
     assert observe(tracker, 1, model("b", None)) == [ModelUnloaded("a", UnloadReason.ON_REQUEST)]
+
+
+def test_a_load_of_ours_is_over_when_its_request_answers() -> None:
+    """Ollama 0.9: the expiry floats while the request runs; its answer ends the load.
+
+    Without this the model read "loading" for one more poll after the preload returned
+    (about half a second on the real Ollama 0.9.3, 4 runs of 4).
+    """
+    tracker = ResidencyTracker(ollama_capabilities("0.9.3"))
+    observe(tracker, 0)
+    own_request(tracker, "a", 0.5)
+    observe(tracker, 1, model("a", at(301)))  # first seen: now + keep_alive
+    observe(tracker, 2, model("a", at(302)))  # moved with the clock: busy with our request
+    assert "a" in tracker.loading()
+    assert tracker.request_finished("a").new_runner
+    tracker.announce_load("a", expect_until=100)
+    assert tracker.phase("a") is Phase.LOADED
+    assert "a" not in tracker.loading()
+    # The poll right after: its expiry stopped with the answer; nothing new to say.
+    assert observe(tracker, 2.5, model("a", at(302.4))) == []
+    assert tracker.phase("a") is Phase.LOADED

@@ -432,12 +432,20 @@ class ResidencyTracker:
 
         That runner gives no event of its own when polling sees it settle, first sees it,
         or sees it replace the one it knew, before ``expect_until`` (monotonic); a load
-        polling saw meanwhile is dropped.
+        polling saw meanwhile is dropped. Call once the request that loaded it answered:
+        the model counts as loaded from then on.
         """
         if (own := self._own.get(model)) is not None:
             own.announced = True
         if (tracked := self._models.get(model)) is not None:
-            tracked.announced_until = expect_until
+            if own is None:
+                # No request of ours to it runs any more, and the one that loaded it has
+                # its answer: this runner is loaded now, not one poll later (its warmth
+                # shows it when the action returns); a runner after it is another load.
+                tracked.phase, tracked.reloaded = Phase.LOADED, False
+                tracked.announced_until = -math.inf
+            else:  # another of ours still keeps it busy: polls see it settle later
+                tracked.announced_until = expect_until
         else:
             self._expected[model] = expect_until
 
