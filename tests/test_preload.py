@@ -25,9 +25,11 @@ from custom_components.llm_warmth.diagnostics import async_get_config_entry_diag
 from .conftest import ENTRY_ID, LLAMA, QWEN, add_ollama_agent, model_id
 from .e2e import add_server, ollama_call, ollama_get, wait_until
 from .llama_server_emulator import LlamaServerEmulator
+from .llama_swap_emulator import LlamaSwapEmulator
 from .ollama_emulator import OllamaEmulator
 from .recording_proxy import RecordingProxy
 from .test_llama_server import server  # noqa: F401 (a fixture)
+from .test_llama_swap import add_swap, swap  # noqa: F401 (swap: a fixture)
 from .test_pin import clocks_agree, next_poll  # noqa: F401 (clocks_agree: a fixture)
 
 
@@ -138,6 +140,17 @@ async def test_a_far_future_keep_is_refused_in_words_before_anything_is_sent(
     assert generate_requests(emulator)[-1]["keep_alive"] == 3650 * 86400
 
 
+async def test_llama_swap_keeps_a_model_for_its_ttl_and_says_so(
+    hass: HomeAssistant,
+    swap: LlamaSwapEmulator,  # noqa: F811 (the fixture imported above)
+) -> None:
+    entry = await add_swap(hass, swap.url)
+    with pytest.raises(ServiceValidationError) as err:
+        await preload(hass, config_entry_id=entry.entry_id, model="tiny", keep_for={"hours": 1})
+    assert err.value.translation_key == "keep_not_supported_ttl"
+    assert err.value.translation_placeholders == {"server": entry.title}
+
+
 async def test_a_server_that_keeps_models_by_itself_says_so(
     hass: HomeAssistant,
     server: LlamaServerEmulator,  # noqa: F811 (the fixture imported above)
@@ -146,7 +159,7 @@ async def test_a_server_that_keeps_models_by_itself_says_so(
     entry = await add_server(hass, server.url)
     with pytest.raises(ServiceValidationError) as err:
         await preload(hass, config_entry_id=entry.entry_id, model="tiny", keep_forever=True)
-    assert err.value.translation_key == "keep_not_supported"
+    assert err.value.translation_key == "keep_not_supported_lru"
     with pytest.raises(ServiceValidationError) as err:
         await preload(hass, config_entry_id=entry.entry_id, model="tiny", num_ctx=8192)
     assert err.value.translation_key == "num_ctx_not_supported"

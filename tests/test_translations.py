@@ -118,7 +118,10 @@ def uses() -> list[tuple[str, str, str, set[str] | None]]:
             if not isinstance(node, ast.Call):
                 continue
             key = keyword(node, "translation_key")
-            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            # A key, or one of two ("a" if ... else "b"): each is checked.
+            keys = [key.body, key.orelse] if isinstance(key, ast.IfExp) else [key]
+            texts_of = [k.value for k in keys if isinstance(k, ast.Constant)]
+            if not texts_of or not all(isinstance(k, str) for k in texts_of):
                 continue
             name, where = called(node), f"{path.name}:{node.lineno}"
             if name == "async_create_issue":
@@ -129,7 +132,7 @@ def uses() -> list[tuple[str, str, str, set[str] | None]]:
                 platform = PLATFORMS.get(path.name)
                 assert platform, f"{where}: {name}(translation_key=...) of no known platform"
                 section = f"entity.{platform}"
-            found.append((section, key.value, where, given(node)))
+            found.extend((section, k, where, given(node)) for k in texts_of)
     return found
 
 

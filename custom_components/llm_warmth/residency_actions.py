@@ -122,12 +122,6 @@ UNPIN_SCHEMA = vol.Schema(
     }
 )
 
-# How the servers that decide by themselves keep a model, for the error that says so.
-_KEEPS_BY_ITSELF: Final = {
-    KeepAlive.LRU: "until a newer model needs its place (--models-max)",
-    KeepAlive.TTL: "for the ttl in its configuration",
-}
-
 
 def async_register_residency_actions(hass: HomeAssistant) -> None:
     """Register the actions that change residency (administrators only)."""
@@ -197,11 +191,12 @@ def _keep_seconds(call: ServiceCall, entry: LlmWarmthConfigEntry) -> float | Non
     else:
         return None
     if not entry.runtime_data.client.capabilities.requests_set_keep_and_context:
-        how = _KEEPS_BY_ITSELF[entry.runtime_data.client.capabilities.keep_alive]
+        # How the server keeps a model by itself is the translation's to say.
+        lru = entry.runtime_data.client.capabilities.keep_alive is KeepAlive.LRU
         raise ServiceValidationError(
             translation_domain=DOMAIN,
-            translation_key="keep_not_supported",
-            translation_placeholders={"server": entry.title, "how": how},
+            translation_key="keep_not_supported_lru" if lru else "keep_not_supported_ttl",
+            translation_placeholders={"server": entry.title},
         )
     return seconds
 
