@@ -27,10 +27,6 @@ def _target(value: object) -> float:
     return float(value)
 
 
-def _seconds(target: float) -> float:
-    return target
-
-
 class TtftTargets(ModelRecords[float]):
     """The TTFT targets of one server's models (stored in the section "ttft_targets")."""
 
@@ -43,7 +39,7 @@ class TtftTargets(ModelRecords[float]):
             store,
             coordinator,
             "ttft_targets",
-            records=(_target, _seconds),
+            records=(_target, float),  # stored as the seconds they are
             what="TTFT target",
         )
 
