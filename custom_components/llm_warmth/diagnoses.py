@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from homeassistant.config_entries import ConfigEntry
+from homeassistant.core import HomeAssistant
 
 from .coordinator import LlmWarmthCoordinator
 from .core.diagnosis import Diagnosis
 from .feature import ModelRecords
+from .sentences import say
 from .storage import EntryStore
 
 
@@ -25,3 +29,11 @@ class Diagnoses(ModelRecords[Diagnosis]):
             records=(Diagnosis.from_dict, Diagnosis.as_dict),
             what="diagnosis",
         )
+
+
+def answered(hass: HomeAssistant, diagnosis: Diagnosis) -> dict[str, Any]:
+    """Return a diagnosis as the action answers it and its sensor shows it.
+
+    The verdict in words first, then its codes, then the raw figures.
+    """
+    return {"verdict": say(hass, diagnosis.verdict.said), **diagnosis.as_dict()}

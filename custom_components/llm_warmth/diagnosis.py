@@ -31,9 +31,9 @@ from .core.diagnose import (
 )
 from .core.diagnosis import Diagnosis
 from .data import LlmWarmthConfigEntry
+from .diagnoses import answered
 from .errors import translated_errors
 from .probe_prompts import DEFAULT_PROMPT, LONG_PROMPT, WARM_UP_PROMPT, probe_options
-from .sentences import say
 from .targets import (
     ATTR_NUM_CTX,
     ATTR_TIMEOUT,
@@ -257,11 +257,7 @@ async def _async_run(entry: LlmWarmthConfigEntry, plan: _Plan) -> dict[str, Any]
     if left_for is not None:
         diagnosis = replace(diagnosis, left_for_agent=left_for)
         diagnoses.set(model, diagnosis)
-    # The verdict in words first, then its codes, then the raw figures.
-    return {
-        "verdict": say(entry.runtime_data.coordinator.hass, verdict.said),
-        **diagnosis.as_dict(),
-    }
+    return answered(entry.runtime_data.coordinator.hass, diagnosis)
 
 
 def _other_model(plan: _Plan) -> str:

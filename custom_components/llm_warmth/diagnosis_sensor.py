@@ -14,6 +14,7 @@ from homeassistant.components.sensor import (
 from .core.diagnose import Pattern
 from .core.diagnosis import Diagnosis
 from .core.idle_profile import verdict as idle_verdict
+from .diagnoses import answered
 from .entity import Followed, ModelEntity
 from .sentences import say
 
@@ -55,7 +56,7 @@ class LastDiagnosis(ModelEntity, SensorEntity):
         diagnosis = self._diagnosis
         if diagnosis is None:
             return dict.fromkeys(_SHOWN)
-        shown = {"verdict": say(self.hass, diagnosis.verdict.said), **diagnosis.as_dict()}
+        shown = answered(self.hass, diagnosis)
         return {key: shown.get(key) for key in _SHOWN}
 
 
