@@ -12,6 +12,7 @@ from homeassistant.const import (
     STATE_OFF,
     STATE_ON,
     STATE_UNAVAILABLE,
+    STATE_UNKNOWN,
 )
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr, entity_registry as er
@@ -372,14 +373,21 @@ async def test_stored_figures_of_version_1_1_are_migrated(
         hass.states.get("sensor.ollama_test_llama3_2_3b_last_measured_load_duration").state
         == "unknown"
     )
+    # What polls saw is a lower bound (1.7): an attribute, never the state.
     cold = hass.states.get("sensor.ollama_test_llama3_2_3b_last_cold_request_duration")
-    assert (cold.state, cold.attributes["source"]) == ("7.25", "polling")
+    assert (cold.state, cold.attributes["source"], cold.attributes["at_least_seconds"]) == (
+        "unknown",
+        None,
+        7.25,
+    )
     timings = mock_config_entry.runtime_data.coordinator.data.timings
     assert timings[QWEN].cold_request_seconds is None
     await hass.config_entries.async_unload(mock_config_entry.entry_id)
     stored = hass_storage[f"{DOMAIN}.{ENTRY_ID}"]
-    assert stored["minor_version"] == 6  # type: ignore[index]
-    assert stored["data"]["models"][LLAMA]["cold_request_seconds"] == 7.25  # type: ignore[index]
+    assert stored["minor_version"] == 7  # type: ignore[index]
+    models = stored["data"]["models"]  # type: ignore[index]
+    assert models[LLAMA]["cold_request_at_least_seconds"] == 7.25
+    assert models[LLAMA]["cold_request_seconds"] is None
 
 
 async def test_new_load_times_are_saved(
@@ -397,10 +405,13 @@ async def test_new_load_times_are_saved(
     await hass.async_block_till_done()
     stored = hass_storage[f"{DOMAIN}.{ENTRY_ID}"]["data"]  # type: ignore[index]
     measured = init_integration.runtime_data.coordinator.data.timings[LLAMA]
-    assert measured.cold_request_seconds is not None
-    assert measured.cold_request_seconds > 0.1
-    assert stored["models"][LLAMA]["cold_request_seconds"] == measured.cold_request_seconds
-    assert stored["models"][LLAMA]["cold_request_source"] == "polling"
+    # Polls saw another client's load: a lower bound, kept apart from exact figures.
+    assert measured.cold_request_seconds is None
+    assert measured.cold_request_at_least_seconds is not None
+    assert measured.cold_request_at_least_seconds > 0.1
+    saved = stored["models"][LLAMA]
+    assert saved["cold_request_at_least_seconds"] == measured.cold_request_at_least_seconds
+    assert (saved["cold_request_seconds"], saved["cold_request_source"]) == (None, None)
 
 
 async def test_the_old_observed_load_sensor_becomes_the_cold_request_sensor(
@@ -439,7 +450,7 @@ async def test_the_old_observed_load_sensor_becomes_the_cold_request_sensor(
     assert kept is not None
     assert kept.unique_id == f"{ENTRY_ID}_{LLAMA}_last_cold_request_duration"
     state = hass.states.get("sensor.llama3_2_3b_last_observed_load_duration")
-    assert (state.state, state.attributes["source"]) == ("7.25", "polling")
+    assert (state.state, state.attributes["at_least_seconds"]) == ("unknown", 7.25)
     assert (
         hass.states.get("sensor.ollama_test_llama3_2_3b_last_measured_load_duration").state
         == "unknown"
@@ -574,7 +585,7 @@ async def test_a_1_4_store_without_the_later_sections_is_migrated_to_1_5(
     ) == ({}, {}, {})
     await hass.config_entries.async_unload(ENTRY_ID)
     stored = hass_storage[key]
-    assert stored["minor_version"] == 6  # type: ignore[index]
+    assert stored["minor_version"] == 7  # type: ignore[index]
     for section in ("diagnoses", "ttft_targets", "idle_profiles"):
         assert stored["data"][section] == {}  # type: ignore[index]
 
@@ -598,7 +609,7 @@ async def test_a_diagnosis_stored_in_words_keeps_them_through_the_1_6_migration(
     assert (state.state, state.attributes["verdict"]) == ("evicted", words)
     await hass.config_entries.async_unload(ENTRY_ID)
     stored = hass_storage[key]
-    assert stored["minor_version"] == 6  # type: ignore[index]
+    assert stored["minor_version"] == 7  # type: ignore[index]
     diagnosis = stored["data"]["diagnoses"][LLAMA]  # type: ignore[index]
     assert "verdict" not in diagnosis
     assert diagnosis["said"] == {"key": "diagnosis_as_stored", "figures": {"words": words}}
@@ -636,3 +647,39 @@ async def test_a_failing_listener_of_a_feature_is_logged_and_the_others_still_he
     assert "boom" in caplog.text
     await hass.config_entries.async_unload(ENTRY_ID)
     assert hass_storage[f"{DOMAIN}.{ENTRY_ID}"]["data"]["ttft_targets"] == {LLAMA: 3.0}
+
+
+async def test_a_polled_figure_stored_before_1_7_becomes_a_lower_bound(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, hass_storage: dict[str, object]
+) -> None:
+    """Until 1.6 a figure polls saw was stored as the figure, with source "polling"."""
+    key = f"{DOMAIN}.{ENTRY_ID}"
+    hass_storage[key] = {
+        "version": 1,
+        "minor_version": 6,
+        "key": key,
+        "data": {
+            "models": {
+                LLAMA: {
+                    "load_seconds": 0.5,
+                    "load_source": "polling",
+                    "cold_request_seconds": 16.5,
+                    "cold_request_source": "client",
+                },
+                QWEN: {"cold_request_seconds": 3.5, "cold_request_source": "polling"},
+            }
+        },
+    }
+    mock_config_entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(ENTRY_ID)
+    await hass.async_block_till_done()
+    load = hass.states.get("sensor.ollama_test_llama3_2_3b_last_measured_load_duration")
+    assert (load.state, load.attributes["at_least_seconds"]) == (STATE_UNKNOWN, 0.5)
+    cold = hass.states.get("sensor.ollama_test_llama3_2_3b_last_cold_request_duration")
+    assert (cold.state, cold.attributes["source"]) == ("16.5", "client")
+    cold = hass.states.get("sensor.ollama_test_qwen3_8b_last_cold_request_duration")
+    assert (cold.state, cold.attributes["at_least_seconds"]) == (STATE_UNKNOWN, 3.5)
+    await hass.config_entries.async_unload(ENTRY_ID)
+    stored = hass_storage[key]
+    assert stored["minor_version"] == 7  # type: ignore[index]
+    assert stored["data"]["models"][QWEN]["cold_request_at_least_seconds"] == 3.5  # type: ignore[index]

@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 import pytest
 
 from custom_components.llm_warmth.core.backends.types import TimedReply
+from custom_components.llm_warmth.core.load_figures import FigureSource, LoadFigures
 from custom_components.llm_warmth.core.summary import summary
 from custom_components.llm_warmth.core.ttft import (
     BASELINE_SIZE,
@@ -189,6 +190,37 @@ def test_model_timing_records_probes() -> None:
     assert ModelTiming.from_dict(ModelTiming().as_dict()) == ModelTiming()
 
 
+def test_a_lower_bound_never_replaces_an_exact_figure() -> None:
+    """Polls see another client's load from its first sighting on: "at least", kept apart."""
+    exact = ModelTiming().with_load(
+        LoadFigures(
+            load_seconds=7.0,
+            load_source=FigureSource.SERVER,
+            cold_request_seconds=7.8,
+            cold_request_source=FigureSource.CLIENT,
+        )
+    )
+    polled = exact.with_load(
+        LoadFigures(
+            load_seconds=0.5,
+            load_source=FigureSource.POLLING,
+            cold_request_seconds=0.6,
+            cold_request_source=FigureSource.POLLING,
+        )
+    )
+    assert (polled.load_seconds, polled.load_source, polled.load_at_least_seconds) == (
+        7.0,
+        FigureSource.SERVER,
+        0.5,
+    )
+    assert (polled.cold_request_seconds, polled.cold_request_at_least_seconds) == (7.8, 0.6)
+    assert ModelTiming.from_dict(polled.as_dict()) == polled
+    # A newer exact figure is the newest thing known: the older lower bound goes.
+    newer = polled.with_load(LoadFigures(load_seconds=6.5, load_source=FigureSource.EVENTS))
+    assert (newer.load_seconds, newer.load_at_least_seconds) == (6.5, None)
+    assert newer.cold_request_at_least_seconds == 0.6  # no newer cold request was timed
+
+
 STORED_SAMPLE = sample().as_dict()
 
 
@@ -209,6 +241,10 @@ STORED_SAMPLE = sample().as_dict()
         {"last": STORED_SAMPLE | {"prompt_tokens": 2**64 + 1}},
         {"last": STORED_SAMPLE | {"eval_tokens": 1.5}},
         {"cold_request_seconds": 1.0, "cold_request_source": "guess"},
+        # A polled figure is a lower bound: stored apart since 1.7, never as exact.
+        {"load_seconds": 1.0, "load_source": "polling"},
+        {"cold_request_seconds": 1.0, "cold_request_source": "polling"},
+        {"load_at_least_seconds": "soon"},
     ],
 )
 def test_damaged_stored_timing(stored: dict[str, object]) -> None:

@@ -119,9 +119,15 @@ def _load_figure_sensor(
     key: str,
     value_fn: Callable[[ModelTiming], float | None],
     source_fn: Callable[[ModelTiming], FigureSource | None],
+    at_least_fn: Callable[[ModelTiming], float | None],
     has_fn: Callable[[Capabilities], bool] = lambda _: True,
 ) -> ModelSensorDescription:
-    """Describe a load figure: seconds, with the source it comes from as an attribute."""
+    """Describe a load figure: the last exact one, in seconds, and who measured it.
+
+    A newer one that only polls saw is no figure of its own: it shows as an attribute,
+    ``at_least_seconds``, and never as the state (the state stays the last exact figure,
+    Unknown until there is one).
+    """
     return ModelSensorDescription(
         key=key,
         translation_key=key,
@@ -130,7 +136,10 @@ def _load_figure_sensor(
         native_unit_of_measurement=UnitOfTime.SECONDS,
         suggested_display_precision=1,
         value_fn=lambda s, m: value_fn(timing(s, m)),
-        attrs_fn=lambda s, m: {"source": _source(source_fn(timing(s, m)))},
+        attrs_fn=lambda s, m: {
+            "source": _source(source_fn(timing(s, m))),
+            "at_least_seconds": at_least_fn(timing(s, m)),
+        },
         has_fn=has_fn,
     )
 
@@ -233,12 +242,14 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         "last_measured_load_duration",
         lambda t: t.load_seconds,
         lambda t: t.load_source,
+        lambda t: t.load_at_least_seconds,
         has_fn=lambda c: c.reports_load_duration or c.reports_loading,
     ),
     _load_figure_sensor(
         "last_cold_request_duration",
         lambda t: t.cold_request_seconds,
         lambda t: t.cold_request_source,
+        lambda t: t.cold_request_at_least_seconds,
     ),
 )
 # What a probe measures: created for a model once it has been probed.

@@ -29,9 +29,59 @@ STORAGE_VERSION: Final = 1
 # 1.6: a diagnosis keeps its verdict as a sentence ("said": key and figures, put in
 # words from the translations when shown) instead of English words ("verdict"); one
 # stored before keeps its words, said as they were.
-STORAGE_MINOR_VERSION: Final = 6
+# 1.7: a figure polls saw ("load_source" or "cold_request_source" "polling": a lower bound)
+# is kept apart, as "load_at_least_seconds" / "cold_request_at_least_seconds", so that it
+# never shows as if it were exact.
+STORAGE_MINOR_VERSION: Final = 7
 # Seconds to gather writes to the store.
 STORE_DELAY: Final = 5
+
+
+def _models(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return the stored figures of each model (what is not a mapping is left alone)."""
+    models = data.get("models")
+    return [v for v in models.values() if isinstance(v, dict)] if isinstance(models, dict) else []
+
+
+def _to_1_2(data: dict[str, Any]) -> None:
+    for values in _models(data):
+        if seconds := values.pop("load_seconds", None):
+            values["cold_request_seconds"] = seconds
+            values["cold_request_source"] = "polling"
+
+
+def _to_1_3(data: dict[str, Any]) -> None:
+    for values in _models(data):
+        if values.get("load_seconds") is not None:
+            values.setdefault("load_source", "server")
+
+
+def _to_1_5(data: dict[str, Any]) -> None:
+    for section in ("diagnoses", "ttft_targets", "idle_profiles"):
+        data.setdefault(section, {})
+
+
+def _to_1_6(data: dict[str, Any]) -> None:
+    diagnoses = data.get("diagnoses")
+    for values in diagnoses.values() if isinstance(diagnoses, dict) else ():
+        if isinstance(values, dict) and "said" not in values:
+            words = values.pop("verdict", "")
+            values["said"] = {
+                "key": "diagnosis_as_stored",
+                "figures": {"words": words if isinstance(words, str) else ""},
+            }
+
+
+def _to_1_7(data: dict[str, Any]) -> None:
+    for values in _models(data):
+        for figure in ("load", "cold_request"):
+            if values.get(f"{figure}_source") == "polling":
+                values[f"{figure}_at_least_seconds"] = values.pop(f"{figure}_seconds", None)
+                values[f"{figure}_source"] = None
+
+
+# Each migration, by the minor version it brings a file to.
+_MIGRATIONS: Final = {2: _to_1_2, 3: _to_1_3, 5: _to_1_5, 6: _to_1_6, 7: _to_1_7}
 
 
 class _EntryStore(Store[dict[str, Any]]):
@@ -39,29 +89,9 @@ class _EntryStore(Store[dict[str, Any]]):
     async def _async_migrate_func(
         self, old_major_version: int, old_minor_version: int, old_data: dict[str, Any]
     ) -> dict[str, Any]:
-        if old_minor_version < 2:
-            models = old_data.get("models")
-            for values in models.values() if isinstance(models, dict) else ():
-                if isinstance(values, dict) and (seconds := values.pop("load_seconds", None)):
-                    values["cold_request_seconds"] = seconds
-                    values["cold_request_source"] = "polling"
-        if old_minor_version < 3:
-            models = old_data.get("models")
-            for values in models.values() if isinstance(models, dict) else ():
-                if isinstance(values, dict) and values.get("load_seconds") is not None:
-                    values.setdefault("load_source", "server")
-        if old_minor_version < 5:
-            for section in ("diagnoses", "ttft_targets", "idle_profiles"):
-                old_data.setdefault(section, {})
-        if old_minor_version < 6:
-            diagnoses = old_data.get("diagnoses")
-            for values in diagnoses.values() if isinstance(diagnoses, dict) else ():
-                if isinstance(values, dict) and "said" not in values:
-                    words = values.pop("verdict", "")
-                    values["said"] = {
-                        "key": "diagnosis_as_stored",
-                        "figures": {"words": words if isinstance(words, str) else ""},
-                    }
+        for minor_version, migrate in _MIGRATIONS.items():
+            if old_minor_version < minor_version:
+                migrate(old_data)
         return old_data
 
 

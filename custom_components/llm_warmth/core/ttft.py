@@ -307,25 +307,46 @@ class ModelTiming:
     last_cold_ttft_ms: float | None = None
     last_warm_ttft_ms: float | None = None
     baseline: WarmBaseline = field(default_factory=WarmBaseline)
-    # The last load on its own (queue wait included), and who measured it.
+    # The last load measured on its own (queue wait included), and who measured it: an
+    # exact figure (the server's, ours, the server's events), never a polled lower bound.
     load_seconds: float | None = None
     load_source: FigureSource | None = None
-    # The last request that loaded the model, start to finish, and who timed it.
+    # The last request that loaded the model, start to finish, timed exactly.
     cold_request_seconds: float | None = None
     cold_request_source: FigureSource | None = None
+    # A newer load, or cold request, that only polls saw: it lasted at least this long.
+    # None once an exact figure of a newer one replaces it.
+    load_at_least_seconds: float | None = None
+    cold_request_at_least_seconds: float | None = None
 
     def with_load(self, figures: LoadFigures) -> ModelTiming:
-        """Return the timing with the figures of one more load (unknown ones kept)."""
+        """Return the timing with the figures of one more load (unknown ones kept).
+
+        A lower bound (polling saw only part of the load) never replaces an exact
+        figure: it is kept beside it, as what the newer load lasted at least.
+        """
         timing = self
-        if figures.load_seconds is not None:
+        if figures.load_seconds is None:
+            pass
+        elif figures.load_source is FigureSource.POLLING:
+            timing = replace(timing, load_at_least_seconds=figures.load_seconds)
+        else:
             timing = replace(
-                timing, load_seconds=figures.load_seconds, load_source=figures.load_source
+                timing,
+                load_seconds=figures.load_seconds,
+                load_source=figures.load_source,
+                load_at_least_seconds=None,
             )
-        if figures.cold_request_seconds is not None:
+        if figures.cold_request_seconds is None:
+            pass
+        elif figures.cold_request_source is FigureSource.POLLING:
+            timing = replace(timing, cold_request_at_least_seconds=figures.cold_request_seconds)
+        else:
             timing = replace(
                 timing,
                 cold_request_seconds=figures.cold_request_seconds,
                 cold_request_source=figures.cold_request_source,
+                cold_request_at_least_seconds=None,
             )
         return timing
 
@@ -358,6 +379,8 @@ class ModelTiming:
             "cold_request_source": (
                 self.cold_request_source.value if self.cold_request_source else None
             ),
+            "load_at_least_seconds": self.load_at_least_seconds,
+            "cold_request_at_least_seconds": self.cold_request_at_least_seconds,
         }
 
     @classmethod
@@ -386,6 +409,10 @@ class ModelTiming:
                 cold_request_seconds=_optional_float(data.get("cold_request_seconds")),
                 cold_request_source=_optional_source(
                     data.get("cold_request_source"), COLD_REQUEST_SOURCES
+                ),
+                load_at_least_seconds=_optional_float(data.get("load_at_least_seconds")),
+                cold_request_at_least_seconds=_optional_float(
+                    data.get("cold_request_at_least_seconds")
                 ),
             )
         except (AttributeError, TypeError) as err:
@@ -433,8 +460,9 @@ def _aware_time(value: object) -> datetime:
     return when
 
 
-COLD_REQUEST_SOURCES = (FigureSource.CLIENT, FigureSource.POLLING, FigureSource.EVENTS)
-LOAD_SOURCES = tuple(FigureSource)
+# The sources of an exact figure: a polled one is kept as a lower bound ("at least").
+COLD_REQUEST_SOURCES = (FigureSource.CLIENT, FigureSource.EVENTS)
+LOAD_SOURCES = (FigureSource.SERVER, FigureSource.CLIENT, FigureSource.EVENTS)
 
 
 def _optional_source(value: object, sources: tuple[FigureSource, ...]) -> FigureSource | None:
