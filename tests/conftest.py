@@ -163,7 +163,7 @@ def add_ollama_agent(
 def model_id(entry: ConfigEntry, entity_id: str) -> str:
     """Return a model entity's id as Home Assistant makes it: the server's name comes first.
 
-    ``model_id(entry, "sensor.big_warmth")`` is ``sensor.<server>_big_warmth`` (models are
+    ``model_id(entry, "sensor.big")`` is ``sensor.<server>_big`` (models are
     child devices of their server, so their ids name it).
     """
     domain, object_id = entity_id.split(".", 1)

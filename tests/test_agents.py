@@ -20,7 +20,7 @@ from custom_components.llm_warmth.diagnostics import async_get_config_entry_diag
 from .conftest import LLAMA, QWEN, add_entry, add_ollama_agent
 from .ollama_emulator import OllamaEmulator
 
-WARMTH = "sensor.ollama_test_{}_warmth"
+WARMTH = "sensor.ollama_test_{}"
 
 
 async def test_the_agents_of_a_model_are_named_on_its_device(

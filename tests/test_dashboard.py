@@ -9,7 +9,7 @@ from homeassistant.util.yaml import parse_yaml
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.const import CONF_ASSISTANT_MODEL, DOMAIN
 
 from .conftest import LLAMA, ollama_request
 from .ollama_emulator import OllamaEmulator
@@ -72,8 +72,8 @@ async def test_the_dashboard_shows_what_exists(
     # No assistant model (no agent, none chosen): no "Assistant: Unknown" row.
     assert "sensor.ollama_test_assistant_warmth" not in entities
     assert hass.states.get("sensor.ollama_test_assistant_warmth") is not None
-    assert "sensor.ollama_test_llama3_2_3b_warmth" in entities
-    assert "sensor.ollama_test_qwen3_8b_warmth" in entities
+    assert "sensor.ollama_test_llama3_2_3b" in entities
+    assert "sensor.ollama_test_qwen3_8b" in entities
     # The pins, to switch; the guard's contended minutes beside the GPU headroom.
     assert "switch.ollama_test_llama3_2_3b_keep_warm" in entities
     assert "sensor.ollama_test_gpu_contention" in entities
@@ -85,6 +85,25 @@ async def test_the_dashboard_shows_what_exists(
         state = hass.states.get(entity_id)
         assert state is not None, entity_id
         assert state.state != STATE_UNAVAILABLE, entity_id
+
+
+async def test_the_assistant_row_names_its_model_and_the_logbook_the_models(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """ "Assistant: Warm" does not say which model; its logbook would repeat the model's."""
+    await setup_with(
+        hass, mock_config_entry, {**mock_config_entry.options, CONF_ASSISTANT_MODEL: LLAMA}
+    )
+    cards = (await build(hass))["views"][0]["cards"]
+    assert cards[0]["entities"][0] == {
+        "entity": "sensor.ollama_test_assistant_warmth",
+        "name": "Assistant (llama3.2:3b)",
+    }
+    logbook = next(card for card in cards if card["type"] == "logbook")
+    assert logbook["target"]["entity_id"] == [
+        "sensor.ollama_test_llama3_2_3b",
+        "sensor.ollama_test_qwen3_8b",
+    ]
 
 
 async def test_without_servers_the_dashboard_is_empty(hass: HomeAssistant) -> None:

@@ -218,7 +218,7 @@ async def test_the_demo_against_a_real_server(ollama_url: str, tmp_path: Path) -
         ):
             states = {s["entity_id"]: s["state"] for s in await answer.json()}
         # The real server's models, with their warmth, and no scripted morning.
-        assert {e for e in states if e.endswith(("_tiny_warmth", "_big_warmth"))} != set()
+        assert {e for e in states if e.startswith("sensor.") and e.endswith(("_tiny", "_big"))}
         assert not any("probes the assistant model" in line for line in running.lines)
         process.send_signal(signal.SIGINT)
         await running.until(r"^Demo stopped", 120)

@@ -162,7 +162,7 @@ async def test_detect_probe_cold_then_warm_and_a_displacement(
     assert loaded[0].data["load_source"] == "client"
     assert [e.data["source"] for e in cold_starts] == ["probe"]
     assert hass.states.get(model_id(entry, "binary_sensor.big_resident")).state == STATE_ON
-    assert hass.states.get(model_id(entry, "sensor.big_warmth")).state == "warm"
+    assert hass.states.get(model_id(entry, "sensor.big")).state == "warm"
 
     warm = await probe(hass, entry.entry_id, BIG)
     print(f"warm probe: {warm}")
@@ -191,8 +191,8 @@ async def test_detect_probe_cold_then_warm_and_a_displacement(
     assert seen is None or seen <= server_load + 0.6
     assert hass.states.get(model_id(entry, "binary_sensor.big_resident")).state == STATE_OFF
     assert hass.states.get(model_id(entry, "binary_sensor.tiny_resident")).state == STATE_ON
-    assert hass.states.get(model_id(entry, "sensor.big_warmth")).state == "cold"
-    assert hass.states.get(model_id(entry, "sensor.tiny_warmth")).state == "warm"
+    assert hass.states.get(model_id(entry, "sensor.big")).state == "cold"
+    assert hass.states.get(model_id(entry, "sensor.tiny")).state == "warm"
     # The integration's own requests: polls and the event stream, never a call that loads;
     # and, the stream being up, only the regular polls (no fast ones) over three intervals.
     await asyncio.sleep(3 * INTERVAL - (time.monotonic() - requested))

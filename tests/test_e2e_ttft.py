@@ -67,7 +67,7 @@ async def test_cold_then_warm_probe_of_the_big_model(hass: HomeAssistant, ollama
     warmth_seen: list[tuple[str, bool]] = []
     unsubscribe = async_track_state_change_event(
         hass,
-        model_id(entry, "sensor.big_warmth"),
+        model_id(entry, "sensor.big"),
         lambda event: warmth_seen.append(
             (event.data["new_state"].state, event.data["new_state"].attributes["probe_running"])
         ),

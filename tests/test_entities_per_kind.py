@@ -70,7 +70,7 @@ async def test_entities_of_a_kind(
     ids = {e.entity_id for e in er.async_entries_for_config_entry(entity_registry, ENTRY_ID)}
     match platform:
         case Platform.SENSOR:
-            assert hass.states.get(f"{prefix}_tiny_warmth").state == "warm"
+            assert hass.states.get(f"{prefix}_tiny").state == "warm"
             assert hass.states.get(f"{prefix}_resident_models").state == "1"
             # Neither kind reports an expiry, memory sizes or a load duration per request.
             assert not {f"{prefix}_tiny_unloads_at", f"{prefix}_resident_gpu_memory"} & ids

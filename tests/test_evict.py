@@ -57,7 +57,7 @@ async def test_evict_a_model_shows_at_once(
     }
     # At once, not a poll interval later (the peer integration's weak spot).
     assert hass.states.get(RESIDENT.format("llama3_2_3b")).state == STATE_OFF
-    assert hass.states.get("sensor.ollama_test_llama3_2_3b_warmth").state == "cold"
+    assert hass.states.get("sensor.ollama_test_llama3_2_3b").state == "cold"
     assert LLAMA not in emulator.loaded
     assert [(e.data["model"], e.data["reason"]) for e in unloaded] == [(LLAMA, "on_request")]
     # Again: nothing to do.

@@ -209,7 +209,7 @@ async def test_model_devices_follow_the_server(
     # A model is a part of its server: a child device, its entity ids naming the server.
     assert llama.parent_device_id == server.id
     assert llama.name == "llama3.2:3b"
-    warmth = hass.states.get("sensor.ollama_test_llama3_2_3b_warmth")
+    warmth = hass.states.get("sensor.ollama_test_llama3_2_3b")
     assert (warmth.attributes["family"], warmth.attributes["parameter_size"]) == ("llama", "3.2B")
 
     emulator.add_model(EmulatedModel(name="gemma3:4b", size=4 * 1024**3, family="gemma3"))
@@ -257,7 +257,7 @@ async def test_model_devices_of_an_earlier_install_become_child_devices(
     child = model_device(device_registry, LLAMA)
     assert child is not None
     assert (child.id, child.parent_device_id) == (old.id, server.id)
-    warmth = entity_registry.async_get("sensor.ollama_test_llama3_2_3b_warmth")
+    warmth = entity_registry.async_get("sensor.ollama_test_llama3_2_3b")
     assert warmth is not None
     assert warmth.device_id == old.id
 

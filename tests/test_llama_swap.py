@@ -258,7 +258,7 @@ async def test_loads_and_swaps_by_another_client_come_from_the_event_stream(
     big = loaded[1].data
     assert big["load_source"] == "events"
     assert big["load_seconds"] == pytest.approx(1.5, abs=0.2)
-    assert unloaded[0].data["entity_id"] == model_id(entry, "sensor.tiny_warmth")
+    assert unloaded[0].data["entity_id"] == model_id(entry, "sensor.tiny")
     assert {k: unloaded[0].data[k] for k in ("model", "reason", "replaced_by")} == {
         "model": TINY,
         "reason": "displaced",

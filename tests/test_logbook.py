@@ -15,7 +15,7 @@ from custom_components.llm_warmth.const import (
     EVENT_SERVER_RESTARTED,
 )
 
-from .conftest import LLAMA, QWEN, ollama_request
+from .conftest import LLAMA, QWEN, ollama_request, start_load
 from .ollama_emulator import OllamaEmulator
 
 type Describer = Callable[[Event], dict[str, str]]
@@ -46,6 +46,24 @@ async def test_every_event_is_described(hass: HomeAssistant, snapshot: SnapshotA
         (EVENT_MODEL_LOADED, {"model": "big", "load_seconds": 7.46, "reloaded": False}),
         (EVENT_MODEL_LOADED, {"model": "big", "cold_request_seconds": 20.9, "reloaded": True}),
         (EVENT_MODEL_LOADED, {"model": "tiny", "load_seconds": None, "reloaded": False}),
+        # A preload, a pin: LLM Warmth's own load, timed exactly, nobody waited.
+        (
+            EVENT_MODEL_LOADED,
+            {"model": "big", "load_seconds": 7.0, "load_source": "client", "cold_start": False},
+        ),
+        # Another client's load that a request waited for: one line tells both.
+        (
+            EVENT_MODEL_LOADED,
+            {
+                "model": "big",
+                "load_seconds": 7.0,
+                "load_source": "server",
+                "cold_request_seconds": 7.8,
+                "cold_request_source": "client",
+                "cold_start": True,
+            },
+        ),
+        (EVENT_MODEL_LOADED, {"model": "big", "cold_start": True}),
         (EVENT_MODEL_UNLOADED, {"model": "tiny", "reason": "displaced", "replaced_by": ["big"]}),
         (EVENT_MODEL_UNLOADED, {"model": "big", "reason": "expired", "replaced_by": []}),
         (EVENT_MODEL_UNLOADED, {"model": "big", "reason": "unloaded", "replaced_by": []}),
@@ -60,7 +78,12 @@ async def test_every_event_is_described(hass: HomeAssistant, snapshot: SnapshotA
         # What polling saw of another client's load is a lower bound.
         (
             EVENT_MODEL_LOADED,
-            {"model": "big", "cold_request_seconds": 4.5, "cold_request_source": "polling"},
+            {
+                "model": "big",
+                "cold_request_seconds": 4.5,
+                "cold_request_source": "polling",
+                "cold_start": True,
+            },
         ),
         (
             EVENT_COLD_START,
@@ -96,8 +119,33 @@ async def test_what_the_integration_fired_reads_well(
     assert [described[e.event_type](e) for e in fired] == [
         {
             "name": LLAMA,
-            "message": f"was unloaded: {QWEN} took its place",
+            "message": f"was pushed out of memory by {QWEN}",
             # Filed under the model's warmth: it shows on the model's device page.
-            "entity_id": "sensor.ollama_test_llama3_2_3b_warmth",
+            "entity_id": "sensor.ollama_test_llama3_2_3b",
         }
     ]
+
+
+async def test_a_cold_start_with_its_load_is_one_line_in_the_models_logbook(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll,
+) -> None:
+    """Another client's load that its request waited for: the load's line tells both."""
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    cold_starts = async_capture_events(hass, EVENT_COLD_START)
+    load = await start_load(emulator, LLAMA, 0.3)
+    await poll()
+    await load
+    await poll()
+    assert len(loaded) == len(cold_starts) == 1
+    described = describers(hass)
+    line = described[EVENT_MODEL_LOADED](loaded[0])
+    assert line["entity_id"] == "sensor.ollama_test_llama3_2_3b"
+    assert line["message"].endswith("(a cold start)")
+    assert loaded[0].data["device_id"]
+    # The cold start's own event still fires, for automations, filed under nothing: the
+    # logbook of the model's entity and device matches events by these two keys.
+    assert cold_starts[0].data["model"] == LLAMA
+    assert not {"entity_id", "device_id"} & set(cold_starts[0].data)

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.recorder
 
 # Attributes that change on every poll or probe, or are long: shown, never recorded.
 VOLATILE = {
-    "sensor.ollama_test_llama3_2_3b_warmth": "probe_running",
+    "sensor.ollama_test_llama3_2_3b": "probe_running",
     "sensor.ollama_test_resident_models": "names",
 }
 

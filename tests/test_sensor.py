@@ -182,7 +182,7 @@ async def test_kept_forever(
     unloads_at = hass.states.get("sensor.ollama_test_qwen3_8b_unloads_at")
     assert unloads_at.attributes["kept_forever"] is True
     assert unloads_at.state == "unknown"
-    assert hass.states.get("sensor.ollama_test_qwen3_8b_warmth").state == "kept_warm"
+    assert hass.states.get("sensor.ollama_test_qwen3_8b").state == "kept_warm"
     # Another request moves the server's far-future expiry: nothing is written.
     await make_resident(QWEN, keep_alive=-1)
     await poll()
@@ -196,7 +196,7 @@ async def test_warmth_follows_the_model(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
 ) -> None:
     """The one entity to put on a dashboard: cold, loading, warm."""
-    warmth = "sensor.ollama_test_qwen3_8b_warmth"
+    warmth = "sensor.ollama_test_qwen3_8b"
     assert hass.states.get(warmth).state == "cold"
     assert hass.states.get(warmth).attributes["options"] == [
         "cold",

@@ -586,7 +586,7 @@ async def test_a_long_cold_probe_shows_its_progress(
     is 10 s). The emulator holds the load for the 2 s the test lets pass.
     """
     emulator.hold_loads()
-    warmth = "sensor.ollama_test_llama3_2_3b_warmth"
+    warmth = "sensor.ollama_test_llama3_2_3b"
     seen: list[tuple[str, bool]] = []
 
     @callback

@@ -282,10 +282,16 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
                 case LoadObserved():
                     self._store.async_delay_save()
                     self.fire(
-                        EVENT_MODEL_LOADED, model=change.model, **change.figures.as_event_data()
+                        EVENT_MODEL_LOADED,
+                        model=change.model,
+                        cold_start=change.waited,
+                        **change.figures.as_event_data(),
                     )
                     if change.waited:  # a preload or a pin: nobody waited for it
-                        self._fire_cold_start(change.model, change.figures, change.probe)
+                        # The load's line in the model's logbook tells this cold start.
+                        self._fire_cold_start(
+                            change.model, change.figures, change.probe, filed=False
+                        )
                 case ColdStartObserved():
                     self._fire_cold_start(change.model, LoadFigures(), change.probe)
                 case _:
@@ -299,10 +305,18 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             for listener in list(self._change_listeners):
                 listener(changes)
 
-    def _fire_cold_start(self, model: str, figures: LoadFigures, probe: ProbeResult | None) -> None:
+    def _fire_cold_start(
+        self,
+        model: str,
+        figures: LoadFigures,
+        probe: ProbeResult | None,
+        *,
+        filed: bool = True,
+    ) -> None:
         sample = probe.sample if probe else None
         self.fire(
             EVENT_COLD_START,
+            filed=filed,
             model=model,
             source="probe" if probe else "passive",
             ttft_ms=sample.as_response()["ttft_ms"] if sample else None,
@@ -414,15 +428,15 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         if self.last_update_success:  # a failed poll keeps the entities unavailable
             self.async_set_updated_data(self.monitor.with_timings(self.data))
 
-    def fire(self, event_type: str, **data: Any) -> None:
-        """Fire an event, naming the entity and device it is about (for the logbook)."""
+    def fire(self, event_type: str, /, *, filed: bool = True, **data: Any) -> None:
+        """Fire an event, naming the entity and device it is about (for the logbook).
+
+        ``filed=False`` names neither: the logbook of the model (its entity, its device)
+        then has no line for it, because another event's line tells it already.
+        """
         entry = self.config_entry
+        subject = event_subject(self.hass, entry.entry_id, data.get("model")) if filed else {}
         self.hass.bus.async_fire(
             event_type,
-            {
-                "server": entry.title,
-                "config_entry_id": entry.entry_id,
-                **event_subject(self.hass, entry.entry_id, data.get("model")),
-                **data,
-            },
+            {"server": entry.title, "config_entry_id": entry.entry_id, **subject, **data},
         )

@@ -49,20 +49,31 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
 
         models = sorted(entry.runtime_data.coordinator.data.models)
         # Without an assistant model (no agent found, none chosen) the row would read "Unknown".
-        has_assistant = assistant_model(entry)[0] is not None
-        server_warmth = entity("", "assistant_warmth") if has_assistant else None
+        assistant = assistant_model(entry)[0]
+        server_warmth = entity("", "assistant_warmth") if assistant else None
+        # Each model's warmth is its main entity: the row reads as the model's name.
         model_warmth = [e for m in models if (e := entity(m, "warmth"))]
         cards.append(
             {
                 "type": "entities",
                 "title": entry.title,
                 "entities": [
-                    *([{"entity": server_warmth, "name": "Assistant"}] if server_warmth else []),
+                    *(
+                        [
+                            {
+                                "entity": server_warmth,
+                                "name": f"Assistant ({display_name(assistant)})",
+                            }
+                        ]
+                        if server_warmth and assistant
+                        else []
+                    ),
                     *model_warmth,
                 ],
             }
         )
-        warmth += [e for e in (server_warmth, *model_warmth) if e]
+        # The logbook of the models only: the assistant's warmth repeats one of them.
+        warmth += model_warmth
         switches = [e for m in models if (e := entity(m, "keep_warm", Platform.SWITCH))]
         contention = entity("", "gpu_contention") if switches else None
         keep_warm += [*switches, *([contention] if contention else [])]

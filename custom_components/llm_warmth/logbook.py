@@ -1,4 +1,10 @@
-"""Logbook: the integration's events in words ("big was loaded in 7.5 s")."""
+"""Logbook: the integration's events in words, one line per thing that happened.
+
+A line is filed under the model's main entity (its warmth), which is named as the model:
+"qwen3:8b · loaded in 7.0 s; a request waited 7.8 s for it (a cold start)". A cold start
+that came with a load is told on the load's line: its own event is not filed under the
+model (see ``LlmWarmthCoordinator.fire``), so the model's logbook has one line for it.
+"""
 
 from __future__ import annotations
 
@@ -20,13 +26,13 @@ from .const import (
     EVENT_SERVER_RESTARTED,
 )
 
-# Why a model left, as a household reads it.
+# Why a model left memory, as a household reads it.
 _REASONS = {
-    "expired": "its keep-alive ran out",
-    "displaced": "another model took its place",
-    "unloaded": "it left early (another client unloaded it, or the server dropped it)",
-    "on_request": "on request (llm_warmth.evict)",
-    "server_restarted": "the server restarted",
+    "expired": "left memory: its keep-alive ran out",
+    "displaced": "was pushed out of memory by another model",
+    "unloaded": "left memory early (another client unloaded it, or the server dropped it)",
+    "on_request": "was unloaded on request (llm_warmth.evict)",
+    "server_restarted": "left memory: the server restarted",
 }
 
 
@@ -51,30 +57,42 @@ def _seconds(data: Mapping[str, Any], figure: str) -> str | None:
 
 
 def _loaded(data: Mapping[str, Any]) -> str:
+    """Tell one load: how long it took, and whether a request waited for it."""
     verb = "reloaded" if data.get("reloaded") else "loaded"
     load = _seconds(data, "load")
-    if load:
-        return f"was {verb} in {load}"
+    said = f"{verb} in {load}" if load else verb
+    if data.get("cold_start") is False:  # a preload, a pin: LLM Warmth's own load
+        return f"{said}; no request waited for it"
     request = _seconds(data, "cold_request")
-    return f"was {verb} (first request took {request})" if request else f"was {verb}"
+    if data.get("cold_start"):
+        waited = f"a request waited {request} for it" if request else "a request waited for it"
+        return f"{said}; {waited} (a cold start)"
+    if request:
+        return f"{said}; its first request took {request}"
+    return said if load else f"{said} (how long it took was not seen)"
 
 
 def _unloaded(data: Mapping[str, Any]) -> str:
     reason = str(data.get("reason"))
     replaced_by = data.get("replaced_by") or []
     if reason == "displaced" and replaced_by:
-        return f"was unloaded: {', '.join(map(str, replaced_by))} took its place"
-    return f"was unloaded: {_REASONS.get(reason, reason)}"
+        return f"was pushed out of memory by {', '.join(map(str, replaced_by))}"
+    return _REASONS.get(reason, f"left memory ({reason})")
 
 
 def _cold_start(data: Mapping[str, Any]) -> str:
+    """Tell a request that waited for a load (with the load, the load's line tells it)."""
     ttft = data.get("ttft_ms")
     if isinstance(ttft, int | float):
         stage = str(data.get("dominant_stage", "load"))
         spent = _STAGES.get(stage, stage.replace("_", " "))
-        return f"had a cold start: first token after {ttft / 1000:.1f} s, mostly {spent}"
-    load = _seconds(data, "load") or _seconds(data, "cold_request")
-    return f"had a cold start ({load})" if load else "had a cold start"
+        return f"cold start: a probe's first token came after {ttft / 1000:.1f} s, mostly {spent}"
+    waited = _seconds(data, "cold_request") or _seconds(data, "load")
+    return (
+        f"cold start: a request waited {waited} for a load"
+        if waited
+        else ("cold start: a request waited for a load")
+    )
 
 
 def _restarted(data: Mapping[str, Any]) -> str:

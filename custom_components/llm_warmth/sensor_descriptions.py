@@ -215,6 +215,9 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
     ModelSensorDescription(
         key="warmth",
         translation_key="warmth",
+        # The model's main entity: named as its device, the model ("qwen3:8b"), so that
+        # a dashboard row and a logbook line name the model, not "Warmth".
+        name=None,
         device_class=SensorDeviceClass.ENUM,
         options=[w.value for w in Warmth],
         value_fn=_warmth,
