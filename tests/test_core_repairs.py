@@ -15,6 +15,7 @@ from custom_components.llm_warmth.core.repairs import (
     context_mismatches,
     keep_alive_conflicts,
 )
+from custom_components.llm_warmth.core.residency import UnloadReason
 
 T0 = datetime(2026, 11, 30, 7, 0, tzinfo=UTC)
 GIB = 1024**3
@@ -59,13 +60,54 @@ def test_one_model_loaded_again_and_again_and_why() -> None:
     assert watch.findings(at(16) + THRASH_WINDOW + timedelta(minutes=4)) == []
 
 
+def test_the_cause_of_a_thrash_is_what_ended_each_stay() -> None:
+    """ "Kept for less time than the gaps" only when its keep ran out; not after a push."""
+    watch = ThrashWatch()
+    for minute in range(4):
+        watch.loaded("a", at(minute * 5), reloaded=False)
+    for minute in (4, 9):
+        watch.left("a", UnloadReason.EXPIRED, [], at(minute))
+    watch.left("a", UnloadReason.DISPLACED, ["b"], at(14))
+    assert watch.findings(at(15)) == [
+        Thrash(
+            ("a",),
+            4,
+            30,
+            ThrashCause.PUSHED_OUT,
+            expired=2,
+            pushed_out=1,
+            pushed_out_by=("b",),
+        )
+    ]
+    # Each stay ended by its keep: kept too short, with the count.
+    watch = ThrashWatch()
+    for minute in range(4):
+        watch.loaded("a", at(minute * 5), reloaded=False)
+    for minute in (4, 9, 14):
+        watch.left("a", UnloadReason.EXPIRED, [], at(minute))
+    assert watch.findings(at(15))[0].cause is ThrashCause.KEPT_TOO_SHORT
+    assert watch.findings(at(15))[0].expired == 3
+    # Unloaded before its keep ran out, more often than not: something unloads it.
+    for minute in (15, 16, 16.5):
+        watch.left("a", UnloadReason.UNLOADED, [], at(minute))
+    watch.left("a", UnloadReason.ON_REQUEST, [], at(17))
+    watch.left("a", UnloadReason.SERVER_RESTARTED, [], at(18))  # neither
+    assert (watch.findings(at(18))[0].cause, watch.findings(at(18))[0].left_early) == (
+        ThrashCause.LEFT_EARLY,
+        4,
+    )
+    # Half an hour on, the departures are forgotten with the loads.
+    assert watch.findings(at(19) + THRASH_WINDOW) == []
+    assert watch._left == {}
+
+
 def test_two_models_displacing_each_other() -> None:
     watch = ThrashWatch()
-    watch.displaced("a", ["b"], at(0))
-    watch.displaced("b", ["a"], at(1))
-    watch.displaced("a", ["b"], at(2))
+    watch.left("a", UnloadReason.DISPLACED, ["b"], at(0))
+    watch.left("b", UnloadReason.DISPLACED, ["a"], at(1))
+    watch.left("a", UnloadReason.DISPLACED, ["b"], at(2))
     assert watch.findings(at(2)) == []  # b displaced a twice, a displaced b once
-    watch.displaced("b", ["a"], at(3))
+    watch.left("b", UnloadReason.DISPLACED, ["a"], at(3))
     for minute in range(4):
         watch.loaded("a" if minute % 2 else "b", at(minute), reloaded=False)
         watch.loaded("b" if minute % 2 else "a", at(minute + 0.5), reloaded=False)

@@ -127,6 +127,19 @@ def test_each_finding_has_its_words_and_only_names_and_numbers_in_placeholders()
             "reload_thrash_context_mismatch",
         ),
         (Thrash((LLAMA,), 4, 30, ThrashCause.KEPT_TOO_SHORT), "reload_thrash_kept_too_short"),
+        (
+            Thrash(
+                (LLAMA,),
+                4,
+                30,
+                ThrashCause.PUSHED_OUT,
+                expired=1,
+                pushed_out=2,
+                pushed_out_by=(QWEN, "phi4"),
+            ),
+            "reload_thrash_pushed_out",
+        ),
+        (Thrash((LLAMA,), 4, 30, ThrashCause.LEFT_EARLY, left_early=3), "reload_thrash_left_early"),
     ]
     for thrash, key in cases:
         found_key, placeholders = thrash_issue(thrash, "Ollama test")
@@ -135,6 +148,15 @@ def test_each_finding_has_its_words_and_only_names_and_numbers_in_placeholders()
         assert " and " not in str(placeholders)
     assert thrash_issue(cases[2][0], "s")[1]["agents"] == "K: 8192, O: 4096"
     assert thrash_issue(cases[3][0], "s")[1]["reloads"] == "1"
+    assert thrash_issue(cases[5][0], "s")[1] | {"server": "s"} == {
+        "server": "s",
+        "model": LLAMA,
+        "count": "4",
+        "minutes": "30",
+        "pushed_out": "2",
+        "others": f"{QWEN}, phi4",
+        "expired": "1",
+    }
     end = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
     for conflict, key in (
         (KeepAliveConflict(LLAMA, "K", -1, Kept.PIN, end), "keep_alive_overrides_pin_forever"),

@@ -27,7 +27,7 @@ from .core.repairs import (
     context_mismatches,
     keep_alive_conflicts,
 )
-from .core.residency import ModelUnloaded, UnloadReason
+from .core.residency import ModelUnloaded
 from .data import LlmWarmthConfigEntry
 
 type Issue = tuple[str, dict[str, str]]
@@ -47,47 +47,93 @@ def thrash_issue(thrash: Thrash, server: str) -> Issue:
     Every word is the translation's: the placeholders hold names and numbers only.
     """
     model, count, minutes = thrash.models[0], str(thrash.count), str(thrash.minutes)
+    other = thrash.models[1] if len(thrash.models) > 1 else ""
+    issue: Issue
     match thrash.cause:
         case ThrashCause.DO_NOT_FIT if thrash.sizes:
-            return "reload_thrash_do_not_fit", {
-                "server": server,
-                "model": model,
-                "other_model": thrash.models[1],
-                "count": count,
-                "minutes": minutes,
-                "model_gib": _gib(thrash.sizes[0]),
-                "other_gib": _gib(thrash.sizes[1]),
-            }
+            issue = (
+                "reload_thrash_do_not_fit",
+                {
+                    "server": server,
+                    "model": model,
+                    "other_model": other,
+                    "count": count,
+                    "minutes": minutes,
+                    "model_gib": _gib(thrash.sizes[0]),
+                    "other_gib": _gib(thrash.sizes[1]),
+                },
+            )
         case ThrashCause.DO_NOT_FIT:
-            return "reload_thrash_do_not_fit_unsized", {
-                "server": server,
-                "model": model,
-                "other_model": thrash.models[1],
-                "count": count,
-                "minutes": minutes,
-            }
+            issue = (
+                "reload_thrash_do_not_fit_unsized",
+                {
+                    "server": server,
+                    "model": model,
+                    "other_model": other,
+                    "count": count,
+                    "minutes": minutes,
+                },
+            )
         case ThrashCause.AGENTS_DIFFER:
-            return "reload_thrash_agents_differ", {
-                "server": server,
-                "model": model,
-                "count": count,
-                "minutes": minutes,
-                "agents": ", ".join(f"{agent}: {num_ctx}" for agent, num_ctx in thrash.contexts),
-            }
+            issue = (
+                "reload_thrash_agents_differ",
+                {
+                    "server": server,
+                    "model": model,
+                    "count": count,
+                    "minutes": minutes,
+                    "agents": ", ".join(
+                        f"{agent}: {num_ctx}" for agent, num_ctx in thrash.contexts
+                    ),
+                },
+            )
         case ThrashCause.CONTEXT_MISMATCH:
-            return "reload_thrash_context_mismatch", {
-                "server": server,
-                "model": model,
-                "count": count,
-                "minutes": minutes,
-                "reloads": str(thrash.reloads),
-            }
-    return "reload_thrash_kept_too_short", {
-        "server": server,
-        "model": model,
-        "count": count,
-        "minutes": minutes,
-    }
+            issue = (
+                "reload_thrash_context_mismatch",
+                {
+                    "server": server,
+                    "model": model,
+                    "count": count,
+                    "minutes": minutes,
+                    "reloads": str(thrash.reloads),
+                },
+            )
+        case ThrashCause.PUSHED_OUT:
+            issue = (
+                "reload_thrash_pushed_out",
+                {
+                    "server": server,
+                    "model": model,
+                    "count": count,
+                    "minutes": minutes,
+                    "pushed_out": str(thrash.pushed_out),
+                    "others": ", ".join(thrash.pushed_out_by),
+                    "expired": str(thrash.expired),
+                },
+            )
+        case ThrashCause.LEFT_EARLY:
+            issue = (
+                "reload_thrash_left_early",
+                {
+                    "server": server,
+                    "model": model,
+                    "count": count,
+                    "minutes": minutes,
+                    "left_early": str(thrash.left_early),
+                },
+            )
+        case ThrashCause.KEPT_TOO_SHORT:
+            issue = (
+                "reload_thrash_kept_too_short",
+                {
+                    "server": server,
+                    "model": model,
+                    "count": count,
+                    "minutes": minutes,
+                    "expired": str(thrash.expired),
+                },
+            )
+    return issue
 
 
 def keep_alive_issue(conflict: KeepAliveConflict, server: str) -> Issue:
@@ -161,8 +207,8 @@ class RepairIssues:
         for change in changes:
             if isinstance(change, LoadObserved):
                 self.thrash.loaded(change.model, now, reloaded=change.figures.reloaded)
-            elif isinstance(change, ModelUnloaded) and change.reason is UnloadReason.DISPLACED:
-                self.thrash.displaced(change.model, change.replaced_by, now)
+            elif isinstance(change, ModelUnloaded):
+                self.thrash.left(change.model, change.reason, change.replaced_by, now)
 
     def agent_uses(self) -> list[AgentUse]:
         """Return how Home Assistant's Ollama agents at this server ask for their models.

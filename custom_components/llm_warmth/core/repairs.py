@@ -12,11 +12,12 @@ Three findings, each for a repair issue (pure logic, clock passed in):
 
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 from .pins import Pin
+from .residency import UnloadReason
 
 # A model loaded this often within THRASH_WINDOW thrashes; two models displacing each
 # other this often each (within the window) do too.
@@ -67,6 +68,8 @@ class ThrashCause(StrEnum):
     CONTEXT_MISMATCH = "context_mismatch"  # reloaded in place: a request with another context
     AGENTS_DIFFER = "agents_differ"  # two agents ask for one model with other settings
     DO_NOT_FIT = "do_not_fit"  # two models displace each other
+    PUSHED_OUT = "pushed_out"  # other models pushed it out between uses
+    LEFT_EARLY = "left_early"  # unloaded between uses, before its keep ran out
     KEPT_TOO_SHORT = "kept_too_short"  # it expires between uses
 
 
@@ -76,7 +79,9 @@ class Thrash:
 
     The figures behind the cause: ``sizes`` (bytes, one per model, for two that do not
     fit; empty when a size is unknown), ``contexts`` (each agent and its ``num_ctx``, when
-    they differ), ``reloads`` (the loads in place, for a context mismatch).
+    they differ), ``reloads`` (the loads in place, for a context mismatch), and why it left
+    memory in the window: ``expired`` times its keep ran out, ``pushed_out`` times
+    ``pushed_out_by`` pushed it out, ``left_early`` times it was unloaded before that.
     """
 
     models: tuple[str, ...]
@@ -86,6 +91,10 @@ class Thrash:
     sizes: tuple[int, ...] = ()
     contexts: tuple[tuple[str, int], ...] = ()
     reloads: int = 0
+    expired: int = 0
+    pushed_out: int = 0
+    pushed_out_by: tuple[str, ...] = ()
+    left_early: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,15 +110,18 @@ class ThrashWatch:
         """Start with nothing seen."""
         self._loads: dict[str, deque[_Load]] = {}
         self._displaced: deque[tuple[datetime, str, str]] = deque()  # (at, gone, by)
+        self._left: dict[str, deque[tuple[datetime, UnloadReason]]] = {}
 
     def loaded(self, model: str, now: datetime, *, reloaded: bool) -> None:
         """Note a load of ``model`` (``reloaded``: in place, without leaving memory)."""
         self._loads.setdefault(model, deque()).append(_Load(now, reloaded))
 
-    def displaced(self, model: str, by: Iterable[str], now: datetime) -> None:
-        """Note that ``by`` displaced ``model``."""
-        for other in by:
-            self._displaced.append((now, model, other))
+    def left(self, model: str, reason: UnloadReason, by: Iterable[str], now: datetime) -> None:
+        """Note that ``model`` left memory, and why (``by``: the models that displaced it)."""
+        self._left.setdefault(model, deque()).append((now, reason))
+        if reason is UnloadReason.DISPLACED:
+            for other in by:
+                self._displaced.append((now, model, other))
 
     def findings(
         self,
@@ -148,8 +160,37 @@ class ThrashWatch:
         for model, loads in sorted(self._loads.items()):
             if model in paired or len(loads) < THRASH_LOADS:
                 continue
-            found.append(_cause((model,), loads, minutes, by_model.get(model)))
+            found.append(
+                self._why_it_left(_cause((model,), loads, minutes, by_model.get(model)), model)
+            )
         return found
+
+    def _why_it_left(self, thrash: Thrash, model: str) -> Thrash:
+        """Return ``thrash`` with why the model left memory: the cause says what happened.
+
+        "Kept for less time than the gaps" only when its keep ran out more often than
+        anything else ended it; a model other models pushed out was not kept too short.
+        """
+        reasons = [reason for _at, reason in self._left.get(model, ())]
+        expired = reasons.count(UnloadReason.EXPIRED)
+        pushed_out = reasons.count(UnloadReason.DISPLACED)
+        left_early = (
+            len(reasons) - expired - pushed_out - reasons.count(UnloadReason.SERVER_RESTARTED)
+        )
+        by = tuple(sorted({b for _at, gone, b in self._displaced if gone == model}))
+        cause = thrash.cause
+        if cause is ThrashCause.KEPT_TOO_SHORT and pushed_out:
+            cause = ThrashCause.PUSHED_OUT
+        elif cause is ThrashCause.KEPT_TOO_SHORT and left_early > expired:
+            cause = ThrashCause.LEFT_EARLY
+        return replace(
+            thrash,
+            cause=cause,
+            expired=expired,
+            pushed_out=pushed_out,
+            pushed_out_by=by,
+            left_early=left_early,
+        )
 
     def _forget(self, now: datetime) -> None:
         for model in list(self._loads):
@@ -160,6 +201,12 @@ class ThrashWatch:
                 del self._loads[model]
         while self._displaced and now - self._displaced[0][0] > THRASH_WINDOW:
             self._displaced.popleft()
+        for model in list(self._left):
+            left = self._left[model]
+            while left and now - left[0][0] > THRASH_WINDOW:
+                left.popleft()
+            if not left:
+                del self._left[model]
 
 
 def _cause(
