@@ -245,6 +245,31 @@ async def test_ctrl_c_while_the_demo_starts(socket_enabled: None, tmp_path: Path
             await running.process.wait()
 
 
+def test_the_demo_installs_the_blueprints_and_loads_automations(tmp_path: Path) -> None:
+    """Each start: automations, scripts and scenes as the UI saves them; the blueprints."""
+    state = tmp_path / "demo"
+    write_config(state, 8123)
+    config = state / "config"
+    (config / "blueprints" / "automation" / "llm_warmth" / "old.yaml").write_text("stale")
+    (config / "automations.yaml").write_text("- id: '1'\n")
+    write_config(state, 8123)  # the second start: written again
+    text = (config / "configuration.yaml").read_text()
+    for line in (
+        "automation: !include automations.yaml",
+        "script: !include scripts.yaml",
+        "scene: !include scenes.yaml",
+    ):
+        assert line in text.splitlines()
+    assert (config / "automations.yaml").read_text() == "[]\n"
+    assert (config / "scripts.yaml").read_text() == ""
+    assert (config / "scenes.yaml").read_text() == ""
+    installed = config / "blueprints" / "automation" / "llm_warmth"
+    shipped = ROOT / "blueprints" / "automation" / "llm_warmth"
+    assert sorted(p.name for p in installed.iterdir()) == sorted(p.name for p in shipped.iterdir())
+    for blueprint in shipped.iterdir():
+        assert (installed / blueprint.name).read_bytes() == blueprint.read_bytes()
+
+
 def test_the_demo_refuses_a_folder_it_did_not_make(tmp_path: Path) -> None:
     """--state-dir pointing at a real Home Assistant's folder is refused, not wiped."""
     (tmp_path / "configuration.yaml").write_text("homeassistant:\n")
