@@ -254,15 +254,17 @@ async def test_ctrl_c_while_the_demo_starts(socket_enabled: None, tmp_path: Path
 
 async def _eventually(check: Callable[[], Any], what: str, timeout: float) -> Any:
     """Return ``check()``'s first true answer (it may be a coroutine), polling every 0.5 s."""
-    async with asyncio.timeout(timeout):
-        while True:
-            answer = check()
-            if asyncio.iscoroutine(answer):
-                answer = await answer
-            if answer:
-                return answer
-            await asyncio.sleep(0.5)
-    raise AssertionError(what)  # pragma: no cover (the timeout raises first)
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                answer = check()
+                if asyncio.iscoroutine(answer):
+                    answer = await answer
+                if answer:
+                    return answer
+                await asyncio.sleep(0.5)
+    except TimeoutError:
+        raise AssertionError(f"{what}: not within {timeout:.0f} s") from None
 
 
 def _keep_alives(server: OllamaEmulator, model: str) -> list[Any]:
