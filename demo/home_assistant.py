@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 USERNAME = "demo"
 PASSWORD = "warmth-demo"  # a demo on loopback: printed for the user
 DASHBOARD = "llm-warmth"
+BLUEPRINTS = ROOT / "blueprints" / "automation" / "llm_warmth"
 
 _CONFIGURATION = """\
 # Written by scripts/demo (it is rewritten on every start).
@@ -40,6 +41,20 @@ config:
 history:
 logbook:
 
+# As in Home Assistant's own first configuration (its default_config is left out: some of
+# its integrations reach the internet): what the UI's automation, script and scene editors
+# save goes to these files, and an automation made from a blueprint loads at once.
+automation: !include automations.yaml
+script: !include scripts.yaml
+scene: !include scenes.yaml
+
+# A stand-in for a household service that needs the GPU (a Plex transcode): turn it on to
+# try the "free the GPU" blueprint on the emulated server.
+input_boolean:
+  plex_transcoding:
+    name: Plex transcoding (pretend)
+    icon: mdi:plex
+
 logger:
   default: warning
   logs:
@@ -51,6 +66,10 @@ logger:
 
 def write_config(state: Path, port: int) -> None:
     """Write a fresh configuration for the demo under ``state/config``.
+
+    With it, the project's blueprints as copied from the repository (each start: as they
+    are now), under ``blueprints/automation/llm_warmth`` where an imported one goes; Home
+    Assistant then does not add its example blueprints (it does only into no folder).
 
     Only a folder the demo made (it leaves a marker) is wiped: ``--state-dir`` pointing at
     a real Home Assistant's folder is refused.
@@ -64,6 +83,11 @@ def write_config(state: Path, port: int) -> None:
     shutil.rmtree(config_dir, ignore_errors=True)
     config_dir.mkdir()
     (config_dir / "configuration.yaml").write_text(_CONFIGURATION)
+    # The files Home Assistant's first start writes for its own configuration's includes.
+    (config_dir / "automations.yaml").write_text("[]\n")
+    (config_dir / "scripts.yaml").write_text("")
+    (config_dir / "scenes.yaml").write_text("")
+    shutil.copytree(BLUEPRINTS, config_dir / "blueprints" / "automation" / "llm_warmth")
     prepare_storage(config_dir, port)
 
 

@@ -9,22 +9,29 @@ as a person would (Ctrl+C). Home Assistant's log must hold no error.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 import contextlib
+from datetime import datetime, timedelta
+from functools import partial
 import json
 import os
 from pathlib import Path
 import re
 import shutil
 import signal
+import time
+from typing import Any
+from zoneinfo import ZoneInfo
 
 import aiohttp
 import pytest
 
-from demo.home_assistant import write_config
+from demo.home_assistant import Session, write_config
+from demo.household import ASSISTANT, gpu_box
 
 from .chromium import chromium_page, look, require_browser, sign_in_script
 from .conftest import free_port
+from .ollama_emulator import OllamaEmulator
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -243,6 +250,219 @@ async def test_ctrl_c_while_the_demo_starts(socket_enabled: None, tmp_path: Path
         if running.process.returncode is None:
             running.process.kill()
             await running.process.wait()
+
+
+async def _eventually(check: Callable[[], Any], what: str, timeout: float) -> Any:
+    """Return ``check()``'s first true answer (it may be a coroutine), polling every 0.5 s."""
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                answer = check()
+                if asyncio.iscoroutine(answer):
+                    answer = await answer
+                if answer:
+                    return answer
+                await asyncio.sleep(0.5)
+    except TimeoutError:
+        raise AssertionError(f"{what}: not within {timeout:.0f} s") from None
+
+
+def _keep_alives(server: OllamaEmulator, model: str) -> list[Any]:
+    """The keep_alive of each load request for ``model`` (a pin, an eviction: 0)."""
+    return [
+        r.json.get("keep_alive")
+        for r in server.requests
+        if r.path == "/api/generate" and r.json.get("model") == model
+    ]
+
+
+async def test_an_automation_from_each_blueprint_runs_in_the_demo(
+    socket_enabled: None, tmp_path: Path
+) -> None:
+    """Settings -> Automations -> Blueprints in the demo: both are there, and they work.
+
+    An automation is created from each blueprint through Home Assistant's config API, as
+    the automation editor saves one; each appears as an ``automation.*`` entity, on, and
+    runs: the usage window's lead pins the model (the emulated server loads it until the
+    window's end), the pretend transcode evicts it and, once off, pins it again. The demo
+    runs with ``--server`` on an emulated GPU box of this test's own, so that the scripted
+    morning's requests do not race the automations' and the server's requests can be read.
+    """
+    server = gpu_box()
+    running = await start_demo(tmp_path / "demo", "--server", await server.start())
+    try:
+        signed = await running.until(r"Sign in as '(\w+)' with password '([\w-]+)'", 420)
+        dashboard = await running.until(r"Dashboard: (http://127\.0\.0\.1:\d+)/", 30)
+        await running.until(r"^ready", 30)
+        url = dashboard.group(1)
+        access, _refresh = await _sign_in(url, signed.group(1), signed.group(2))
+        async with aiohttp.ClientSession() as http:
+            await _run_both_blueprints(Session(url, http, access), server)
+        running.process.send_signal(signal.SIGINT)
+        await running.until(r"^Demo stopped", 120)
+        async with asyncio.timeout(30):
+            assert await running.process.wait() == 0
+    finally:
+        if running.process.returncode is None:
+            running.process.kill()
+            await running.process.wait()
+        await server.stop()
+    assert "Traceback" not in "".join(running.lines)
+    log = (tmp_path / "demo" / "home-assistant.log").read_text()
+    assert [line for line in log.splitlines() if " ERROR " in line] == []
+
+
+async def _run_both_blueprints(session: Session, server: OllamaEmulator) -> None:
+    async def get(path: str) -> Any:
+        async with session.http.get(f"{session.url}{path}", headers=session.headers) as answer:
+            answer.raise_for_status()
+            return await answer.json()
+
+    async def state(entity_id: str) -> str | None:
+        async with session.http.get(
+            f"{session.url}/api/states/{entity_id}", headers=session.headers
+        ) as answer:
+            return None if answer.status == 404 else str((await answer.json())["state"])
+
+    async def is_state(entity_id: str, wanted: str) -> bool:
+        return await state(entity_id) == wanted
+
+    async def finished_runs(automation_id: str) -> list[dict[str, Any]]:
+        (traces,) = await session.websocket(
+            {"type": "trace/list", "domain": "automation", "item_id": automation_id}
+        )
+        runs = [t for t in traces if not t.get("not_triggered")]
+        return runs if runs and all(t["state"] == "stopped" for t in runs) else []
+
+    # What the Blueprints page lists.
+    (blueprints,) = await session.websocket({"type": "blueprint/list", "domain": "automation"})
+    assert sorted(blueprints) == [
+        "llm_warmth/free_gpu_for_household.yaml",
+        "llm_warmth/warm_before_use.yaml",
+    ]
+    (devices,) = await session.websocket({"type": "config/device_registry/list"})
+    (model,) = [
+        d["id"]
+        for d in devices
+        if any(
+            domain == "llm_warmth" and ident.endswith(f"_{ASSISTANT}")
+            for domain, ident in d["identifiers"]
+        )
+    ]
+    switch = await _eventually(
+        lambda: _entity_ending(get, "_llama3_2_3b_keep_warm"), "the Keep warm switch", 30
+    )
+    assert await state("input_boolean.plex_transcoding") == "off"
+
+    # The usage window starts at the second minute from now; lead: the 60 s margin
+    # (fallback load 0): the template trigger turns true at the next minute's start.
+    zone = ZoneInfo((await get("/api/config"))["time_zone"])
+    now = datetime.now(zone)
+    tick = now.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    if tick - now < timedelta(seconds=5):
+        tick += timedelta(minutes=1)
+    if (tick + timedelta(minutes=1)).date() != now.date():  # (no window across midnight)
+        await asyncio.sleep((tick - now).total_seconds() + 120)
+        tick += timedelta(minutes=3)
+    start = tick + timedelta(minutes=1)
+    warm_id, free_id = str(int(time.time() * 1000)), str(int(time.time() * 1000) + 1)
+    for automation_id, alias, path, inputs in (
+        (
+            warm_id,
+            "Warm the assistant before the window",
+            "warm_before_use.yaml",
+            {
+                "model": model,
+                "start": start.strftime("%H:%M:%S"),
+                "duration": 1,
+                "margin": 60,
+                "fallback_load": 0,
+            },
+        ),
+        (
+            free_id,
+            "Free the GPU for Plex",
+            "free_gpu_for_household.yaml",
+            {
+                "trigger_entity": "input_boolean.plex_transcoding",
+                "models": [model],
+                "restore_after": 0,
+            },
+        ),
+    ):
+        answer = await session.post(
+            f"/api/config/automation/config/{automation_id}",
+            {
+                "alias": alias,
+                "description": "",
+                "use_blueprint": {"path": f"llm_warmth/{path}", "input": inputs},
+            },
+        )
+        assert answer == {"result": "ok"}
+    for entity_id in (
+        "automation.warm_the_assistant_before_the_window",
+        "automation.free_the_gpu_for_plex",
+    ):
+        await _eventually(partial(is_state, entity_id, "on"), entity_id, 30)
+    assert _keep_alives(server, ASSISTANT) == []
+
+    # The window's lead starts: pinned until the window's end.
+    lead = (tick - datetime.now(zone)).total_seconds()
+    await _eventually(lambda: _keep_alives(server, ASSISTANT), "the pin", lead + 30)
+    (pinned,) = _keep_alives(server, ASSISTANT)
+    assert 90 <= pinned <= 120 + 15, pinned  # seconds to the window's end
+    await _eventually(lambda: ASSISTANT in server.loaded, "the load", 30)
+    await _eventually(partial(is_state, switch, "on"), "the switch on", 30)
+    (run,) = await _eventually(lambda: finished_runs(warm_id), "the warm run", 30)
+    assert run["script_execution"] == "finished", run
+    assert "error" not in run
+
+    # The household service needs the GPU: evicted; off again: pinned again.
+    await session.post(
+        "/api/services/input_boolean/turn_on", {"entity_id": "input_boolean.plex_transcoding"}
+    )
+    await _eventually(lambda: ASSISTANT not in server.loaded, "the eviction", 30)
+    assert _keep_alives(server, ASSISTANT)[1:] == [0]
+    await _eventually(partial(is_state, switch, "off"), "the switch off", 30)
+    await session.post(
+        "/api/services/input_boolean/turn_off", {"entity_id": "input_boolean.plex_transcoding"}
+    )
+    await _eventually(lambda: ASSISTANT in server.loaded, "pinned again", 30)
+    await _eventually(partial(is_state, switch, "on"), "the switch on again", 30)
+    (run,) = await _eventually(lambda: finished_runs(free_id), "the free run", 30)
+    assert run["script_execution"] == "finished", run
+    assert "error" not in run
+
+
+async def _entity_ending(get: Callable[[str], Any], suffix: str) -> str | None:
+    states = await get("/api/states")
+    found = [s["entity_id"] for s in states if s["entity_id"].endswith(suffix)]
+    return found[0] if found else None
+
+
+def test_the_demo_installs_the_blueprints_and_loads_automations(tmp_path: Path) -> None:
+    """Each start: automations, scripts and scenes as the UI saves them; the blueprints."""
+    state = tmp_path / "demo"
+    write_config(state, 8123)
+    config = state / "config"
+    (config / "blueprints" / "automation" / "llm_warmth" / "old.yaml").write_text("stale")
+    (config / "automations.yaml").write_text("- id: '1'\n")
+    write_config(state, 8123)  # the second start: written again
+    text = (config / "configuration.yaml").read_text()
+    for line in (
+        "automation: !include automations.yaml",
+        "script: !include scripts.yaml",
+        "scene: !include scenes.yaml",
+    ):
+        assert line in text.splitlines()
+    assert (config / "automations.yaml").read_text() == "[]\n"
+    assert (config / "scripts.yaml").read_text() == ""
+    assert (config / "scenes.yaml").read_text() == ""
+    installed = config / "blueprints" / "automation" / "llm_warmth"
+    shipped = ROOT / "blueprints" / "automation" / "llm_warmth"
+    assert sorted(p.name for p in installed.iterdir()) == sorted(p.name for p in shipped.iterdir())
+    for blueprint in shipped.iterdir():
+        assert (installed / blueprint.name).read_bytes() == blueprint.read_bytes()
 
 
 def test_the_demo_refuses_a_folder_it_did_not_make(tmp_path: Path) -> None:
