@@ -65,20 +65,27 @@ def test_the_cause_of_a_thrash_is_what_ended_each_stay() -> None:
     watch = ThrashWatch()
     for minute in range(4):
         watch.loaded("a", at(minute * 5), reloaded=False)
-    for minute in (4, 9):
-        watch.left("a", UnloadReason.EXPIRED, [], at(minute))
-    watch.left("a", UnloadReason.DISPLACED, ["b"], at(14))
+    watch.left("a", UnloadReason.EXPIRED, [], at(4))
+    watch.left("a", UnloadReason.DISPLACED, ["b"], at(9))
+    watch.left("a", UnloadReason.DISPLACED, ["c", "b"], at(14))
     assert watch.findings(at(15)) == [
         Thrash(
             ("a",),
             4,
             30,
             ThrashCause.PUSHED_OUT,
-            expired=2,
-            pushed_out=1,
-            pushed_out_by=("b",),
+            expired=1,
+            pushed_out=2,
+            pushed_out_by=("b", "c"),
         )
     ]
+    # Its keep ran out more often than others pushed it out: kept too short, both counted.
+    watch.left("a", UnloadReason.EXPIRED, [], at(14.5))
+    watch.left("a", UnloadReason.EXPIRED, [], at(14.6))
+    assert (watch.findings(at(15))[0].cause, watch.findings(at(15))[0].pushed_out) == (
+        ThrashCause.KEPT_TOO_SHORT,
+        2,
+    )
     # Each stay ended by its keep: kept too short, with the count.
     watch = ThrashWatch()
     for minute in range(4):

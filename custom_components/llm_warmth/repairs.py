@@ -131,6 +131,7 @@ def thrash_issue(thrash: Thrash, server: str) -> Issue:
                     "count": count,
                     "minutes": minutes,
                     "expired": str(thrash.expired),
+                    "pushed_out": str(thrash.pushed_out),
                 },
             )
     return issue

@@ -168,8 +168,8 @@ class ThrashWatch:
     def _why_it_left(self, thrash: Thrash, model: str) -> Thrash:
         """Return ``thrash`` with why the model left memory: the cause says what happened.
 
-        "Kept for less time than the gaps" only when its keep ran out more often than
-        anything else ended it; a model other models pushed out was not kept too short.
+        The cause is what ended most of its stays: other models (pushed out), an unload
+        before its keep ran out (left early), or its keep running out (kept too short).
         """
         reasons = [reason for _at, reason in self._left.get(model, ())]
         expired = reasons.count(UnloadReason.EXPIRED)
@@ -179,9 +179,9 @@ class ThrashWatch:
         )
         by = tuple(sorted({b for _at, gone, b in self._displaced if gone == model}))
         cause = thrash.cause
-        if cause is ThrashCause.KEPT_TOO_SHORT and pushed_out:
+        if cause is ThrashCause.KEPT_TOO_SHORT and pushed_out and pushed_out >= expired:
             cause = ThrashCause.PUSHED_OUT
-        elif cause is ThrashCause.KEPT_TOO_SHORT and left_early > expired:
+        elif cause is ThrashCause.KEPT_TOO_SHORT and left_early > max(expired, pushed_out):
             cause = ThrashCause.LEFT_EARLY
         return replace(
             thrash,
