@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from unittest.mock import patch
 
@@ -171,7 +171,15 @@ async def test_a_pin_with_an_end(
 ) -> None:
     answer = await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA, **{"for": "00:30:00"})
     assert 1790 <= keep_alives(emulator, LLAMA)[-1] <= 1810  # type: ignore[operator]
-    assert hass.states.get(SWITCH).attributes["until"] == answer["until"]
+    # The answer tells the end in the household's time zone (the test's: US/Pacific), as
+    # the summary does; the switch's attribute is the same time (the frontend shows it so).
+    end = dt_util.now() + timedelta(minutes=30)
+    until = datetime.fromisoformat(str(answer["until"]))
+    assert until.utcoffset() == end.utcoffset() != timedelta(0)
+    assert abs(until - end) < timedelta(seconds=5)
+    attribute = datetime.fromisoformat(hass.states.get(SWITCH).attributes["until"])
+    assert abs(attribute - until) < timedelta(seconds=1)
+    assert answer["summary"] == f"{LLAMA} pinned until {until:%Y-%m-%d %H:%M}"
     until = dt_util.now() + timedelta(hours=1)
     await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA, until=until.isoformat())
     assert 3590 <= keep_alives(emulator, LLAMA)[-1] <= 3610  # type: ignore[operator]

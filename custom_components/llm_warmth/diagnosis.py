@@ -34,6 +34,7 @@ from .data import LlmWarmthConfigEntry
 from .diagnoses import answered
 from .errors import translated_errors
 from .probe_prompts import DEFAULT_PROMPT, LONG_PROMPT, WARM_UP_PROMPT, probe_options
+from .sentences import local_timestamp
 from .targets import (
     ATTR_NUM_CTX,
     ATTR_TIMEOUT,
@@ -367,7 +368,7 @@ async def async_start_idle_profile(call: ServiceCall) -> ServiceResponse:
     entry, model, _ = known_model_target(call)
     profile = entry.runtime_data.profiler.start(model)
     due = profile.due_at()
-    return {"model": model, "next_probe_at": due.isoformat() if due else None}
+    return {"model": model, "next_probe_at": local_timestamp(due)}
 
 
 async def async_stop_idle_profile(call: ServiceCall) -> ServiceResponse:

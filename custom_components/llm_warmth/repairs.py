@@ -7,11 +7,8 @@ does.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
 from homeassistant.helpers import issue_registry as ir
-from homeassistant.util import dt as dt_util
 
 from .const import DOMAIN
 from .controller import ResidencyController
@@ -29,12 +26,9 @@ from .core.repairs import (
 )
 from .core.residency import ModelUnloaded
 from .data import LlmWarmthConfigEntry
+from .sentences import local_time
 
 type Issue = tuple[str, dict[str, str]]
-
-
-def _when(until: datetime) -> str:
-    return dt_util.as_local(until).isoformat(timespec="minutes")
 
 
 def _gib(size: int) -> str:
@@ -141,7 +135,7 @@ def keep_alive_issue(conflict: KeepAliveConflict, server: str) -> Issue:
     """Return the translation key and placeholders of an agent's overriding keep_alive."""
     forever = conflict.keep_alive < 0
     if conflict.what is Kept.PRELOAD or conflict.until is not None:
-        until = _when(conflict.until) if conflict.until is not None else ""
+        until = local_time(conflict.until) if conflict.until is not None else ""
         if forever:
             return f"keep_alive_overrides_{conflict.what.value}_forever", {
                 "server": server,

@@ -28,7 +28,7 @@ from .core.summary import summary
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
 from .probe_prompts import probe_options
-from .sentences import say
+from .sentences import local_time, local_timestamp, say
 from .targets import (
     ATTR_NUM_CTX,
     ATTR_TIMEOUT,
@@ -321,7 +321,7 @@ def _end(call: ServiceCall, key: str) -> datetime:
         raise ServiceValidationError(
             translation_domain=DOMAIN,
             translation_key="keep_until_past",
-            translation_placeholders={"until": until.isoformat()},
+            translation_placeholders={"until": local_time(until)},
         )
     return until
 
@@ -344,7 +344,7 @@ async def _async_pin(call: ServiceCall) -> ServiceResponse:
     said = (
         Sentence(
             "pin_until",
-            {"model": model, "until": dt_util.as_local(until).isoformat(timespec="minutes")},
+            {"model": model, "until": local_time(until)},
         )
         if until
         else Sentence("pin_until_unpinned", {"model": model})
@@ -354,7 +354,7 @@ async def _async_pin(call: ServiceCall) -> ServiceResponse:
         "already_resident": done.already_resident,
         "load_seconds": done.seconds,
         "pushed_out": list[JsonValueType](done.pushed_out),
-        "until": until.isoformat() if until else None,
+        "until": local_timestamp(until),
         "priority": pin.priority,
         "num_ctx": num_ctx,
         "agent": agent,

@@ -7,11 +7,14 @@ it) and fills the figures in.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.translation import (
     async_get_cached_translations,
     async_get_translations,
 )
+from homeassistant.util import dt as dt_util
 
 from .const import DOMAIN, LOGGER
 from .core.sentence import Sentence
@@ -39,3 +42,16 @@ def _said(hass: HomeAssistant, sentence: Sentence) -> str:
             return sentence.render(template)
     LOGGER.warning("No words for %s: are the translations loaded?", sentence.key)
     return sentence.key
+
+
+def local_time(when: datetime) -> str:
+    """Return a time as a household reads it: in Home Assistant's time zone, to the minute.
+
+    "2026-12-02 09:30": the date first, so that a time tomorrow is not read as today's.
+    """
+    return dt_util.as_local(when).strftime("%Y-%m-%d %H:%M")
+
+
+def local_timestamp(when: datetime | None) -> str | None:
+    """Return a time for an action's answer: ISO 8601 in Home Assistant's time zone."""
+    return dt_util.as_local(when).isoformat(timespec="seconds") if when else None
