@@ -122,12 +122,12 @@ async def test_model_sensors_through_a_load(
         STATE_UNKNOWN
     )
     # Once seen on a GPU, the GPU memory sensors stay, also across a restart with nothing
-    # resident (a model not resident holds 0 GiB there; its share is unknown).
+    # resident (a model not resident holds 0 GiB there, none of it: a share of 0 %).
     await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
     assert await hass.config_entries.async_reload(init_integration.entry_id)
     await hass.async_block_till_done()
     assert hass.states.get("sensor.ollama_test_llama3_2_3b_gpu_memory").state == "0.0"
-    assert hass.states.get("sensor.ollama_test_qwen3_8b_gpu_share").state == STATE_UNKNOWN
+    assert hass.states.get("sensor.ollama_test_qwen3_8b_gpu_share").state == "0"
     assert hass.states.get("sensor.ollama_test_resident_gpu_memory").state == "0.0"
 
 

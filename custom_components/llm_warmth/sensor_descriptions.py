@@ -178,6 +178,13 @@ def _warmth_attrs(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
     }
 
 
+def _make(snapshot: ServerSnapshot, model: str) -> str | None:
+    """Return the model's make as the server tells it: "qwen3 · 8.2B · Q4_K_M"."""
+    details = model_details(snapshot.installed.get(model) or snapshot.resident.get(model))
+    told = [value for value in details.values() if value]
+    return " · ".join(told) if told else None
+
+
 def _kept_forever(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
     resident = snapshot.resident.get(model)
     return {
@@ -231,6 +238,16 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         value_fn=_unloads_at,
         attrs_fn=_kept_forever,
         has_fn=lambda c: c.reports_expiry,
+    ),
+    # A model's device is a child device of its server, which Home Assistant shows with
+    # the server's make: the model's own make is this sensor, on its device page.
+    ModelSensorDescription(
+        key="make",
+        translation_key="make",
+        entity_category=EntityCategory.DIAGNOSTIC,
+        value_fn=_make,
+        attrs_fn=lambda s, m: model_details(s.installed.get(m) or s.resident.get(m)),
+        has_fn=lambda c: c.reports_model_make,
     ),
     ModelSensorDescription(
         key="context_length",
@@ -335,6 +352,7 @@ MODEL_GPU_SENSORS: tuple[ModelSensorDescription, ...] = (
         native_unit_of_measurement=PERCENTAGE,
         state_class=SensorStateClass.MEASUREMENT,
         suggested_display_precision=0,
-        value_fn=lambda s, m: s.resident[m].gpu_share if m in s.resident else None,
+        # Not resident: nothing of it is on the GPU, as its GPU memory says (0 GiB).
+        value_fn=lambda s, m: s.resident[m].gpu_share if m in s.resident else 0,
     ),
 )

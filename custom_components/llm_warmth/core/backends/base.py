@@ -65,6 +65,8 @@ class Capabilities:
     reports_loading: bool
     expiry_moves_while_busy: bool = False
     lists_while_loading: bool = True
+    # The server tells a model's make: its family, parameter size and quantization.
+    reports_model_make: bool = False
 
     @property
     def requests_set_keep_and_context(self) -> bool:

@@ -53,6 +53,7 @@ OLLAMA_CAPABILITIES: Final = Capabilities(
     # prompt_eval_count includes the cached tokens; 0.30 and newer say how many
     reports_prompt_cache=False,
     reports_context_length=True,  # since 0.10 (0.9 leaves it out)
+    reports_model_make=True,  # /api/tags and /api/ps: "details"
     reports_memory=True,
     reports_expiry=True,
     # No loading state: 0.9.3 lists a loading model with a moving expiry, 0.34.4 does not
