@@ -108,24 +108,49 @@ describe("warmth timeline", () => {
   it("groups what is too short to see on a long span, by the state that lasted longest", () => {
     const month = { start: T0, end: T0 + 30 * 24 * H, minMs: 2 * H };
     const history = [row(T0, "cold")];
-    // Every morning: loaded for 20 minutes, then cold again.
+    // Every morning: loaded for 20 minutes (the load in 10 s), then cold again.
     for (let day = 1; day < 30; day++) {
       const at = T0 + day * 24 * H;
       history.push(row(at, "loading"), row(at + 10 * S, "warm"), row(at + 20 * MIN, "cold"));
     }
-    // Day 10: warm for five hours.
+    // Day 10: warm for five hours (long enough to draw as it is).
     const long = T0 + 10 * 24 * H + 20 * MIN;
     history.splice(
       history.findIndex((r) => r.lu * 1000 === long),
       1,
       row(long + 5 * H, "cold"),
     );
+    // Day 20: two flickers in a row, unavailable then unknown, grouped with the morning.
+    history.push(row(T0 + 20 * 24 * H + 21 * MIN, "unavailable"));
+    history.push(row(T0 + 20 * 24 * H + 22 * MIN, "cold"));
     const segments = timeline(history, month);
-    assert.ok(segments.length < 10, `${segments.length} segments`);
-    for (const s of segments.slice(0, -1)) assert.ok(s.end - s.start >= month.minMs);
-    assert.ok(segments.some((s) => s.state === "warm"), "the long warm stretch stays");
-    const hidden = segments.reduce((n, s) => n + s.merged, 0);
-    assert.ok(hidden > 50, `${hidden} changes merged`);
+    // A morning is one segment (warm, also loading), between two long cold ones.
+    const mornings = segments.filter((s) => s.merged);
+    assert.equal(mornings.length, 28);
+    for (const s of mornings) {
+      assert.equal(s.state, "warm");
+      assert.ok(s.end - s.start < month.minMs);
+    }
+    const day20 = T0 + 20 * 24 * H;
+    assert.ok(mornings.filter((s) => s.start !== day20).every((s) => s.also === "loading"));
+    // loading, warm, cold a minute, unavailable a minute: warm, also cold (the first of
+    // two as long).
+    assert.deepEqual(
+      mornings.filter((s) => s.start === day20).map((s) => [s.merged, s.also]),
+      [[3, "cold"]],
+    );
+    // The five warm hours of day 10 stand alone, after their load (too short to draw, and
+    // nothing short beside it to group with); the rest is long and cold.
+    const alone = segments.filter((s) => !s.merged);
+    assert.deepEqual(
+      alone.filter((s) => s.end - s.start < month.minMs).map((s) => [s.state, s.end - s.start]),
+      [["loading", 10 * S]],
+    );
+    assert.deepEqual(
+      alone.filter((s) => s.state === "warm").map((s) => s.end - s.start),
+      [5 * H + 20 * MIN - 10 * S],
+    );
+    assert.ok(segments.length <= 2 * 30 + 1, `${segments.length} segments`);
     // The segments still cover the whole month, end to end.
     assert.equal(segments[0].start, month.start);
     assert.equal(segments.at(-1).end, month.end);

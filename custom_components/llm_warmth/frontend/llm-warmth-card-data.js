@@ -91,10 +91,12 @@ function unitOf(entry, fallback) {
 /**
  * Return the warmth of one model over [start, end] as segments `{start, end, state, merged}`.
  *
- * Equal neighbours are joined. Segments shorter than `minMs` (less than a pixel or two on
- * a long span) are grouped with their neighbours until each group lasts `minMs`; a group
- * shows the state it spent the most time in and counts the changes it hides in `merged`.
- * Time before the first known state is no segment.
+ * Equal neighbours are joined. On a long span, states shorter than `minMs` (a pixel or two)
+ * that follow each other are grouped into one segment: it shows the state the group spent
+ * the most time in, counts the changes it hides in `merged` and names in `also` the state
+ * it spent the next most time in (a morning's load and warm hour: warm, also loading). A
+ * state that lasts `minMs` or more is never grouped. Time before the first known state is
+ * no segment.
  */
 export function timeline(history, { start, end, minMs = 0 }) {
   const entries = toEntries(history);
@@ -105,27 +107,24 @@ export function timeline(history, { start, end, minMs = 0 }) {
     if (to > from) raw.push({ start: from, end: to, state: entry.state, merged: 0 });
   });
   const joined = joinEqual(raw);
-  if (minMs <= 0) return joined;
   const groups = [];
-  let group = null;
   for (const segment of joined) {
     const short = segment.end - segment.start < minMs;
-    if (group && (short || group.end - group.start < minMs) && segment.start === group.end) {
-      group.parts.push(segment);
-      group.end = segment.end;
+    const last = groups.at(-1);
+    if (short && last?.short && last.end === segment.start) {
+      last.parts.push(segment);
+      last.end = segment.end;
     } else {
-      if (group) groups.push(group);
-      group = { start: segment.start, end: segment.end, parts: [segment] };
+      groups.push({ start: segment.start, end: segment.end, short, parts: [segment] });
     }
   }
-  if (group) groups.push(group);
   return joinEqual(
-    groups.map((g) => ({
-      start: g.start,
-      end: g.end,
-      state: dominant(g.parts),
-      merged: g.parts.reduce((n, p) => n + p.merged, g.parts.length - 1),
-    })),
+    groups.map((g) => {
+      if (g.parts.length === 1) return g.parts[0];
+      const [state, also] = byTime(g.parts);
+      const merged = g.parts.reduce((n, p) => n + p.merged, g.parts.length - 1);
+      return { start: g.start, end: g.end, state, merged, also };
+    }),
   );
 }
 
@@ -136,6 +135,7 @@ function joinEqual(segments) {
     if (last && last.state === segment.state && last.end === segment.start) {
       last.end = segment.end;
       last.merged += segment.merged;
+      if (!last.also && segment.also) last.also = segment.also;
     } else {
       out.push({ ...segment });
     }
@@ -143,10 +143,12 @@ function joinEqual(segments) {
   return out;
 }
 
-function dominant(parts) {
+// The states of a group by the time spent in them: [the longest, the next (or null)].
+function byTime(parts) {
   const time = new Map();
   for (const p of parts) time.set(p.state, (time.get(p.state) ?? 0) + p.end - p.start);
-  return [...time].sort((a, b) => b[1] - a[1])[0][0];
+  const sorted = [...time].sort((a, b) => b[1] - a[1]);
+  return [sorted[0][0], sorted[1]?.[0] ?? null];
 }
 
 /**

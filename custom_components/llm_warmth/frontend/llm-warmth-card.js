@@ -127,7 +127,7 @@ class LlmWarmthCard extends HTMLElement {
       }
     });
     this._resize.observe(this);
-    // The range moves on: fetch again now and then, more rarely on a long span.
+    // The span moves on: fetch again now and then, more rarely on a long span.
     const every = Math.max(60_000, (this._config?.hours_to_show ?? 6) * 3_600_000 / 500);
     this._timer = setInterval(() => this._scheduleFetch(0), every);
     this._scheduleFetch(0);
@@ -259,10 +259,20 @@ class LlmWarmthCard extends HTMLElement {
       }
       for (const s of segments) {
         const known = STATE_COLORS[s.state] ? s.state : "unknown";
-        const hidden = s.merged ? `, and ${s.merged} shorter changes` : "";
+        const also = s.also ? ` (also ${STATE_LABELS[s.also] ?? s.also})` : "";
+        const hidden = s.merged ? `${also}, ${s.merged} changes too short to draw` : "";
+        const left = px(x(s.start));
+        const w = px(Math.max(1, x(s.end) - x(s.start)));
         svg.push(
-          `<rect class="segment state-${escape(known)}" x="${px(x(s.start))}" y="0" width="${px(Math.max(1, x(s.end) - x(s.start)))}" height="18" fill="${STATE_COLORS[known]}"><title>${escape(STATE_LABELS[s.state] ?? s.state)}: ${escape(time.format(s.start))} – ${escape(time.format(s.end))}${hidden}</title></rect>`,
+          `<rect class="segment state-${escape(known)}" x="${left}" y="0" width="${w}" height="18" fill="${STATE_COLORS[known]}"><title>${escape(STATE_LABELS[s.state] ?? s.state)}${escape(hidden)}: ${escape(time.format(s.start))} – ${escape(time.format(s.end))}</title></rect>`,
         );
+        // A group of short states: a band in the colour of the one it spent next most in.
+        if (s.also) {
+          const band = STATE_COLORS[s.also] ?? STATE_COLORS.unknown;
+          svg.push(
+            `<rect class="also" x="${left}" y="12" width="${w}" height="6" fill="${band}"></rect>`,
+          );
+        }
       }
       for (const load of loads) {
         const left = x(load.start);
@@ -292,7 +302,7 @@ class LlmWarmthCard extends HTMLElement {
         colds.length > 1 && `${colds.length} cold starts in this span`,
       ].filter(Boolean);
       return `
-        <div class="model">
+        <div class="model-row">
           <div class="model-head"><span class="name">${escape(name)}</span><span class="now state-${escape(now?.state ?? "none")}">${escape(nowText)}</span></div>
           <svg class="lane" width="${inner}" height="36" role="img" aria-label="${escape(name)} warmth">${svg.join("")}</svg>
           ${facts.length ? `<div class="facts">${facts.join(" · ")}</div>` : ""}
@@ -349,7 +359,7 @@ class LlmWarmthCard extends HTMLElement {
       return `<section class="memory">${title}<p class="note">No memory figures in this span yet.</p></section>`;
     }
     const height = 120;
-    const top = data.max * 1.08;
+    const top = data.max * 1.1;
     const x = (t) => ((t - range.start) / (range.end - range.start)) * inner;
     const y = (v) => height - (v / top) * height;
     const area = (upper, lower) => {
@@ -389,8 +399,9 @@ class LlmWarmthCard extends HTMLElement {
       totalLine += `${move}${px(x(data.edges[i]))} ${px(y(t))} L${px(x(data.edges[i + 1]))} ${px(y(t))} `;
     });
     if (totalLine) svg.push(`<path class="total" d="${totalLine}"><title>total</title></path>`);
+    // The scale: the highest figure, just below its level (the total's line, usually).
     svg.push(
-      `<text class="scale" x="2" y="11">${escape(formatBytes(top))}</text><text class="scale" x="2" y="${height - 3}">0</text>`,
+      `<text class="scale" x="2" y="${px(y(data.max) + 12)}">${escape(formatBytes(data.max))}</text><text class="scale" x="2" y="${height - 3}">0</text>`,
     );
     const legend = data.layers
       .map((layer, i) => {
@@ -483,7 +494,7 @@ const STYLE = `
   .content { padding: 8px 16px 16px; }
   h2 { font-size: 14px; font-weight: 500; margin: 12px 0 6px; color: var(--secondary-text-color); }
   section:first-child h2 { margin-top: 4px; }
-  .model { margin-bottom: 6px; }
+  .model-row { margin-bottom: 6px; }
   .model-head { display: flex; justify-content: space-between; gap: 8px; font-size: 14px; color: var(--primary-text-color); }
   .name { font-weight: 500; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
   .now { color: var(--secondary-text-color); white-space: nowrap; }
