@@ -106,6 +106,8 @@ class Browser:
     url: str
     access_token: str
     screenshots: Path
+    # Where screenshots go that are not the README's.
+    scratch: Path
 
 
 @pytest.fixture
@@ -119,7 +121,7 @@ async def browser(
     screenshots = Path(os.environ.get("LLM_WARMTH_SCREENSHOTS") or tmp_path)
     # Tall enough for the whole dashboard: the logbook card renders its rows only in view.
     async with chromium_page(tmp_path / "profile", height=1500, init_script=sign_in) as page:
-        yield Browser(page, frontend, access_token, screenshots)
+        yield Browser(page, frontend, access_token, screenshots, tmp_path)
 
 
 async def _look(browser: Browser, path: str, expected: list[str], name: str) -> str:
@@ -224,10 +226,10 @@ _CARD_JS = """(() => {
 async def _card(browser: Browser, path: str, name: str, ready: str) -> dict[str, Any]:
     """Open a dashboard, wait until its card drew what ``ready`` (JS on ``card``) says.
 
-    Fails on what a person would notice (``chromium.look``); saves the page and, as
-    ``<name>-card.png``, the card alone.
+    Fails on what a person would notice (``chromium.look``); saves the card alone as
+    ``<name>.png`` (the whole page goes to the scratch folder).
     """
-    await _look(browser, path, ["Warmth, last"], name)
+    await look(browser.page, f"{browser.url}{path}", ["Warmth, "], browser.scratch / name)
     expression = f"(() => {{ const card = {_CARD_JS}; return !!card && ({ready}); }})()"
     try:
         await browser.page.wait_for(expression, timeout=30)
@@ -239,7 +241,7 @@ async def _card(browser: Browser, path: str, name: str, ready: str) -> dict[str,
     # Nothing drawn beyond the card's edge, at any width.
     assert card["overflow"] <= 1, card
     await asyncio.sleep(0.5)
-    await browser.page.screenshot(browser.screenshots / f"{name}-card.png", card["box"])
+    await browser.page.screenshot(browser.screenshots / f"{name}.png", card["box"])
     return card
 
 
@@ -305,6 +307,8 @@ async def test_the_card_draws_loads_cold_starts_memory_and_the_last_probe(
         assert "reserve 4.0 GiB" in card["text"]  # 2 GiB on each of the two GPUs
         assert "first token after" in card["text"]
         assert "queue and load" in card["text"]
+        # A new installation: the charts begin with its first recorded minutes.
+        assert "Warmth, since" in card["text"], card["text"]
 
 
 def _month_of_history(hass: HomeAssistant, days: int) -> dict[str, Any]:

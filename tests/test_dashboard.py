@@ -128,8 +128,15 @@ async def test_the_dashboard_shows_what_exists(
         "fit_y_data": True,
         "entities": None,
     }
-    assert cards["Time to first token (probes)"]["logarithmic_scale"] is True
-    assert cards["Time to first token (probes)"]["hours_to_show"] == 48
+    assert cards["Time to first token (probes)"] | {"entities": None} == {
+        "type": "history-graph",
+        "title": "Time to first token (probes)",
+        "hours_to_show": 48,
+        "logarithmic_scale": True,
+        "min_y_axis": 0.01,
+        "fit_y_data": True,
+        "entities": None,
+    }
 
 
 def options_of(config: dict[str, Any], server: str) -> list[dict[str, Any]]:

@@ -126,13 +126,16 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
             }
         )
     if probes:
-        # Logarithmic: a cold start (seconds) and warm probes (a tenth of that) on one axis.
+        # Logarithmic from a hundredth: a cold start (seconds) and warm probes (tenths of a
+        # second) both readable on one axis, and a few equal probes not blown up to fill it.
         cards.append(
             {
                 "type": "history-graph",
                 "title": "Time to first token (probes)",
                 "hours_to_show": GRAPH_HOURS,
                 "logarithmic_scale": True,
+                "min_y_axis": 0.01,
+                "fit_y_data": True,
                 "entities": probes,
             }
         )

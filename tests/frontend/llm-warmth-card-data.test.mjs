@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import {
+  chartStart,
   checkConfig,
   coldStarts,
   configEntities,
@@ -369,6 +370,16 @@ describe("the last probe's waterfall", () => {
 });
 
 describe("time axis", () => {
+  it("begins with the history on a new installation, never shorter than its least", () => {
+    const window = { start: T0, end: T0 + 6 * H, minSpanMs: 10 * MIN };
+    const young = [[row(T0 + 5 * H, "cold")], [row(T0 + 5 * H + MIN, "1.0")]];
+    assert.equal(chartStart(young, window), T0 + 5 * H);
+    assert.equal(chartStart([[row(T0 + 6 * H - MIN, "cold")]], window), T0 + 6 * H - 10 * MIN);
+    assert.equal(chartStart([[row(T0 - H, "cold")], []], window), T0);
+    assert.equal(chartStart([[row(T0 + 10 * MIN, "cold")]], window), T0);
+    assert.equal(chartStart([], window), T0);
+  });
+
   it("picks round steps for spans from an hour to a month", () => {
     assert.equal(timeTicks(T0, T0 + H, 6).step, 10 * MIN);
     assert.equal(timeTicks(T0, T0 + 6 * H, 6).step, H);

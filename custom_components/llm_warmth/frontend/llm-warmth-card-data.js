@@ -309,6 +309,22 @@ export function memory({ models = [], gpus = [], reserveBytes = 0, start, end, b
   return { edges, layers, total, reserve: reserveBytes, max };
 }
 
+/**
+ * Return where the charts begin: `start`, or later when the history begins later (a new
+ * installation: its first minutes fill the chart instead of its last pixel), but never
+ * less than `minSpanMs` before `end`. A history that begins within the span's first
+ * twentieth keeps the span.
+ */
+export function chartStart(histories, { start, end, minSpanMs }) {
+  let first = Infinity;
+  for (const history of histories) {
+    for (const entry of toEntries(history)) first = Math.min(first, entry.changed);
+  }
+  // A history that begins in the first twentieth of the span fills it already.
+  if (!Number.isFinite(first) || first - start <= (end - start) / 20) return start;
+  return Math.max(start, Math.min(first, end - minSpanMs));
+}
+
 // The stages of a time to first token, in the order they happen.
 const STAGES = [
   ["queue", "queue"],

@@ -6,6 +6,7 @@
 
 import {
   WARMTH_STATES,
+  chartStart,
   checkConfig,
   coldStarts,
   configEntities,
@@ -149,6 +150,14 @@ class LlmWarmthCard extends HTMLElement {
     return { start: end - this._config.hours_to_show * 3_600_000, end };
   }
 
+  /** The span drawn: the configured one, or from the first recorded row when later. */
+  _chartRange() {
+    const range = this._window();
+    if (!this._loaded || this._historyError) return { ...range, since: false };
+    const start = chartStart(Object.values(this._history), { ...range, minSpanMs: 600_000 });
+    return { start, end: range.end, since: start > range.start };
+  }
+
   async _fetch() {
     if (!this._hass || !this._config || !this.isConnected) return;
     const { start, end } = this._window();
@@ -204,7 +213,7 @@ class LlmWarmthCard extends HTMLElement {
     if (!this._hass) {
       parts.push(`<p class="note">Waiting for Home Assistant…</p>`);
     } else {
-      const range = this._window();
+      const range = this._chartRange();
       parts.push(this._timelines(range, inner));
       parts.push(this._memory(range, inner));
       parts.push(this._waterfall(inner));
@@ -322,7 +331,7 @@ class LlmWarmthCard extends HTMLElement {
       : "";
     return `
       <section class="timelines">
-        <h2>Warmth, last ${escape(spanText(this._config.hours_to_show))}</h2>
+        <h2>Warmth, ${range.since ? `since ${escape(time.format(range.start))}` : `last ${escape(spanText(this._config.hours_to_show))}`}</h2>
         ${note}${rows.join("")}
         ${this._axis(range, inner, offset)}
         <div class="legend">${legend}</div>
