@@ -220,10 +220,20 @@ class Page:
         """Return the page's text, shadow roots included, one piece per line."""
         return "\n".join((await self.report())["text"])
 
-    async def screenshot(self, path: Path) -> None:
-        """Save a PNG of the viewport."""
-        result = await self.send("Page.captureScreenshot", {"format": "png"})
+    async def screenshot(self, path: Path, clip: dict[str, float] | None = None) -> None:
+        """Save a PNG of the viewport, or of ``clip`` (x, y, width, height) of the page."""
+        params: dict[str, Any] = {"format": "png"}
+        if clip is not None:
+            params |= {"clip": {**clip, "scale": 1}, "captureBeyondViewport": True}
+        result = await self.send("Page.captureScreenshot", params)
         await asyncio.to_thread(path.write_bytes, base64.b64decode(result["data"]))
+
+    async def set_viewport(self, width: int, height: int, *, mobile: bool = False) -> None:
+        """Size the page as a screen of ``width`` x ``height`` CSS pixels (a phone: mobile)."""
+        await self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile},
+        )
 
 
 @contextlib.asynccontextmanager

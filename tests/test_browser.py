@@ -9,8 +9,10 @@ script error. ``LLM_WARMTH_SCREENSHOTS=<folder>`` also saves the screenshots the
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 import os
 from pathlib import Path
 from typing import Any
@@ -27,13 +29,14 @@ from pytest_homeassistant_custom_component.components.recorder.common import (
     async_wait_recording_done,
 )
 
-from custom_components.llm_warmth.const import CONF_ASSISTANT_MODEL, DOMAIN
+from custom_components.llm_warmth.const import CONF_ASSISTANT_MODEL, CONF_RESERVE_GIB, DOMAIN
 from custom_components.llm_warmth.devices import server_device_identifier
 from demo.home_assistant import http_storage
 
 from .chromium import Page, chromium_page, look, require_browser, sign_in_script
 from .conftest import ENTRY_ID, LLAMA, QWEN, free_port, model_device
 from .ollama_emulator import OllamaEmulator
+from .test_gpu import NVML_OPTIONS, nvml, setup_with  # noqa: F401 (nvml: a fixture)
 
 pytestmark = pytest.mark.browser
 
@@ -103,6 +106,8 @@ class Browser:
     url: str
     access_token: str
     screenshots: Path
+    # Where screenshots go that are not the README's.
+    scratch: Path
 
 
 @pytest.fixture
@@ -116,7 +121,7 @@ async def browser(
     screenshots = Path(os.environ.get("LLM_WARMTH_SCREENSHOTS") or tmp_path)
     # Tall enough for the whole dashboard: the logbook card renders its rows only in view.
     async with chromium_page(tmp_path / "profile", height=1500, init_script=sign_in) as page:
-        yield Browser(page, frontend, access_token, screenshots)
+        yield Browser(page, frontend, access_token, screenshots, tmp_path)
 
 
 async def _look(browser: Browser, path: str, expected: list[str], name: str) -> str:
@@ -170,8 +175,8 @@ async def test_dashboard_and_device_pages_in_a_browser(
     await _look(
         browser,
         "/llm-warmth/llm-warmth",
-        # The logbook card tells the events in words.
-        ["Ollama test", "Warm", "Load times", "Loads, unloads and cold starts", "was loaded"],
+        # The logbook card tells the events in words, one line for a load and its cold start.
+        ["Ollama test", "Warm", "Load times", "Loads, unloads and cold starts", "(a cold start)"],
         "dashboard",
     )
 
@@ -181,10 +186,250 @@ async def test_dashboard_and_device_pages_in_a_browser(
     assert server is not None
     assert model is not None
     await _look(browser, f"/config/devices/device/{server.id}", ["Assistant warmth"], "server")
-    await _look(browser, f"/config/devices/device/{model.id}", ["Warmth", "Last probe"], "model")
+    await _look(browser, f"/config/devices/device/{model.id}", ["Last probe", "Model"], "model")
     # The integration's page calls the server and its models devices, not services.
     text = await _look(
         browser, f"/config/integrations/integration/{DOMAIN}", ["Ollama test"], "integration"
     )
     assert "3 devices" in text, text
     assert "service" not in text.lower()
+
+
+# The card's parts, read from its shadow root wherever the dashboard put it.
+_CARD_JS = """(() => {
+  const find = (root) => {
+    for (const el of root.querySelectorAll('*')) {
+      if (el.localName === 'llm-warmth-card') return el;
+      if (el.shadowRoot) { const found = find(el.shadowRoot); if (found) return found; }
+    }
+    return null;
+  };
+  const card = find(document);
+  if (!card || !card.shadowRoot || !card.shadowRoot.querySelector('ha-card')) return null;
+  const root = card.shadowRoot;
+  const count = (selector) => root.querySelectorAll(selector).length;
+  const box = card.getBoundingClientRect();
+  const svgs = [...root.querySelectorAll('svg')];
+  const right = Math.max(...svgs.map((s) => s.getBoundingClientRect().right));
+  return {
+    models: count('.model-row'), segments: count('.segment'), loads: count('.load'),
+    exact: count('.load.exact'), lowerBound: count('.load.lower-bound'),
+    coldStarts: count('.cold-start'), layers: count('.memory-layer'), reserve: count('.reserve'),
+    stages: count('.stage'), text: root.textContent.replace(/\\s+/g, ' '),
+    segmentsPerModel: [...root.querySelectorAll('.model-row')].map(
+      (m) => m.querySelectorAll('.segment').length),
+    box: {x: box.x, y: box.y, width: box.width, height: box.height}, overflow: right - box.right,
+  };
+})()"""
+
+
+async def _card(browser: Browser, path: str, name: str, ready: str) -> dict[str, Any]:
+    """Open a dashboard, wait until its card drew what ``ready`` (JS on ``card``) says.
+
+    Fails on what a person would notice (``chromium.look``); saves the card alone as
+    ``<name>.png`` (the whole page goes to the scratch folder).
+    """
+    await look(browser.page, f"{browser.url}{path}", ["Warmth, "], browser.scratch / name)
+    expression = f"(() => {{ const card = {_CARD_JS}; return !!card && ({ready}); }})()"
+    try:
+        await browser.page.wait_for(expression, timeout=30)
+    except TimeoutError:
+        drawn = await browser.page.evaluate(_CARD_JS)
+        raise AssertionError(f"the card did not draw: {drawn}") from None
+    card: dict[str, Any] = await browser.page.evaluate(_CARD_JS)
+    assert browser.page.exceptions == [], browser.page.exceptions
+    # Nothing drawn beyond the card's edge, at any width.
+    assert card["overflow"] <= 1, card
+    await asyncio.sleep(0.5)
+    await browser.page.screenshot(browser.screenshots / f"{name}.png", card["box"])
+    return card
+
+
+async def _save_dashboard(browser: Browser, url_path: str, config: dict[str, Any]) -> None:
+    await _websocket(
+        browser.url,
+        browser.access_token,
+        {
+            "type": "lovelace/dashboards/create",
+            "url_path": url_path,
+            "title": url_path,
+            "mode": "storage",
+        },
+        {"type": "lovelace/config/save", "url_path": url_path, "config": config},
+    )
+
+
+@pytest.mark.usefixtures("nvml")
+async def test_the_card_draws_loads_cold_starts_memory_and_the_last_probe(
+    hass: HomeAssistant,
+    browser: Browser,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    make_resident: Callable[..., Awaitable[None]],
+) -> None:
+    """The shipped dashboard's card, on real history: at a desktop's width and a phone's."""
+    emulator.clock.set(dt_util.utcnow())
+    # A reserve of 2 GiB a GPU leaves room for both models.
+    await setup_with(hass, mock_config_entry, {**NVML_OPTIONS, CONF_RESERVE_GIB: 2.0})
+    entry = {"config_entry_id": mock_config_entry.entry_id}
+    # Another client loads qwen (polling times it); a probe finds llama cold (a cold start
+    # the probe waited for); qwen is evicted and preloaded again (exact, nobody waited);
+    # pinning llama pushes qwen out (the emulator's GPU holds 8 GiB).
+    await make_resident(QWEN)
+    emulator.models[LLAMA].load_delay = 0.5
+    await hass.services.async_call(DOMAIN, "probe", {**entry, "model": LLAMA}, blocking=True)
+    await hass.services.async_call(DOMAIN, "evict", {**entry, "model": QWEN}, blocking=True)
+    await hass.services.async_call(DOMAIN, "preload", {**entry, "model": QWEN}, blocking=True)
+    await hass.services.async_call(DOMAIN, "pin", {**entry, "model": LLAMA}, blocking=True)
+    await hass.async_block_till_done()
+    await async_wait_recording_done(hass)
+    dashboard = await hass.services.async_call(
+        DOMAIN, "dashboard", {}, blocking=True, return_response=True
+    )
+    assert dashboard is not None
+    config: dict[str, Any] = dashboard["config"]
+    assert any(c["type"] == "custom:llm-warmth-card" for c in config["views"][0]["cards"])
+    await _save_dashboard(browser, "llm-warmth", config)
+
+    ready = "card.loads >= 3 && card.coldStarts >= 1 && card.stages >= 2 && card.layers >= 3"
+    for name, width in (("card-desktop", 1280), ("card-phone", 390)):
+        await browser.page.set_viewport(width, 2000, mobile=width < 600)
+        card = await _card(browser, "/llm-warmth/llm-warmth", name, ready)
+        assert card["box"]["width"] <= width
+        # A timeline per model, each load a bar: the probe's and the preloads exact.
+        assert card["models"] == 2
+        assert all(n >= 1 for n in card["segmentsPerModel"]), card
+        assert card["exact"] >= 2, card
+        # Who waited how long: the probe, for llama's load.
+        assert "probe waited" in card["text"], card["text"]
+        # Models, the other processes and the household's reserve, stacked.
+        assert card["reserve"] == 1
+        assert "reserve 4.0 GiB" in card["text"]  # 2 GiB on each of the two GPUs
+        assert "first token after" in card["text"]
+        assert "queue and load" in card["text"]
+        # A new installation: the charts begin with its first recorded minutes.
+        assert "Warmth, since" in card["text"], card["text"]
+
+
+def _month_of_history(hass: HomeAssistant, days: int) -> dict[str, Any]:
+    """Write a month of a household's mornings into the recorder; return the card for it.
+
+    Every morning at seven the assistant's model loads (8 s, the server's figure) and stays
+    warm for a while; on odd days another client waits for it first (a cold start polling
+    saw: at least 9 s); every evening a transcode takes 4 GiB of the GPU for two hours.
+    """
+    # Within the card's span: the recorder has no row from before it started.
+    start = dt_util.utcnow() - timedelta(days=days, minutes=-1)
+    day0 = start.replace(hour=0, minute=0, second=0, microsecond=0)
+    seconds = {"unit_of_measurement": "s"}
+    gib = {"unit_of_measurement": "GiB"}
+    rows: list[tuple[float, str, str, dict[str, Any]]] = [
+        (start.timestamp(), "sensor.month_small_warmth", "cold", {}),
+        (start.timestamp(), "sensor.month_big_warmth", "cold", {}),
+        (start.timestamp(), "sensor.month_small_vram", "0", gib),
+        (start.timestamp(), "sensor.month_big_vram", "0", gib),
+        (start.timestamp(), "sensor.month_gpu_total", "24", gib),
+        (start.timestamp(), "sensor.month_gpu_other", "0.5", gib),
+    ]
+    for day in range(1, days + 1):
+        morning = (day0 + timedelta(days=day, hours=7)).timestamp()
+        warm = 20 * 60 + (day % 5) * 30 * 60
+        rows += [
+            (morning, "sensor.month_small_warmth", "loading", {}),
+            (morning + 8, "sensor.month_small_warmth", "warm", {}),
+            (
+                morning + 8,
+                "sensor.month_small_load",
+                f"{7.5 + day % 3 / 10:.1f}",
+                {**seconds, "source": "server"},
+            ),
+            (morning + 8, "sensor.month_small_vram", "3.2", gib),
+            (morning + warm, "sensor.month_small_warmth", "cold", {}),
+            (morning + warm, "sensor.month_small_vram", "0", gib),
+            (morning + 3 * 3600, "sensor.month_gpu_other", "4.5", gib),
+            (morning + 5 * 3600, "sensor.month_gpu_other", "0.5", gib),
+        ]
+        if day % 2:
+            rows.append(
+                (
+                    morning + 9,
+                    "sensor.month_small_cold",
+                    f"{9 + day % 4}",
+                    {**seconds, "source": "polling"},
+                )
+            )
+        if day % 7 == 0:  # the big model, kept warm for an afternoon
+            noon = morning + 6 * 3600
+            rows += [
+                (noon, "sensor.month_big_warmth", "loading", {}),
+                (noon + 25, "sensor.month_big_warmth", "kept_warm", {}),
+                (noon + 25, "sensor.month_big_load", "25.3", {**seconds, "source": "client"}),
+                (noon + 25, "sensor.month_big_vram", "11.5", gib),
+                (noon + 4 * 3600, "sensor.month_big_warmth", "cold", {}),
+                (noon + 4 * 3600, "sensor.month_big_vram", "0", gib),
+            ]
+    now = dt_util.utcnow().timestamp()
+    for at, entity_id, state, attributes in sorted(rows, key=lambda row: row[0]):
+        if at < now:
+            hass.states.async_set(entity_id, state, attributes, timestamp=at)
+    hass.states.async_set(
+        "binary_sensor.month_gpu_headroom_low", "off", {"reserve_bytes": 6 * 1024**3}
+    )
+    probe = {"ttft": 9.6, "load": 8.1, "prefill": 1200.0, "first_decode": 95.0}
+    for key, value in probe.items():
+        unit = "s" if key in ("ttft", "load") else "ms"
+        hass.states.async_set(
+            f"sensor.month_small_probe_{key}", str(value), {"unit_of_measurement": unit}
+        )
+    return {
+        "type": "custom:llm-warmth-card",
+        "title": "A month of mornings",
+        "hours_to_show": days * 24,
+        "models": [
+            {
+                "name": "small:3b",
+                "warmth": "sensor.month_small_warmth",
+                "load": "sensor.month_small_load",
+                "cold_request": "sensor.month_small_cold",
+                "vram": "sensor.month_small_vram",
+                "probe": {k: f"sensor.month_small_probe_{k}" for k in probe},
+            },
+            {
+                "name": "big:14b",
+                "warmth": "sensor.month_big_warmth",
+                "load": "sensor.month_big_load",
+                "vram": "sensor.month_big_vram",
+            },
+        ],
+        "gpus": [
+            {
+                "total": "sensor.month_gpu_total",
+                "other": "sensor.month_gpu_other",
+                "headroom_low": "binary_sensor.month_gpu_headroom_low",
+            }
+        ],
+    }
+
+
+async def test_the_card_keeps_a_month_legible(
+    hass: HomeAssistant, browser: Browser, init_integration: MockConfigEntry
+) -> None:
+    """A month of history: short states grouped, every load and cold start still there."""
+    month = _month_of_history(hass, 30)
+    await hass.async_block_till_done()
+    await async_wait_recording_done(hass)
+    day = {**month, "title": "The last day", "hours_to_show": 24}
+    await _save_dashboard(
+        browser, "llm-month", {"views": [{"title": "Month", "path": "m", "cards": [month, day]}]}
+    )
+    ready = "card.loads >= 25 && card.coldStarts >= 13 && card.layers === 3"
+    for name, width in (("card-month", 1280), ("card-month-phone", 390)):
+        await browser.page.set_viewport(width, 2000, mobile=width < 600)
+        card = await _card(browser, "/llm-month/m", name, ready)
+        # One segment per state a person can tell apart: a month of 20-minute mornings
+        # at a pixel per hours is grouped, not hundreds of slivers.
+        assert all(1 <= n <= 120 for n in card["segmentsPerModel"]), card["segmentsPerModel"]
+        assert "at least" in card["text"]  # polling's cold starts are lower bounds
+        assert "a client waited" in card["text"]
+        assert "reserve 6.0 GiB" in card["text"]
+        assert "30 days" in card["text"]

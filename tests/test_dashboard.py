@@ -1,5 +1,6 @@
 """The dashboard the integration builds: every card shows entities that exist and answer."""
 
+from pathlib import Path
 from typing import Any
 
 from homeassistant.const import STATE_UNAVAILABLE
@@ -23,6 +24,10 @@ def referenced(config: dict[str, Any]) -> list[str]:
         for item in card.get("entities", []):
             found.append(item["entity"] if isinstance(item, dict) else item)
         found += card.get("target", {}).get("entity_id", [])
+        # custom:llm-warmth-card: its models' sensors (and their probes'), its GPUs'.
+        for part in (*card.get("models", []), *card.get("gpus", [])):
+            found += [v for k, v in part.items() if k not in ("name", "probe")]
+            found += part.get("probe", {}).values()
     return found
 
 
@@ -62,6 +67,7 @@ async def test_the_dashboard_shows_what_exists(
     titles = [card.get("title") for card in config["views"][0]["cards"]]
     assert titles == [
         mock_config_entry.title,
+        f"{mock_config_entry.title}: warmth, loads and memory",
         "Keep warm",
         "Load times",
         "Time to first token (probes)",
@@ -85,6 +91,92 @@ async def test_the_dashboard_shows_what_exists(
         state = hass.states.get(entity_id)
         assert state is not None, entity_id
         assert state.state != STATE_UNAVAILABLE, entity_id
+
+    cards = {card.get("title"): card for card in config["views"][0]["cards"]}
+    # The card of our own: a live view of the last hours, each model with what it draws.
+    card = cards[f"{mock_config_entry.title}: warmth, loads and memory"]
+    assert card["type"] == "custom:llm-warmth-card"
+    assert card["hours_to_show"] == 6
+    llama, qwen = card["models"]
+    assert llama == {
+        "name": LLAMA,
+        "warmth": "sensor.ollama_test_llama3_2_3b",
+        "load": "sensor.ollama_test_llama3_2_3b_last_measured_load_duration",
+        "cold_request": "sensor.ollama_test_llama3_2_3b_last_cold_request_duration",
+        "vram": "sensor.ollama_test_llama3_2_3b_gpu_memory",
+        # The disabled prefill sensor is left out; the card says what the stages miss.
+        "probe": {
+            "ttft": "sensor.ollama_test_llama3_2_3b_last_time_to_first_token",
+            "load": "sensor.ollama_test_llama3_2_3b_queue_and_load_stage",
+            "first_decode": "sensor.ollama_test_llama3_2_3b_first_decode_stage",
+            "overhead": "sensor.ollama_test_llama3_2_3b_overhead_stage",
+        },
+    }
+    assert "probe" not in qwen  # never probed
+    # Both GPUs, each with its total, the other processes and the reserve's sensor.
+    assert [set(gpu) for gpu in card["gpus"]] == [{"total", "other", "headroom_low"}] * 2
+    for gpu in card["gpus"]:
+        reserve = hass.states.get(gpu["headroom_low"])
+        assert reserve is not None
+        assert reserve.attributes["reserve_bytes"] == 10 * 1024**3
+    # The graphs: from zero for the loads, logarithmic for cold and warm TTFTs together.
+    assert cards["Load times"] | {"entities": None} == {
+        "type": "history-graph",
+        "title": "Load times",
+        "hours_to_show": 48,
+        "min_y_axis": 0,
+        "fit_y_data": True,
+        "entities": None,
+    }
+    assert cards["Time to first token (probes)"] | {"entities": None} == {
+        "type": "history-graph",
+        "title": "Time to first token (probes)",
+        "hours_to_show": 48,
+        "logarithmic_scale": True,
+        "min_y_axis": 0.01,
+        "fit_y_data": True,
+        "entities": None,
+    }
+
+
+def options_of(config: dict[str, Any], server: str) -> list[dict[str, Any]]:
+    """Return each card's options but its entities, the server's title as <server>."""
+    shapes: list[dict[str, Any]] = []
+    for card in config["views"][0]["cards"]:
+        shape = {k: v for k, v in card.items() if k not in ("entities", "target", "models", "gpus")}
+        shape["title"] = shape["title"].replace(server, "<server>")
+        # The card's options per model, per probe and per GPU (which of them appear).
+        for part in ("models", "gpus"):
+            if part in card:
+                shape[part] = sorted({key for item in card[part] for key in item})
+        shapes.append(shape)
+    return shapes
+
+
+@pytest.mark.usefixtures("nvml")
+async def test_the_example_shows_what_the_action_returns(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """dashboards/example.yaml: the cards and options the action gives (ids differ)."""
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": "1h"})
+    await setup_with(hass, mock_config_entry, NVML_OPTIONS)
+    hass.config_entries.async_update_entry(
+        mock_config_entry, options={**mock_config_entry.options, CONF_ASSISTANT_MODEL: LLAMA}
+    )
+    await hass.async_block_till_done()
+    await hass.services.async_call(
+        DOMAIN,
+        "probe",
+        {"config_entry_id": mock_config_entry.entry_id, "model": LLAMA},
+        blocking=True,
+        return_response=True,
+    )
+    await hass.async_block_till_done()
+    example = parse_yaml((Path(__file__).parent.parent / "dashboards/example.yaml").read_text())
+    assert isinstance(example, dict)
+    assert options_of(example, "Ollama gpu-box:11434") == options_of(
+        await build(hass), mock_config_entry.title
+    )
 
 
 async def test_the_assistant_row_names_its_model_and_the_logbook_the_models(

@@ -141,12 +141,12 @@ async def test_the_demo_shows_warmth_and_events_in_a_browser(
             f"{url}{path}",
             [
                 "Assistant",
-                "llama3.2:3b Warmth",
-                "qwen3:8b Warmth",
+                "Assistant (llama3.2:3b)",
+                "qwen3:8b",
                 "Time to first token (probes)",
-                "had a cold start",
-                "was loaded in",
-                "was unloaded",
+                "(a cold start)",
+                "loaded in",
+                "pushed out of memory by",
             ],
             screenshots / "demo",
         )

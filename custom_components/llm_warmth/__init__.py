@@ -15,6 +15,7 @@ from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from homeassistant.helpers.typing import ConfigType
 
 from .agents import AgentDirectory
+from .card import async_register_card
 from .const import CONF_RESERVE_GIB, CONF_SERVER_KIND, DEFAULT_RESERVE_GIB, DOMAIN, GIB, LOGGER
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
@@ -50,6 +51,8 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     await async_setup_services(hass)
     # The words of the actions' summaries, the verdicts and the idle profiles.
     await async_load_sentences(hass)
+    # The dashboard card, for every dashboard (the frontend loads it on each page).
+    await async_register_card(hass)
     return True
 
 

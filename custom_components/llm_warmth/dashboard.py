@@ -24,6 +24,33 @@ from .devices import display_name, entity_unique_id
 _LOAD_KEYS = {"last_measured_load_duration": "load", "last_cold_request_duration": "cold request"}
 _PROBE_KEYS = {"last_ttft": "TTFT", "load_stage": "queue and load", "prefill_stage": "prefill"}
 
+# The card's options (custom:llm-warmth-card) by the sensor's key: a model's, its last
+# probe's stages, a GPU's.
+_CARD_MODEL_KEYS = {
+    "last_measured_load_duration": "load",
+    "last_cold_request_duration": "cold_request",
+    "vram": "vram",
+}
+_CARD_PROBE_KEYS = {
+    "last_ttft": "ttft",
+    "load_stage": "load",
+    "queue_stage": "queue",
+    "prefill_stage": "prefill",
+    "first_decode_stage": "first_decode",
+    "overhead_stage": "overhead",
+}
+_CARD_GPU_KEYS = {
+    ("gpu_memory_total", Platform.SENSOR): "total",
+    ("gpu_memory_other", Platform.SENSOR): "other",
+    # Its reserve_bytes attribute: the household's reserve.
+    ("gpu_headroom_low", Platform.BINARY_SENSOR): "headroom_low",
+}
+
+# The card's live view: a morning's loads are wide enough to read, and a month is one
+# option away (hours_to_show: 720). The graphs look back two days: today against yesterday.
+CARD_HOURS = 6
+GRAPH_HOURS = 48
+
 
 @callback
 def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
@@ -74,13 +101,16 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
         )
         # The logbook of the models only: the assistant's warmth repeats one of them.
         warmth += model_warmth
+        gpu = entry.runtime_data.gpu
+        gpu_uuids = sorted(gpu.data.gpus) if gpu is not None and gpu.data is not None else []
+        if card := _card(entry.title, models, gpu_uuids, entity):
+            cards.append(card)
         switches = [e for m in models if (e := entity(m, "keep_warm", Platform.SWITCH))]
         contention = entity("", "gpu_contention") if switches else None
         keep_warm += [*switches, *([contention] if contention else [])]
         loads += _graphed(models, _LOAD_KEYS, entity)
         probes += _graphed(models, _PROBE_KEYS, entity)
-        gpu = entry.runtime_data.gpu
-        for uuid in sorted(gpu.data.gpus) if gpu is not None and gpu.data is not None else ():
+        for uuid in gpu_uuids:
             gpus += [
                 e
                 for key, platform in (
@@ -94,11 +124,31 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
         # the minutes the household needed the GPU while a pin held it.
         cards.append({"type": "entities", "title": "Keep warm", "entities": keep_warm})
     if loads:
-        # One point per load: the sensors change once per load.
-        cards.append({"type": "history-graph", "title": "Load times", "entities": loads})
-    if probes:
+        # One step per load: the sensors change once per load. From zero: two loads of
+        # 7.4 s and 7.6 s are about the same, not the bottom and the top of the chart.
         cards.append(
-            {"type": "history-graph", "title": "Time to first token (probes)", "entities": probes}
+            {
+                "type": "history-graph",
+                "title": "Load times",
+                "hours_to_show": GRAPH_HOURS,
+                "min_y_axis": 0,
+                "fit_y_data": True,
+                "entities": loads,
+            }
+        )
+    if probes:
+        # Logarithmic from a hundredth: a cold start (seconds) and warm probes (tenths of a
+        # second) both readable on one axis, and a few equal probes not blown up to fill it.
+        cards.append(
+            {
+                "type": "history-graph",
+                "title": "Time to first token (probes)",
+                "hours_to_show": GRAPH_HOURS,
+                "logarithmic_scale": True,
+                "min_y_axis": 0.01,
+                "fit_y_data": True,
+                "entities": probes,
+            }
         )
     if gpus:
         cards.append(
@@ -116,6 +166,49 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
     return {
         "title": "LLM Warmth",
         "views": [{"title": "Warmth", "path": "llm-warmth", "cards": cards}],
+    }
+
+
+def _card(
+    title: str,
+    models: list[str],
+    gpu_uuids: list[str],
+    entity: Callable[[str, str, str], str | None],
+) -> dict[str, Any] | None:
+    """Return the server's custom:llm-warmth-card: its models' sensors, its GPUs'."""
+    card_models: list[dict[str, Any]] = []
+    for model in models:
+        if (warmth := entity(model, "warmth", Platform.SENSOR)) is None:
+            continue
+        options: dict[str, Any] = {"name": display_name(model), "warmth": warmth}
+        for key, option in _CARD_MODEL_KEYS.items():
+            if found := entity(model, key, Platform.SENSOR):
+                options[option] = found
+        probe = {
+            option: found
+            for key, option in _CARD_PROBE_KEYS.items()
+            if (found := entity(model, key, Platform.SENSOR))
+        }
+        if "ttft" in probe:
+            options["probe"] = probe
+        card_models.append(options)
+    if not card_models:
+        return None
+    gpus: list[dict[str, str]] = []
+    for uuid in gpu_uuids:
+        gpu = {
+            option: found
+            for (key, platform), option in _CARD_GPU_KEYS.items()
+            if (found := entity(f"gpu_{uuid}", key, platform))
+        }
+        if "total" in gpu:  # the scale of its chart
+            gpus.append(gpu)
+    return {
+        "type": "custom:llm-warmth-card",
+        "title": f"{title}: warmth, loads and memory",
+        "hours_to_show": CARD_HOURS,
+        "models": card_models,
+        **({"gpus": gpus} if gpus else {}),
     }
 
 

@@ -1,0 +1,478 @@
+// What the LLM Warmth card draws, computed from Home Assistant's history and states.
+// Pure data: no DOM, no Home Assistant object; tested on its own with `node --test`
+// (tests/frontend/). Times are milliseconds since the epoch, durations seconds unless
+// a name says otherwise, memory bytes.
+
+/** The states of a model's Warmth sensor, in the order the legend lists them. */
+export const WARMTH_STATES = ["cold", "loading", "warm", "kept_warm", "unloading"];
+
+/** What Home Assistant writes when it has no value. */
+export const ABSENT_STATES = ["unavailable", "unknown"];
+
+// Who measured a load figure (the sensors' `source` attribute): polling sees a load
+// from its first sighting on, so its figure is a lower bound; the others are exact.
+const LOWER_BOUND_SOURCES = new Set(["polling"]);
+
+// Who waited for a cold request, by who timed it: the integration times only the
+// requests of its own probes ("client"); polling saw another client's request.
+const WAITED_BY = { client: "probe", polling: "a client", events: "a client", server: "a client" };
+
+const MS_PER = { ms: 1, s: 1000, min: 60_000, h: 3_600_000, d: 86_400_000 };
+const BYTES_PER = {
+  B: 1,
+  kB: 1e3,
+  MB: 1e6,
+  GB: 1e9,
+  TB: 1e12,
+  KiB: 1024,
+  MiB: 1024 ** 2,
+  GiB: 1024 ** 3,
+  TiB: 1024 ** 4,
+};
+
+/**
+ * Return one history entry as `{t, changed, state, attributes}`.
+ *
+ * Reads the websocket's compressed rows (`{s, a, lu, lc}`, seconds; `lc` only when it
+ * differs from `lu`; `a` absent in a minimal response) and full state objects
+ * (`{state, attributes, last_changed, last_updated}`, ISO strings).
+ * `t` is when the row was written, `changed` when its state last changed.
+ */
+export function toEntry(raw) {
+  if (raw && "s" in raw) {
+    const t = Number(raw.lu) * 1000;
+    return {
+      t,
+      changed: raw.lc === undefined ? t : Number(raw.lc) * 1000,
+      state: String(raw.s),
+      attributes: raw.a ?? {},
+    };
+  }
+  const t = Date.parse(raw.last_updated ?? raw.last_changed);
+  return {
+    t,
+    changed: Date.parse(raw.last_changed ?? raw.last_updated),
+    state: String(raw.state),
+    attributes: raw.attributes ?? {},
+  };
+}
+
+/** Return a history's entries, oldest first, without rows that carry no time. */
+export function toEntries(history) {
+  return (history ?? [])
+    .map(toEntry)
+    .filter((e) => Number.isFinite(e.t))
+    .sort((a, b) => a.t - b.t);
+}
+
+/** Return a state as a number, null when it is none (unavailable, unknown, text). */
+export function numeric(state) {
+  if (state === null || state === undefined || state === "") return null;
+  const value = Number(state);
+  return Number.isFinite(value) ? value : null;
+}
+
+/** Return a duration in milliseconds from a value in `unit` (ms, s, min, h, d). */
+export function durationMs(value, unit) {
+  if (value === null) return null;
+  return value * (MS_PER[unit] ?? 1000);
+}
+
+/** Return a memory size in bytes from a value in `unit` (B ... TiB); GiB if none. */
+export function toBytes(value, unit) {
+  if (value === null) return null;
+  return value * (BYTES_PER[unit] ?? BYTES_PER.GiB);
+}
+
+function unitOf(entry, fallback) {
+  return entry.attributes.unit_of_measurement ?? fallback;
+}
+
+/**
+ * Return the warmth of one model over [start, end] as segments `{start, end, state, merged}`.
+ *
+ * Equal neighbours are joined. On a long span, states shorter than `minMs` (a pixel or two)
+ * that follow each other are grouped into one segment: it shows the state the group spent
+ * the most time in, counts the changes it hides in `merged` and names in `also` the state
+ * it spent the next most time in (a morning's load and warm hour: warm, also loading). A
+ * state that lasts `minMs` or more is never grouped. Time before the first known state is
+ * no segment.
+ */
+export function timeline(history, { start, end, minMs = 0 }) {
+  const entries = toEntries(history);
+  const raw = [];
+  entries.forEach((entry, i) => {
+    const from = Math.max(entry.changed, start);
+    const to = Math.min(i + 1 < entries.length ? entries[i + 1].changed : end, end);
+    if (to > from) raw.push({ start: from, end: to, state: entry.state, merged: 0 });
+  });
+  const joined = joinEqual(raw);
+  const groups = [];
+  for (const segment of joined) {
+    const short = segment.end - segment.start < minMs;
+    const last = groups.at(-1);
+    if (short && last?.short && last.end === segment.start) {
+      last.parts.push(segment);
+      last.end = segment.end;
+    } else {
+      groups.push({ start: segment.start, end: segment.end, short, parts: [segment] });
+    }
+  }
+  return joinEqual(
+    groups.map((g) => {
+      if (g.parts.length === 1) return g.parts[0];
+      const [state, also] = byTime(g.parts);
+      const merged = g.parts.reduce((n, p) => n + p.merged, g.parts.length - 1);
+      return { start: g.start, end: g.end, state, merged, also };
+    }),
+  );
+}
+
+function joinEqual(segments) {
+  const out = [];
+  for (const segment of segments) {
+    const last = out.at(-1);
+    if (last && last.state === segment.state && last.end === segment.start) {
+      last.end = segment.end;
+      last.merged += segment.merged;
+      if (!last.also && segment.also) last.also = segment.also;
+    } else {
+      out.push({ ...segment });
+    }
+  }
+  return out;
+}
+
+// The states of a group by the time spent in them: [the longest, the next (or null)].
+function byTime(parts) {
+  const time = new Map();
+  for (const p of parts) time.set(p.state, (time.get(p.state) ?? 0) + p.end - p.start);
+  const sorted = [...time].sort((a, b) => b[1] - a[1]);
+  return [sorted[0][0], sorted[1]?.[0] ?? null];
+}
+
+/**
+ * Return the figures a "last ... duration" sensor wrote within [start, end], one per load.
+ *
+ * The sensor's state is the last exact figure, and its `at_least_seconds` attribute a
+ * newer one that only polls saw (a lower bound, in seconds). Each changes once per load:
+ * a figure is new when it differs from the last one of its kind seen (unavailable and
+ * unknown in between are no load, nor is the value restored after a restart). What is
+ * carried in at `start` is no load. Each is `{t, seconds, exact, source}`; `exact` is
+ * false for a lower bound. (History written before the attribute existed kept a polled
+ * figure as the state, with `source: polling`: a lower bound too.)
+ */
+export function figures(history, { start, end, unit = "s" }) {
+  const out = [];
+  let lastExact = null;
+  let lastBound = null;
+  for (const entry of toEntries(history)) {
+    const carried = entry.t <= start + 1000;
+    const fresh = !carried && entry.t <= end;
+    const value = numeric(entry.state);
+    if (value !== null) {
+      const seconds = durationMs(value, unitOf(entry, unit)) / 1000;
+      const source = entry.attributes.source ?? null;
+      if (fresh && lastExact !== seconds) {
+        out.push({ t: entry.t, seconds, exact: !LOWER_BOUND_SOURCES.has(source), source });
+      }
+      lastExact = seconds;
+    }
+    const bound = numeric(entry.attributes.at_least_seconds);
+    if (bound !== null && fresh && lastBound !== bound) {
+      out.push({ t: entry.t, seconds: bound, exact: false, source: "polling" });
+    }
+    if (bound !== null || value !== null) lastBound = bound;
+  }
+  return out;
+}
+
+/**
+ * Return each load as a bar `{start, end, seconds, exact, source, clipped}`: it ended when
+ * its figure was written and lasted as long as the figure says (at least that long when
+ * the figure is a lower bound). `clipped` when it began before `start`.
+ */
+export function loadBars(history, window) {
+  return figures(history, window).map((f) => {
+    const begin = f.t - f.seconds * 1000;
+    return {
+      start: Math.max(begin, window.start),
+      end: f.t,
+      seconds: f.seconds,
+      exact: f.exact,
+      source: f.source,
+      clipped: begin < window.start,
+    };
+  });
+}
+
+/**
+ * Return each cold start `{t, seconds, exact, source, waitedBy}`: when the request that
+ * had to wait for the load answered, how long it waited and who it was ("probe" for the
+ * integration's own probe, "a client" for a request polling saw).
+ */
+export function coldStarts(history, window) {
+  return figures(history, window).map((f) => ({
+    ...f,
+    waitedBy: WAITED_BY[f.source] ?? "a request",
+  }));
+}
+
+/** Return a figure in words: "7.5 s", "at least 7.5 s", "1 min 5 s". */
+export function formatSeconds(seconds, exact = true) {
+  const bound = exact ? "" : "at least ";
+  if (seconds < 10) return `${bound}${seconds.toFixed(1)} s`;
+  if (seconds < 60) return `${bound}${Math.round(seconds)} s`;
+  const minutes = Math.floor(seconds / 60);
+  const rest = Math.round(seconds - minutes * 60);
+  return `${bound}${minutes} min${rest ? ` ${rest} s` : ""}`;
+}
+
+/** Return a memory size in words: "11.3 GiB", "512 MiB". */
+export function formatBytes(bytes) {
+  if (bytes >= 1024 ** 3) return `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
+  return `${Math.round(bytes / 1024 ** 2)} MiB`;
+}
+
+/** Return a series' values as steps `{t, value}` (value null where unavailable). */
+export function steps(history, convert) {
+  return toEntries(history).map((e) => ({ t: e.changed, value: convert(e) }));
+}
+
+/**
+ * Return a step series sampled on intervals: for each [edges[i], edges[i+1]) the highest
+ * value it held (so that a model resident for minutes still shows on a month's chart),
+ * null where it held none.
+ */
+export function sample(series, edges) {
+  const values = [];
+  let k = 0;
+  let current = null;
+  for (let i = 0; i + 1 < edges.length; i++) {
+    while (k < series.length && series[k].t <= edges[i]) current = series[k++].value;
+    let high = current;
+    while (k < series.length && series[k].t < edges[i + 1]) {
+      current = series[k++].value;
+      if (current !== null && (high === null || current > high)) high = current;
+    }
+    values.push(high);
+  }
+  return values;
+}
+
+/**
+ * Return the GPU memory over [start, end], stacked: each model's memory from the bottom,
+ * then the other processes; the total and the household reserve (a band below the total)
+ * beside them.
+ *
+ * Input: `models` `[{name, history, unit}]`, `gpus` `[{total, other, unit}]` (histories;
+ * several GPUs are added up), `reserveBytes`. At most `buckets` intervals: a long span is
+ * sampled on equal intervals, each showing the highest value of each layer.
+ * Returns `{edges, layers: [{name, kind, values, lower, upper}], total, reserve, max}`,
+ * each array one value per interval; `total` null where no GPU reported one.
+ */
+export function memory({ models = [], gpus = [], reserveBytes = 0, start, end, buckets = 240 }) {
+  const bytesOf = (fallback) => (e) => toBytes(numeric(e.state), unitOf(e, fallback));
+  const modelSteps = models.map((m) => steps(m.history, bytesOf(m.unit)));
+  const otherSteps = gpus.map((g) => steps(g.other, bytesOf(g.unit)));
+  const totalSteps = gpus.map((g) => steps(g.total, bytesOf(g.unit)));
+  const changes = new Set([start, end]);
+  for (const series of [...modelSteps, ...otherSteps, ...totalSteps]) {
+    for (const step of series) if (step.t > start && step.t < end) changes.add(step.t);
+  }
+  let edges = [...changes].sort((a, b) => a - b);
+  if (edges.length - 1 > buckets) {
+    const width = (end - start) / buckets;
+    edges = Array.from({ length: buckets + 1 }, (_, i) => start + i * width);
+  }
+  const sum = (seriesList, keepNull) =>
+    edges.slice(1).map((_, i) => {
+      const values = seriesList.map((s) => s[i]);
+      if (keepNull && values.some((v) => v === null)) return null;
+      return values.reduce((a, v) => a + (v ?? 0), 0);
+    });
+  const layers = [
+    ...models.map((m, i) => ({ name: m.name, kind: "model", values: sample(modelSteps[i], edges) })),
+  ];
+  if (gpus.length) {
+    layers.push({
+      name: "other processes",
+      kind: "other",
+      values: sum(
+        otherSteps.map((s) => sample(s, edges)),
+        false,
+      ),
+    });
+  }
+  const base = edges.slice(1).map(() => 0);
+  for (const layer of layers) {
+    layer.values = layer.values.map((v) => v ?? 0);
+    layer.lower = [...base];
+    layer.upper = layer.values.map((v, i) => (base[i] += v));
+  }
+  const total = gpus.length
+    ? sum(
+        totalSteps.map((s) => sample(s, edges)),
+        true,
+      )
+    : edges.slice(1).map(() => null);
+  const max = Math.max(0, ...base, ...total.filter((v) => v !== null));
+  return { edges, layers, total, reserve: reserveBytes, max };
+}
+
+/**
+ * Return where the charts begin: `start`, or later when the history begins later (a new
+ * installation: its first minutes fill the chart instead of its last pixel), but never
+ * less than `minSpanMs` before `end`. A history that begins within the span's first
+ * twentieth keeps the span.
+ */
+export function chartStart(histories, { start, end, minSpanMs }) {
+  let first = Infinity;
+  for (const history of histories) {
+    for (const entry of toEntries(history)) first = Math.min(first, entry.changed);
+  }
+  // A history that begins in the first twentieth of the span fills it already.
+  if (!Number.isFinite(first) || first - start <= (end - start) / 20) return start;
+  return Math.max(start, Math.min(first, end - minSpanMs));
+}
+
+// The stages of a time to first token, in the order they happen.
+const STAGES = [
+  ["queue", "queue"],
+  ["load", "load"],
+  ["prefill", "prefill"],
+  ["first_decode", "first decode"],
+  ["overhead", "overhead"],
+];
+
+/**
+ * Return the most recent probe's time to first token as a waterfall, or null.
+ *
+ * Input: `[{model, ttft, load, queue, prefill, first_decode, overhead}]`, each figure a
+ * state object (`{state, attributes, last_updated}`) or undefined; `load` is the
+ * queue-and-load stage (the queue inside it where the server tells it). The probe is the
+ * model whose figures were written last. Returns `{model, ttftMs, updated, stages:
+ * [{key, label, startMs, ms}]}`; what the stages do not account for (stages the server
+ * does not report, or sensors that are disabled) is a stage "not reported".
+ */
+export function waterfall(probes) {
+  const read = (state) => {
+    if (!state) return null;
+    const value = numeric(state.state);
+    return durationMs(value, state.attributes?.unit_of_measurement ?? "ms");
+  };
+  const written = (probe) =>
+    Math.max(
+      ...Object.values(probe)
+        .filter((s) => s && typeof s === "object" && s.last_updated)
+        .map((s) => Date.parse(s.last_updated)),
+    );
+  const candidates = probes
+    .filter((p) => read(p.ttft) !== null)
+    .map((p) => ({ probe: p, updated: written(p) }))
+    .sort((a, b) => b.updated - a.updated);
+  if (!candidates.length) return null;
+  const { probe, updated } = candidates[0];
+  const ttftMs = read(probe.ttft);
+  const figures = {
+    queue: read(probe.queue),
+    load: read(probe.load),
+    prefill: read(probe.prefill),
+    first_decode: read(probe.first_decode),
+    overhead: read(probe.overhead),
+  };
+  if (figures.load !== null && figures.queue !== null) {
+    figures.load = Math.max(0, figures.load - figures.queue);
+  }
+  const stages = [];
+  let at = 0;
+  for (const [key, label] of STAGES) {
+    const ms = figures[key];
+    if (ms === null) continue;
+    const shown = key === "load" && figures.queue === null ? "queue and load" : label;
+    stages.push({ key, label: shown, startMs: at, ms });
+    at += ms;
+  }
+  // Rounding leaves tenths of a millisecond: only a real remainder is a stage.
+  if (ttftMs - at > Math.max(1, ttftMs * 0.005)) {
+    stages.push({ key: "unreported", label: "not reported", startMs: at, ms: ttftMs - at });
+  }
+  return { model: probe.model, ttftMs, updated, stages };
+}
+
+// Tick steps of a time axis, shortest first.
+const TICK_STEPS = [
+  60_000, 300_000, 600_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 10_800_000, 21_600_000,
+  43_200_000, 86_400_000, 172_800_000, 604_800_000,
+];
+
+/**
+ * Return the ticks of a time axis over [start, end]: at most `count` steps apart, on round times of
+ * the local clock (`offsetMs`: the time zone's offset from UTC), `{step, ticks}`.
+ */
+export function timeTicks(start, end, count, offsetMs = 0) {
+  const span = end - start;
+  const step =
+    TICK_STEPS.find((s) => span / s <= Math.max(1, count)) ?? TICK_STEPS[TICK_STEPS.length - 1];
+  const ticks = [];
+  const first = Math.ceil((start + offsetMs) / step) * step - offsetMs;
+  for (let t = first; t <= end; t += step) ticks.push(t);
+  return { step, ticks };
+}
+
+/**
+ * Check a card's configuration; return it with defaults, or throw an Error that says what
+ * is wrong (Home Assistant shows it on the card).
+ */
+export function checkConfig(config) {
+  if (!config || typeof config !== "object") throw new Error("Invalid configuration");
+  const hours = config.hours_to_show ?? 6;
+  if (typeof hours !== "number" || !(hours > 0) || hours > 24 * 366) {
+    throw new Error("hours_to_show must be a number of hours above 0 (at most a year)");
+  }
+  if (!Array.isArray(config.models) || config.models.length === 0) {
+    throw new Error("models: list the models, each with its warmth sensor (warmth: sensor.…)");
+  }
+  const entity = (value, where) => {
+    if (value === undefined) return;
+    if (typeof value !== "string" || !/^[a-z_]+\.[a-z0-9_]+$/.test(value)) {
+      throw new Error(`${where} must be an entity id, not ${JSON.stringify(value)}`);
+    }
+  };
+  config.models.forEach((model, i) => {
+    if (!model || typeof model !== "object" || !model.warmth) {
+      throw new Error(`models[${i}]: warmth (the model's Warmth sensor) is required`);
+    }
+    for (const key of ["warmth", "load", "cold_request", "vram"]) {
+      entity(model[key], `models[${i}].${key}`);
+    }
+    for (const [key, value] of Object.entries(model.probe ?? {})) {
+      entity(value, `models[${i}].probe.${key}`);
+    }
+  });
+  (config.gpus ?? []).forEach((gpu, i) => {
+    if (!gpu || typeof gpu !== "object" || !gpu.total) {
+      throw new Error(`gpus[${i}]: total (the GPU's memory total sensor) is required`);
+    }
+    for (const key of ["total", "other", "headroom_low"]) entity(gpu[key], `gpus[${i}].${key}`);
+  });
+  return { ...config, hours_to_show: hours, gpus: config.gpus ?? [] };
+}
+
+/** Return every entity id a configuration names. */
+export function configEntities(config) {
+  const ids = [];
+  for (const model of config.models) {
+    ids.push(model.warmth, model.load, model.cold_request, model.vram);
+    ids.push(...Object.values(model.probe ?? {}));
+  }
+  for (const gpu of config.gpus ?? []) ids.push(gpu.total, gpu.other, gpu.headroom_low);
+  return ids.filter(Boolean);
+}
+
+/** Return a model's name for a configuration entry: `name`, else the warmth sensor's. */
+export function modelName(model, states) {
+  if (model.name) return model.name;
+  const state = states?.[model.warmth];
+  return state?.attributes?.friendly_name ?? model.warmth;
+}

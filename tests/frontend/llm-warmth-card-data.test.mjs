@@ -1,0 +1,462 @@
+// The card's data code on its own: `node --test tests/frontend/` (scripts/test runs it).
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import {
+  chartStart,
+  checkConfig,
+  coldStarts,
+  configEntities,
+  durationMs,
+  formatBytes,
+  formatSeconds,
+  loadBars,
+  memory,
+  modelName,
+  numeric,
+  sample,
+  timeTicks,
+  timeline,
+  toBytes,
+  toEntries,
+  toEntry,
+  waterfall,
+} from "../../custom_components/llm_warmth/frontend/llm-warmth-card-data.js";
+
+const T0 = Date.UTC(2026, 11, 1, 8, 0, 0); // a morning, in ms
+const S = 1000;
+const MIN = 60 * S;
+const H = 60 * MIN;
+const GIB = 1024 ** 3;
+
+// A compressed history row, as history/history_during_period sends it (seconds).
+const row = (ms, state, attributes) => ({ s: state, ...(attributes && { a: attributes }), lu: ms / 1000 });
+
+describe("history rows", () => {
+  it("reads compressed rows and full state objects", () => {
+    assert.deepEqual(toEntry({ s: "warm", a: { x: 1 }, lu: 10, lc: 5 }), {
+      t: 10_000,
+      changed: 5_000,
+      state: "warm",
+      attributes: { x: 1 },
+    });
+    assert.deepEqual(toEntry({ s: "cold", lu: 10 }).changed, 10_000);
+    const full = toEntry({
+      state: "7.5",
+      attributes: { source: "server" },
+      last_changed: "2026-12-01T08:00:00Z",
+      last_updated: "2026-12-01T08:00:01Z",
+    });
+    assert.equal(full.t, T0 + S);
+    assert.equal(full.changed, T0);
+    assert.equal(full.state, "7.5");
+  });
+
+  it("sorts rows and drops those without a time", () => {
+    const entries = toEntries([row(T0 + S, "b"), { s: "x", lu: "nope" }, row(T0, "a")]);
+    assert.deepEqual(
+      entries.map((e) => e.state),
+      ["a", "b"],
+    );
+    assert.deepEqual(toEntries(undefined), []);
+  });
+
+  it("reads numbers, units of time and of memory", () => {
+    assert.equal(numeric("7.5"), 7.5);
+    for (const absent of ["unavailable", "unknown", "", null, undefined, "warm"]) {
+      assert.equal(numeric(absent), null);
+    }
+    assert.equal(durationMs(1.5, "s"), 1500);
+    assert.equal(durationMs(2, "min"), 120_000);
+    assert.equal(durationMs(250, "ms"), 250);
+    assert.equal(durationMs(3, undefined), 3000);
+    assert.equal(durationMs(null, "s"), null);
+    assert.equal(toBytes(2, "GiB"), 2 * GIB);
+    assert.equal(toBytes(512, "MiB"), 512 * 1024 ** 2);
+    assert.equal(toBytes(1, undefined), GIB);
+    assert.equal(toBytes(null, "GiB"), null);
+  });
+});
+
+describe("warmth timeline", () => {
+  const window = { start: T0, end: T0 + 6 * H };
+
+  it("cuts the states into segments within the window", () => {
+    const history = [
+      row(T0 - H, "cold"), // carried in: starts at the window's start
+      row(T0 + H, "loading"),
+      row(T0 + H + 8 * S, "warm"),
+      row(T0 + 2 * H, "warm", { agents: [] }), // an attribute change: no new segment
+      row(T0 + 3 * H, "unavailable"),
+      row(T0 + 3 * H + 5 * MIN, "cold"),
+    ];
+    assert.deepEqual(timeline(history, window), [
+      { start: T0, end: T0 + H, state: "cold", merged: 0 },
+      { start: T0 + H, end: T0 + H + 8 * S, state: "loading", merged: 0 },
+      { start: T0 + H + 8 * S, end: T0 + 3 * H, state: "warm", merged: 0 },
+      { start: T0 + 3 * H, end: T0 + 3 * H + 5 * MIN, state: "unavailable", merged: 0 },
+      { start: T0 + 3 * H + 5 * MIN, end: T0 + 6 * H, state: "cold", merged: 0 },
+    ]);
+  });
+
+  it("has no segment before the first known state, and none for no history", () => {
+    assert.deepEqual(timeline([row(T0 + 5 * H, "warm")], window), [
+      { start: T0 + 5 * H, end: T0 + 6 * H, state: "warm", merged: 0 },
+    ]);
+    assert.deepEqual(timeline([], window), []);
+  });
+
+  it("groups what is too short to see on a long span, by the state that lasted longest", () => {
+    const month = { start: T0, end: T0 + 30 * 24 * H, minMs: 2 * H };
+    const history = [row(T0, "cold")];
+    // Every morning: loaded for 20 minutes (the load in 10 s), then cold again.
+    for (let day = 1; day < 30; day++) {
+      const at = T0 + day * 24 * H;
+      history.push(row(at, "loading"), row(at + 10 * S, "warm"), row(at + 20 * MIN, "cold"));
+    }
+    // Day 10: warm for five hours (long enough to draw as it is).
+    const long = T0 + 10 * 24 * H + 20 * MIN;
+    history.splice(
+      history.findIndex((r) => r.lu * 1000 === long),
+      1,
+      row(long + 5 * H, "cold"),
+    );
+    // Day 20: two flickers in a row, unavailable then unknown, grouped with the morning.
+    history.push(row(T0 + 20 * 24 * H + 21 * MIN, "unavailable"));
+    history.push(row(T0 + 20 * 24 * H + 22 * MIN, "cold"));
+    const segments = timeline(history, month);
+    // A morning is one segment (warm, also loading), between two long cold ones.
+    const mornings = segments.filter((s) => s.merged);
+    assert.equal(mornings.length, 28);
+    for (const s of mornings) {
+      assert.equal(s.state, "warm");
+      assert.ok(s.end - s.start < month.minMs);
+    }
+    const day20 = T0 + 20 * 24 * H;
+    assert.ok(mornings.filter((s) => s.start !== day20).every((s) => s.also === "loading"));
+    // loading, warm, cold a minute, unavailable a minute: warm, also cold (the first of
+    // two as long).
+    assert.deepEqual(
+      mornings.filter((s) => s.start === day20).map((s) => [s.merged, s.also]),
+      [[3, "cold"]],
+    );
+    // The five warm hours of day 10 stand alone, after their load (too short to draw, and
+    // nothing short beside it to group with); the rest is long and cold.
+    const alone = segments.filter((s) => !s.merged);
+    assert.deepEqual(
+      alone.filter((s) => s.end - s.start < month.minMs).map((s) => [s.state, s.end - s.start]),
+      [["loading", 10 * S]],
+    );
+    assert.deepEqual(
+      alone.filter((s) => s.state === "warm").map((s) => s.end - s.start),
+      [5 * H + 20 * MIN - 10 * S],
+    );
+    assert.ok(segments.length <= 2 * 30 + 1, `${segments.length} segments`);
+    // The segments still cover the whole month, end to end.
+    assert.equal(segments[0].start, month.start);
+    assert.equal(segments.at(-1).end, month.end);
+    segments.slice(1).forEach((s, i) => assert.equal(s.start, segments[i].end));
+  });
+});
+
+describe("loads and cold starts", () => {
+  const window = { start: T0, end: T0 + 6 * H };
+  const server = { source: "server", unit_of_measurement: "s" };
+  const polling = { source: "polling", unit_of_measurement: "s" };
+
+  it("draws each load as a bar of its length, ending when its figure was written", () => {
+    const history = [
+      row(T0, "4.2", server), // carried in at the window's start: an earlier load
+      row(T0 + H, "7.5", server),
+      row(T0 + 2 * H, "unavailable"),
+      row(T0 + 2 * H + MIN, "7.5", server), // back after an outage: the same load
+      row(T0 + 3 * H, "6.1", polling),
+    ];
+    assert.deepEqual(loadBars(history, window), [
+      {
+        start: T0 + H - 7500,
+        end: T0 + H,
+        seconds: 7.5,
+        exact: true,
+        source: "server",
+        clipped: false,
+      },
+      {
+        start: T0 + 3 * H - 6100,
+        end: T0 + 3 * H,
+        seconds: 6.1,
+        exact: false, // polling saw it from its first sighting on: at least 6.1 s
+        source: "polling",
+        clipped: false,
+      },
+    ]);
+  });
+
+  it("draws a lower bound (at_least_seconds) beside the exact figure it never replaces", () => {
+    // The sensor's state stays the last exact figure; a newer load that only polls saw
+    // is its at_least_seconds attribute (null again once an exact figure replaces it).
+    const history = [
+      row(T0, "unknown", { at_least_seconds: 0.4 }), // carried in: no load
+      row(T0 + H, "7.0", { source: "client", at_least_seconds: null }),
+      row(T0 + 2 * H, "7.0", { source: "client", at_least_seconds: 0.5 }),
+      row(T0 + 2 * H + MIN, "7.0", { source: "client", at_least_seconds: 0.5 }), // unchanged
+      row(T0 + 3 * H, "unknown", { at_least_seconds: 0.6 }),
+    ];
+    assert.deepEqual(
+      loadBars(history, window).map((b) => [b.end, b.seconds, b.exact, b.source]),
+      [
+        [T0 + H, 7, true, "client"],
+        [T0 + 2 * H, 0.5, false, "polling"],
+        [T0 + 3 * H, 0.6, false, "polling"],
+      ],
+    );
+    assert.deepEqual(
+      coldStarts([row(T0 + H, "unknown", { at_least_seconds: 12 })], window).map((c) => [
+        c.waitedBy,
+        c.exact,
+      ]),
+      [["a client", false]],
+    );
+  });
+
+  it("reads the figure's unit and clips a load that began before the window", () => {
+    const history = [row(T0 - H, "unknown"), row(T0 + 2 * S, "0.05", { unit_of_measurement: "min" })];
+    const [bar] = loadBars(history, window);
+    assert.equal(bar.seconds, 3);
+    assert.equal(bar.start, T0);
+    assert.equal(bar.clipped, true);
+    assert.equal(bar.exact, true);
+  });
+
+  it("marks each cold start with who waited how long", () => {
+    const history = [
+      row(T0 + H, "9.4", { source: "client" }),
+      row(T0 + 2 * H, "12.0", { source: "polling" }),
+      row(T0 + 3 * H, "3.0", {}),
+    ];
+    assert.deepEqual(
+      coldStarts(history, window).map((c) => [c.t, c.waitedBy, c.seconds, c.exact]),
+      [
+        [T0 + H, "probe", 9.4, true],
+        [T0 + 2 * H, "a client", 12, false],
+        [T0 + 3 * H, "a request", 3, true],
+      ],
+    );
+  });
+
+  it("says a lower bound as one", () => {
+    assert.equal(formatSeconds(7.54), "7.5 s");
+    assert.equal(formatSeconds(7.54, false), "at least 7.5 s");
+    assert.equal(formatSeconds(42.4), "42 s");
+    assert.equal(formatSeconds(65), "1 min 5 s");
+    assert.equal(formatSeconds(120, false), "at least 2 min");
+    assert.equal(formatBytes(11.25 * GIB), "11.3 GiB");
+    assert.equal(formatBytes(512 * 1024 ** 2), "512 MiB");
+  });
+});
+
+describe("GPU memory", () => {
+  const window = { start: T0, end: T0 + 4 * H };
+  const gib = () => ({ unit_of_measurement: "GiB" });
+
+  it("samples a step series: the highest value within each interval", () => {
+    const series = [
+      { t: T0 - H, value: 1 },
+      { t: T0 + 10 * MIN, value: 5 },
+      { t: T0 + 20 * MIN, value: 2 },
+      { t: T0 + 90 * MIN, value: null },
+    ];
+    assert.deepEqual(sample(series, [T0, T0 + H, T0 + 2 * H, T0 + 3 * H]), [5, 2, null]);
+    assert.deepEqual(sample([], [T0, T0 + H]), [null]);
+  });
+
+  it("stacks the models and the other processes, beside the total and the reserve", () => {
+    const result = memory({
+      ...window,
+      models: [
+        {
+          name: "llama3.2:3b",
+          history: [row(T0 - H, "0", gib()), row(T0 + H, "3", gib()), row(T0 + 3 * H, "0", gib())],
+        },
+        { name: "qwen3:8b", history: [row(T0, "unavailable"), row(T0 + 2 * H, "6144", { unit_of_measurement: "MiB" })] },
+      ],
+      gpus: [
+        { total: [row(T0 - H, "24", gib())], other: [row(T0 - H, "1.5", gib())] },
+        { total: [row(T0 - H, "12", gib())], other: [row(T0 - H, "0.5", gib())] },
+      ],
+      reserveBytes: 20 * GIB,
+    });
+    assert.deepEqual(result.edges, [T0, T0 + H, T0 + 2 * H, T0 + 3 * H, T0 + 4 * H]);
+    const [llama, qwen, other] = result.layers;
+    assert.deepEqual(
+      result.layers.map((l) => [l.name, l.kind]),
+      [
+        ["llama3.2:3b", "model"],
+        ["qwen3:8b", "model"],
+        ["other processes", "other"],
+      ],
+    );
+    assert.deepEqual(llama.values.map((v) => v / GIB), [0, 3, 3, 0]);
+    assert.deepEqual(qwen.values.map((v) => v / GIB), [0, 0, 6, 6]); // unavailable: nothing drawn
+    assert.deepEqual(qwen.lower, llama.upper);
+    assert.deepEqual(other.values.map((v) => v / GIB), [2, 2, 2, 2]); // both GPUs
+    assert.deepEqual(other.upper.map((v) => v / GIB), [2, 5, 11, 8]);
+    assert.deepEqual(result.total.map((v) => v / GIB), [36, 36, 36, 36]);
+    assert.equal(result.reserve, 20 * GIB);
+    assert.equal(result.max, 36 * GIB);
+  });
+
+  it("draws no total where no GPU reports one, and models alone without a GPU source", () => {
+    const result = memory({
+      ...window,
+      models: [{ name: "m", history: [row(T0, "2", gib())] }],
+    });
+    assert.deepEqual(result.total, [null]);
+    assert.equal(result.layers.length, 1);
+    assert.equal(result.max, 2 * GIB);
+    const lost = memory({
+      ...window,
+      gpus: [{ total: [row(T0, "24", gib()), row(T0 + H, "unavailable")], other: [] }],
+    });
+    assert.deepEqual(lost.total, [24 * GIB, null]);
+  });
+
+  it("keeps a month legible: at most `buckets` intervals, a short load still shows", () => {
+    const month = { start: T0, end: T0 + 30 * 24 * H };
+    const history = [row(T0, "0", gib())];
+    for (let poll = 0; poll < 30 * 24 * 60; poll += 7) {
+      // A load of ten minutes every day at eight, noise in between.
+      const at = T0 + poll * MIN;
+      const minuteOfDay = poll % (24 * 60);
+      history.push(row(at, minuteOfDay < 10 ? "3" : String((poll % 3) / 100), gib()));
+    }
+    const result = memory({ ...month, models: [{ name: "m", history }], buckets: 200 });
+    assert.equal(result.edges.length, 201);
+    const peaks = result.layers[0].values.filter((v) => v === 3 * GIB).length;
+    assert.ok(peaks >= 29, `${peaks} daily loads shown`);
+  });
+});
+
+describe("the last probe's waterfall", () => {
+  const state = (value, unit, at) => ({
+    state: String(value),
+    attributes: { unit_of_measurement: unit },
+    last_updated: new Date(at).toISOString(),
+  });
+
+  it("splits the most recent probe into its stages, in order", () => {
+    const result = waterfall([
+      {
+        model: "qwen3:8b",
+        ttft: state(0.2, "s", T0),
+        load: state(0.01, "s", T0),
+        prefill: state(150, "ms", T0),
+      },
+      {
+        model: "llama3.2:3b",
+        ttft: state(9.5, "s", T0 + H),
+        load: state(8, "s", T0 + H),
+        queue: state(500, "ms", T0 + H),
+        prefill: state(1200, "ms", T0 + H),
+      },
+    ]);
+    assert.equal(result.model, "llama3.2:3b");
+    assert.equal(result.ttftMs, 9500);
+    assert.equal(result.updated, T0 + H);
+    assert.deepEqual(result.stages, [
+      { key: "queue", label: "queue", startMs: 0, ms: 500 },
+      { key: "load", label: "load", startMs: 500, ms: 7500 },
+      { key: "prefill", label: "prefill", startMs: 8000, ms: 1200 },
+      // first decode and overhead: disabled sensors here; what is left is said as such
+      { key: "unreported", label: "not reported", startMs: 9200, ms: 300 },
+    ]);
+  });
+
+  it("names the load 'queue and load' when the server does not split them", () => {
+    const result = waterfall([
+      {
+        model: "m",
+        ttft: state(1000, "ms", T0),
+        load: state(400, "ms", T0),
+        prefill: state(350, "ms", T0),
+        first_decode: state(50, "ms", T0),
+        overhead: state(199.6, "ms", T0),
+      },
+    ]);
+    assert.deepEqual(
+      result.stages.map((s) => s.label),
+      ["queue and load", "prefill", "first decode", "overhead"],
+    );
+  });
+
+  it("is null before any probe, or while its figures are unavailable", () => {
+    assert.equal(waterfall([]), null);
+    assert.equal(waterfall([{ model: "m" }]), null);
+    assert.equal(waterfall([{ model: "m", ttft: state("unavailable", "s", T0) }]), null);
+  });
+});
+
+describe("time axis", () => {
+  it("begins with the history on a new installation, never shorter than its least", () => {
+    const window = { start: T0, end: T0 + 6 * H, minSpanMs: 10 * MIN };
+    const young = [[row(T0 + 5 * H, "cold")], [row(T0 + 5 * H + MIN, "1.0")]];
+    assert.equal(chartStart(young, window), T0 + 5 * H);
+    assert.equal(chartStart([[row(T0 + 6 * H - MIN, "cold")]], window), T0 + 6 * H - 10 * MIN);
+    assert.equal(chartStart([[row(T0 - H, "cold")], []], window), T0);
+    assert.equal(chartStart([[row(T0 + 10 * MIN, "cold")]], window), T0);
+    assert.equal(chartStart([], window), T0);
+  });
+
+  it("picks round steps for spans from an hour to a month", () => {
+    assert.equal(timeTicks(T0, T0 + H, 6).step, 10 * MIN);
+    assert.equal(timeTicks(T0, T0 + 6 * H, 6).step, H);
+    assert.equal(timeTicks(T0, T0 + 30 * 24 * H, 6).step, 7 * 24 * H);
+    const { ticks } = timeTicks(T0 + 7 * MIN, T0 + 2 * H, 4);
+    assert.deepEqual(ticks, [T0 + 30 * MIN, T0 + H, T0 + 90 * MIN, T0 + 2 * H]);
+    // Round in local time: UTC+2 puts whole hours on the local clock's whole hours.
+    const local = timeTicks(T0, T0 + 6 * H, 3, 2 * H).ticks;
+    assert.ok(local.every((t) => (t + 2 * H) % (2 * H) === 0));
+  });
+});
+
+describe("configuration", () => {
+  const model = { name: "llama", warmth: "sensor.llama_warmth" };
+
+  it("fills in the defaults and lists the entities", () => {
+    const config = checkConfig({
+      type: "custom:llm-warmth-card",
+      models: [{ ...model, load: "sensor.llama_load", probe: { ttft: "sensor.llama_ttft" } }],
+    });
+    assert.equal(config.hours_to_show, 6);
+    assert.deepEqual(config.gpus, []);
+    assert.deepEqual(configEntities({ ...config, gpus: [{ total: "sensor.gpu_total" }] }), [
+      "sensor.llama_warmth",
+      "sensor.llama_load",
+      "sensor.llama_ttft",
+      "sensor.gpu_total",
+    ]);
+  });
+
+  it("says what is wrong", () => {
+    const cases = [
+      [null, /Invalid configuration/],
+      [{}, /models: list the models/],
+      [{ models: [] }, /models: list the models/],
+      [{ models: [{ name: "x" }] }, /models\[0\]: warmth/],
+      [{ models: [model], hours_to_show: 0 }, /hours_to_show/],
+      [{ models: [model], hours_to_show: "6" }, /hours_to_show/],
+      [{ models: [{ ...model, vram: "not an id" }] }, /models\[0\]\.vram must be an entity id/],
+      [{ models: [{ ...model, probe: { ttft: 3 } }] }, /models\[0\]\.probe\.ttft/],
+      [{ models: [model], gpus: [{}] }, /gpus\[0\]: total/],
+      [{ models: [model], gpus: [{ total: "sensor.t", other: "x" }] }, /gpus\[0\]\.other/],
+    ];
+    for (const [config, message] of cases) assert.throws(() => checkConfig(config), message);
+  });
+
+  it("names a model by its name, else its sensor's", () => {
+    assert.equal(modelName(model, {}), "llama");
+    const states = { "sensor.q": { attributes: { friendly_name: "Q warmth" } } };
+    assert.equal(modelName({ warmth: "sensor.q" }, states), "Q warmth");
+    assert.equal(modelName({ warmth: "sensor.r" }, states), "sensor.r");
+  });
+});

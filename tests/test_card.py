@@ -1,0 +1,47 @@
+"""The dashboard card is served by the integration and loaded by the frontend, once."""
+
+import re
+
+from homeassistant.components.frontend import DATA_EXTRA_MODULE_URL
+from homeassistant.core import HomeAssistant
+from homeassistant.setup import async_setup_component
+from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
+
+from custom_components.llm_warmth.card import CARD_DIRECTORY, CARD_MODULE, URL_BASE
+from custom_components.llm_warmth.const import DOMAIN
+
+
+async def test_the_frontend_loads_the_card_from_the_integration(
+    hass: HomeAssistant, hass_client: ClientSessionGenerator
+) -> None:
+    assert await async_setup_component(hass, "frontend", {})
+    assert await async_setup_component(hass, DOMAIN, {})
+    await hass.async_block_till_done()
+    urls = [u for u in hass.data[DATA_EXTRA_MODULE_URL].urls if u.startswith(URL_BASE)]
+    # One module for every dashboard, under a path that changes with the card's files.
+    assert len(urls) == 1
+    assert urls[0].endswith(f"/{CARD_MODULE}")
+    client = await hass_client()
+    for name in (CARD_MODULE, "llm-warmth-card-data.js"):
+        response = await client.get(urls[0].replace(CARD_MODULE, name))
+        assert response.status == 200, name
+        assert "javascript" in response.headers["Content-Type"]
+        assert "max-age" in response.headers.get("Cache-Control", "")
+        assert await response.text() == (CARD_DIRECTORY / name).read_text()
+    # The entry point imports the data module by its relative path.
+    assert 'from "./llm-warmth-card-data.js"' in (CARD_DIRECTORY / CARD_MODULE).read_text()
+
+
+async def test_without_a_frontend_nothing_is_served(hass: HomeAssistant) -> None:
+    assert await async_setup_component(hass, DOMAIN, {})
+    assert DATA_EXTRA_MODULE_URL not in hass.data
+
+
+def test_the_card_is_plain_modules_without_dependencies() -> None:
+    """No build step, no package: every import is one of the card's own files."""
+    imported: set[str] = set()
+    for path in CARD_DIRECTORY.glob("*.js"):
+        text = path.read_text()
+        assert "import(" not in text, path.name
+        imported.update(re.findall(r'^(?:import|} from) .*"([^"]+)";$', text, re.MULTILINE))
+    assert imported == {"./llm-warmth-card-data.js"}
