@@ -70,6 +70,7 @@ async def test_the_dashboard_shows_what_exists(
         f"{mock_config_entry.title}: warmth, loads and memory",
         "Keep warm",
         "Load times",
+        "Load times by day (30 days)",
         "Time to first token (probes)",
         "GPU headroom (after the reserve)",
         "Loads, unloads and cold starts",
@@ -119,21 +120,34 @@ async def test_the_dashboard_shows_what_exists(
         reserve = hass.states.get(gpu["headroom_low"])
         assert reserve is not None
         assert reserve.attributes["reserve_bytes"] == 10 * 1024**3
-    # The graphs: from zero for the loads, logarithmic for cold and warm TTFTs together.
+    # The graphs: the live view's hours, from zero; and a month of loads by day.
     assert cards["Load times"] | {"entities": None} == {
         "type": "history-graph",
         "title": "Load times",
-        "hours_to_show": 48,
+        "hours_to_show": 6,
         "min_y_axis": 0,
         "fit_y_data": True,
         "entities": None,
     }
+    assert cards["Load times by day (30 days)"] | {"entities": None} == {
+        "type": "statistics-graph",
+        "title": "Load times by day (30 days)",
+        "days_to_show": 30,
+        "period": "day",
+        "stat_types": ["mean", "max"],
+        "chart_type": "line",
+        "entities": None,
+    }
+    # Its lines have long-term statistics: the sensors' state class.
+    for line in cards["Load times by day (30 days)"]["entities"]:
+        state = hass.states.get(line["entity"])
+        assert state is not None
+        assert state.attributes["state_class"] == "measurement"
     assert cards["Time to first token (probes)"] | {"entities": None} == {
         "type": "history-graph",
         "title": "Time to first token (probes)",
-        "hours_to_show": 48,
-        "logarithmic_scale": True,
-        "min_y_axis": 0.01,
+        "hours_to_show": 6,
+        "min_y_axis": 0,
         "fit_y_data": True,
         "entities": None,
     }

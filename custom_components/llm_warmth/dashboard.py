@@ -46,10 +46,12 @@ _CARD_GPU_KEYS = {
     ("gpu_headroom_low", Platform.BINARY_SENSOR): "headroom_low",
 }
 
-# The card's live view: a morning's loads are wide enough to read, and a month is one
-# option away (hours_to_show: 720). The graphs look back two days: today against yesterday.
+# The live view, the card's and the graphs': a morning's loads are wide enough to read on
+# the first day, and still on the hundredth. The long view is the statistics' days: a month
+# of each model's loads, the day's mean and worst (Home Assistant keeps them for ever).
 CARD_HOURS = 6
-GRAPH_HOURS = 48
+GRAPH_HOURS = CARD_HOURS
+STATISTICS_DAYS = 30
 
 
 @callback
@@ -136,16 +138,27 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
                 "entities": loads,
             }
         )
+    if loads:
+        cards.append(
+            {
+                "type": "statistics-graph",
+                "title": f"Load times by day ({STATISTICS_DAYS} days)",
+                "days_to_show": STATISTICS_DAYS,
+                "period": "day",
+                "stat_types": ["mean", "max"],
+                "chart_type": "line",
+                "entities": loads,
+            }
+        )
     if probes:
-        # Logarithmic from a hundredth: a cold start (seconds) and warm probes (tenths of a
-        # second) both readable on one axis, and a few equal probes not blown up to fill it.
+        # From zero, as the loads: a warm probe's tenths of a second stay near the bottom,
+        # a cold start's seconds stand out (a log scale labelled its ticks "0").
         cards.append(
             {
                 "type": "history-graph",
                 "title": "Time to first token (probes)",
                 "hours_to_show": GRAPH_HOURS,
-                "logarithmic_scale": True,
-                "min_y_axis": 0.01,
+                "min_y_axis": 0,
                 "fit_y_data": True,
                 "entities": probes,
             }
