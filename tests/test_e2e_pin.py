@@ -15,12 +15,15 @@ from pytest_homeassistant_custom_component.common import async_capture_events
 from custom_components.llm_warmth.const import (
     CONF_GUARD_CLEAR_MINUTES,
     CONF_PROTECTED_ENTITIES,
+    EVENT_COLD_START,
+    EVENT_MODEL_LOADED,
     EVENT_PIN_REAPPLIED,
     EVENT_PIN_REASSERTED,
     EVENT_PIN_RELEASED,
     PIN_SETTLE_SECONDS,
 )
 
+from .conftest import model_id
 from .e2e import add_server, server_url, wait_until
 from .recording_proxy import RecordingProxy
 from .test_pin import call
@@ -68,6 +71,8 @@ async def test_a_pin_survives_a_real_server_restart(
         name = coordinator.resolve_model("tiny")
         # Not resident first, so that the pin's preload loads it and times the load.
         await call(hass, "evict", config_entry_id=entry.entry_id, all=True)
+        loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+        cold_starts = async_capture_events(hass, EVENT_COLD_START)
         started = time.monotonic()
         answer = await call(hass, "pin", config_entry_id=entry.entry_id, model="tiny")
         assert name in coordinator.data.held
@@ -90,6 +95,16 @@ async def test_a_pin_survives_a_real_server_restart(
         print(f"\n{kind}: load sent {loads[-1] - back:.2f} s after the first poll back")
         assert len(loads) == 2
         assert loads[-1] - back <= 2.0 + PIN_SETTLE_SECONDS + 1.0
+        # Both loads are ours, timed exactly, and nobody waited for them: no cold start;
+        # the load sensor shows the re-assertion's own figure.
+        await hass.async_block_till_done()
+        assert cold_starts == []
+        assert [(e.data["cold_start"], e.data["load_source"]) for e in loaded] == [
+            (False, "client"),
+            (False, "client"),
+        ]
+        figure = hass.states.get(model_id(entry, "sensor.tiny_last_measured_load_duration"))
+        assert float(figure.state) == pytest.approx(reasserted[0].data["seconds"], abs=0.05)
         await call(hass, "unpin", config_entry_id=entry.entry_id, model="tiny", evict=True)
         await hass.config_entries.async_unload(entry.entry_id)
     finally:

@@ -173,7 +173,9 @@ async def test_preload_on_the_real_ollama(hass: HomeAssistant, ollama_url: str) 
     """The real Ollama, through a proxy that counts what the integration sent.
 
     Evict sends one unload; two preloads at once send one load, kept as asked (Ollama's own
-    expires_at agrees); the entities show each result when the action returns.
+    expires_at agrees); the entities show each result when the action returns. The load is
+    ours, timed exactly: no cold start (nobody waited), the load sensor shows the action's
+    figure, and the polls after it do not report it again as another client's.
     """
     url = ollama_url
     proxy = RecordingProxy(url)
@@ -191,6 +193,8 @@ async def test_preload_on_the_real_ollama(hass: HomeAssistant, ollama_url: str) 
         assert name not in coordinator.data.held
         assert len(proxy.sent("/api/generate", started)) == 1
         started = time.monotonic()
+        loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+        cold_starts = async_capture_events(hass, EVENT_COLD_START)
         first, second = await asyncio.gather(
             *(
                 preload(hass, config_entry_id=entry.entry_id, model="tiny", keep_for={"minutes": 7})
@@ -202,6 +206,23 @@ async def test_preload_on_the_real_ollama(hass: HomeAssistant, ollama_url: str) 
         assert first["load_seconds"] > 0
         assert len(proxy.sent("/api/generate", started)) == 1  # one request for both
         assert name in coordinator.data.held
+        # What a person reads when the action returns: warm, and the action's own figure.
+        assert hass.states.get(model_id(entry, "sensor.tiny")).state == "warm"
+        load = hass.states.get(model_id(entry, "sensor.tiny_last_measured_load_duration"))
+        assert (float(load.state), load.attributes["source"]) == (
+            pytest.approx(first["load_seconds"], abs=0.05),
+            "client",
+        )
+        assert [(e.data["cold_start"], e.data["load_source"]) for e in loaded] == [
+            (False, "client")
+        ]
+        # Two polls later: the load is not told again, as another client's with a lower bound.
+        polls = len(proxy.sent("/api/ps", started))
+        await wait_until(lambda: len(proxy.sent("/api/ps", started)) >= polls + 2, 10, "2 polls")
+        await hass.async_block_till_done()
+        assert (len(loaded), cold_starts) == (1, [])
+        assert load.attributes["at_least_seconds"] is None
+        assert hass.states.get(model_id(entry, "sensor.tiny")).state == "warm"
         listed = {m["name"]: m for m in (await ollama_get(url, "/api/ps"))["models"]}
         expires = dt_util.parse_datetime(listed[name]["expires_at"])
         assert expires is not None
