@@ -1,0 +1,197 @@
+"""A voice turn from a pipeline run's events, its stages and what warming at the wake did (pure)."""
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import given, strategies as st
+
+from custom_components.llm_warmth.core.voice import (
+    Explained,
+    ServerSide,
+    VoiceStage,
+    VoiceTurn,
+    explain,
+    run_events,
+    wake_outcome,
+)
+
+T0 = datetime(2026, 12, 2, 7, 30, tzinfo=UTC)
+
+
+def stamp(seconds: float) -> str:
+    return (T0 + timedelta(seconds=seconds)).isoformat()
+
+
+def delta(text: str) -> dict[str, Any]:
+    return {"chat_log_delta": {"role": "assistant", "content": text}}
+
+
+# A real run's events, as Home Assistant 2026.10 stamped them (a satellite with its own
+# wake word, the Ollama agent, a streaming text-to-speech), times shifted to T0.
+STREAMED = [
+    ("run-start", stamp(0), {"pipeline": "p1", "satellite_id": "assist_satellite.kitchen",
+                             "conversation_id": "c1", "language": "en"}),
+    ("stt-start", stamp(0.000), {"engine": "stt.test"}),
+    ("stt-vad-start", stamp(0.042), {"timestamp": 290}),
+    ("stt-vad-end", stamp(0.443), {"timestamp": 2190}),
+    ("stt-end", stamp(0.746), {"stt_output": {"text": "what time is it"}}),
+    ("intent-start", stamp(0.746), {"engine": "conversation.ollama_conversation"}),
+    ("intent-progress", stamp(0.747), {"chat_log_delta": {"role": "assistant"}}),
+    ("intent-progress", stamp(1.158), delta("It")),
+    ("intent-progress", stamp(1.400), delta(" is")),
+    ("intent-progress", stamp(1.507), {"tts_start_streaming": True}),
+    ("intent-end", stamp(1.667), {"processed_locally": False}),
+    ("tts-start", stamp(1.667), {"engine": "tts.test"}),
+    ("tts-end", stamp(1.668), {"tts_output": {"url": "/api/tts_proxy/x"}}),
+    ("run-end", stamp(1.668), None),
+]  # fmt: skip
+
+
+def turn_of(raw: list[tuple[object, object, object]]) -> VoiceTurn:
+    events = run_events(raw)
+    assert events is not None
+    turn = VoiceTurn.from_events(events)
+    assert turn is not None
+    return turn
+
+
+def test_a_streamed_turn_stage_by_stage() -> None:
+    turn = turn_of(STREAMED)  # type: ignore[arg-type]
+    assert (turn.pipeline, turn.satellite, turn.conversation_id, turn.agent) == (
+        "p1",
+        "assist_satellite.kitchen",
+        "c1",
+        "conversation.ollama_conversation",
+    )
+    assert turn.streamed
+    assert turn.spoken
+    assert turn.error is None
+    # The satellite's own wake word: the run starts at speech-to-text.
+    assert turn.wake_to_speech_end == 0.443
+    assert turn.stt == 0.303  # after the end of speech
+    assert turn.agent_first_text == 0.412  # the first delta with words, not the empty one
+    assert turn.agent_rest == 0.509
+    assert turn.tts_start == 0.349  # from the first words to the audio asked for
+    assert turn.silence == 1.064  # end of speech to the reply's audio asked for
+    explained = explain_it(turn)
+    assert explained.dominant is VoiceStage.PREFILL
+    # Streamed: the reply's rest is no silence.
+    assert VoiceStage.GENERATION not in explained.stages
+
+
+def explain_it(turn: VoiceTurn, server: ServerSide | None = None) -> Explained:
+    return explain(turn, server)
+
+
+def test_a_cold_model_makes_the_load_the_costliest_stage() -> None:
+    raw = [
+        ("run-start", stamp(0), {"pipeline": "p1"}),
+        ("wake_word-end", stamp(0.3), {"wake_word_output": {"timestamp": 300}}),
+        ("stt-start", stamp(0.3), {}),
+        ("stt-vad-end", stamp(2.0), {}),
+        ("stt-end", stamp(2.4), {}),
+        ("intent-start", stamp(2.4), {"engine": "conversation.kitchen"}),
+        ("intent-progress", stamp(10.2), delta("Four")),
+        ("intent-end", stamp(10.3), {}),
+        ("tts-start", stamp(10.3), {}),
+        ("tts-end", stamp(10.31), {}),
+        ("run-end", stamp(10.31), None),
+    ]
+    turn = turn_of(raw)  # type: ignore[arg-type]
+    assert turn.wake_at == T0 + timedelta(seconds=0.3)  # the wake word's end
+    assert not turn.streamed  # a short reply: spoken once written
+    assert turn.tts_start == 0.01
+    assert turn.silence == 8.31
+    explained = explain_it(turn, ServerSide("qwen3:8b", False, True, 7.8, "server"))
+    assert explained.stages == {
+        VoiceStage.STT: 0.4,
+        VoiceStage.LOAD: 7.8,
+        VoiceStage.PREFILL: 0.0,
+        VoiceStage.GENERATION: 0.1,
+        VoiceStage.TTS: 0.01,
+    }
+    assert explained.dominant is VoiceStage.LOAD
+    # A load longer than the wait (it began before the agent's start): only the wait counts.
+    longer = explain_it(turn, ServerSide("qwen3:8b", False, True, 30.0, "polling"))
+    assert longer.stages[VoiceStage.LOAD] == 7.8
+
+
+def test_a_text_only_turn_and_a_failed_one() -> None:
+    raw = [
+        ("run-start", stamp(0), {}),
+        ("intent-start", stamp(0.1), {"engine": "conversation.kitchen"}),
+        ("intent-progress", stamp(0.6), delta("Hi")),
+        ("intent-end", stamp(0.9), {}),
+        ("run-end", stamp(0.9), None),
+    ]
+    turn = turn_of(raw)  # type: ignore[arg-type]
+    assert not turn.spoken
+    assert turn.heard_at == T0 + timedelta(seconds=0.6)  # the first words, read
+    assert turn.silence is None  # no speech: typed, not spoken
+    assert explain_it(turn).stages == {VoiceStage.PREFILL: 0.5}
+    failed = turn_of([*raw[:2], ("error", stamp(0.3), {"code": "intent-failed"})])  # type: ignore[list-item]
+    assert failed.error == "intent-failed"
+    assert failed.agent_first_text is None
+    assert explain_it(failed).dominant is None
+
+
+def test_runs_that_do_not_read_are_no_turn() -> None:
+    assert run_events([("run-start", "yesterday", {})]) is None
+    assert run_events([("run-start", "2026-12-02T07:30:00", {})]) is None  # no zone
+    assert run_events([(1, stamp(0), {})]) is None
+    assert run_events([("run-start", stamp(0), ["not", "a", "mapping"])]) is None
+    assert VoiceTurn.from_events([]) is None
+    events = run_events([("stt-start", stamp(0), {})])
+    assert events is not None
+    assert VoiceTurn.from_events(events) is None  # not from its start
+    # Times out of order are no figure, not a negative one.
+    turn = turn_of(
+        [
+            ("run-start", stamp(0), {"pipeline": 7}),
+            ("stt-start", stamp(1), {}),
+            ("stt-end", stamp(0.5), {}),
+        ]
+    )
+    assert (turn.stt, turn.pipeline) == (None, None)
+
+
+_ANY = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8))
+_DATA = st.one_of(
+    _ANY,
+    st.dictionaries(
+        st.sampled_from(
+            ["pipeline", "engine", "chat_log_delta", "tts_start_streaming", "code", "x"]
+        ),
+        st.one_of(_ANY, st.dictionaries(st.sampled_from(["content", "role"]), _ANY)),
+    ),
+)
+_KIND = st.one_of(st.sampled_from([kind for kind, _stamp, _data in STREAMED] + ["error"]), _ANY)
+_STAMP = st.one_of(st.floats(min_value=0, max_value=100).map(stamp), st.text(max_size=30), _ANY)
+
+
+@given(st.lists(st.tuples(_KIND, _STAMP, _DATA), max_size=20))
+def test_any_events_read_as_a_turn_or_none_never_an_error(
+    raw: list[tuple[object, object, object]],
+) -> None:
+    events = run_events(raw)
+    turn = VoiceTurn.from_events(events) if events is not None else None
+    if turn is None:
+        return
+    for figure in (turn.stt, turn.silence, turn.agent_first_text, turn.tts_start):
+        assert figure is None or figure >= 0
+    explained = explain_it(turn, ServerSide("m", None, False, 1.0, "server"))
+    assert all(seconds >= 0 for seconds in explained.stages.values())
+
+
+def test_warming_at_the_wake_hid_the_load_or_part_of_it() -> None:
+    at = T0 + timedelta(seconds=2.4)
+    done = wake_outcome(
+        load_started_at=T0, load_ended_at=T0 + timedelta(seconds=1.9), intent_start_at=at
+    )
+    assert (done.helped, done.hidden_seconds, done.too_late) == (True, 1.9, False)
+    late = wake_outcome(load_started_at=T0, load_ended_at=None, intent_start_at=at)
+    assert (late.helped, late.hidden_seconds, late.too_late) == (False, 2.4, True)
+    ended_after = wake_outcome(
+        load_started_at=T0, load_ended_at=T0 + timedelta(seconds=5), intent_start_at=at
+    )
+    assert (ended_after.helped, ended_after.too_late) == (False, True)
