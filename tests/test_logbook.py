@@ -13,6 +13,7 @@ from custom_components.llm_warmth.const import (
     EVENT_MODEL_LOADED,
     EVENT_MODEL_UNLOADED,
     EVENT_SERVER_RESTARTED,
+    EVENT_VOICE_TURN,
 )
 
 from .conftest import LLAMA, QWEN, ollama_request, start_load
@@ -40,6 +41,7 @@ async def test_every_event_is_described(hass: HomeAssistant, snapshot: SnapshotA
         EVENT_MODEL_UNLOADED,
         EVENT_COLD_START,
         EVENT_SERVER_RESTARTED,
+        EVENT_VOICE_TURN,
     }
     server = {"server": "Ollama gpu-box:11434"}
     samples = [
@@ -95,6 +97,34 @@ async def test_every_event_is_described(hass: HomeAssistant, snapshot: SnapshotA
             },
         ),
         (EVENT_SERVER_RESTARTED, {"reason": "reconnected", "version": "0.9.3"}),
+        # A voice turn: the silence, and what it waited for most.
+        (
+            EVENT_VOICE_TURN,
+            {
+                "pipeline_name": "Kitchen",
+                "model": "qwen3:8b",
+                "dominant_stage": "load",
+                "load_seconds": 7.8,
+                "load_source": "server",
+                "silence_seconds": 9.1,
+            },
+        ),
+        (
+            EVENT_VOICE_TURN,
+            {
+                "pipeline_name": "Kitchen",
+                "model": "qwen3:8b",
+                "dominant_stage": "load",
+                "load_seconds": 4.5,
+                "load_source": "polling",
+            },
+        ),
+        (
+            EVENT_VOICE_TURN,
+            {"pipeline_name": "Kitchen", "dominant_stage": "prefill", "silence_seconds": 1.06},
+        ),
+        (EVENT_VOICE_TURN, {"pipeline_name": "Kitchen", "error": "intent-failed"}),
+        (EVENT_VOICE_TURN, {"pipeline_name": "Kitchen", "dominant_stage": None}),
         (
             EVENT_SERVER_RESTARTED,
             {"reason": "version_changed", "version": "0.10.0", "previous_version": "0.9.3"},

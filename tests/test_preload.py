@@ -6,6 +6,7 @@ import asyncio
 from datetime import timedelta
 import time
 from typing import Any
+from unittest.mock import ANY
 
 from homeassistant.const import STATE_ON
 from homeassistant.core import Context, HomeAssistant
@@ -252,6 +253,7 @@ async def test_preload_loads_with_the_agents_context(
             "prompt": None,
             "llm_apis": (),
             "think": None,
+            "subentry_id": ANY,
         }
     ]
     # The call's own context wins; a model no agent uses gets none.

@@ -48,6 +48,14 @@ PLATFORMS = {
     "number.py": "number",
 }
 EXCEPTION_CALLS = ("Error", "Failed", "NotReady", "Unauthorized")
+# Elsewhere, the platform a description names (a module with entities of several).
+DESCRIPTIONS = {
+    "SwitchEntityDescription": "switch",
+    "BinarySensorEntityDescription": "binary_sensor",
+    "NumberEntityDescription": "number",
+    "SensorEntityDescription": "sensor",
+    "VoiceSensorDescription": "sensor",
+}
 # The values a repair's key is completed with (f"keep_alive_overrides_{what}" and the like).
 KEY_ENDINGS = {
     "keep_alive_overrides_": [kept.value for kept in Kept],  # KeepAliveConflict.what
@@ -129,7 +137,7 @@ def uses() -> list[tuple[str, str, str, set[str] | None]]:
             elif name.endswith(EXCEPTION_CALLS):
                 section = "exceptions"
             else:
-                platform = PLATFORMS.get(path.name)
+                platform = PLATFORMS.get(path.name) or DESCRIPTIONS.get(name)
                 assert platform, f"{where}: {name}(translation_key=...) of no known platform"
                 section = f"entity.{platform}"
             found.extend((section, k, where, given(node)) for k in texts_of)

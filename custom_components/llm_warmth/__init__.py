@@ -41,6 +41,7 @@ from .sentences import async_load_sentences
 from .services import async_offer_models, async_setup_services
 from .storage import EntryStore
 from .ttft_targets import TtftTargets
+from .voice import VoiceWatch
 
 PLATFORMS = [Platform.BINARY_SENSOR, Platform.NUMBER, Platform.SENSOR, Platform.SWITCH]
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
@@ -91,13 +92,14 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     household = HouseholdWatch(hass, entry, coordinator, gpu)
     pins = Pins(hass, entry, store, client.capabilities)
     controller = ResidencyController(coordinator, pins, household)
+    agents = AgentDirectory(hass, entry.unique_id, kind)
     data = entry.runtime_data = LlmWarmthData(
         client=client,
         store=store,
         coordinator=coordinator,
         gpu=gpu,
         server_device_id=server_device_id,
-        agents=AgentDirectory(hass, entry.unique_id, kind),
+        agents=agents,
         household=household,
         pins=pins,
         controller=controller,
@@ -112,6 +114,9 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         diagnoses=Diagnoses(entry, store, coordinator),
         ttft_targets=TtftTargets(entry, store, coordinator),
         profiler=IdleProfiler(entry, store, coordinator, household),
+        voice=VoiceWatch(
+            entry, store, coordinator, controller=controller, household=household, agents=agents
+        ),
     )
     entry.async_on_unload(data.agents.async_start())
 
@@ -139,6 +144,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         # needs the GPU: the controller asks it each time, whoever hears of a poll first.
         controller.async_start,
         data.profiler.async_start,
+        data.voice.async_start,
     ):
         entry.async_on_unload(start())
     return True

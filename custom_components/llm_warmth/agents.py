@@ -62,6 +62,8 @@ class Agent:
     llm_apis: tuple[str, ...] = ()
     # Whether it asks a thinking model to think (None: the model's default).
     think: bool | None = None
+    # Its config subentry: its conversation entity's, so that a pipeline's agent is found.
+    subentry_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +153,7 @@ def _ollama_agents(hass: HomeAssistant, unique_id: str | None) -> tuple[Agent, .
                     else None,
                     llm_apis=_apis(subentry.data.get(CONF_LLM_HASS_API)),
                     think=think if isinstance(think := subentry.data.get("think"), bool) else None,
+                    subentry_id=subentry.subentry_id,
                 )
             )
     return tuple(agents)

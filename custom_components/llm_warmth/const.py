@@ -38,6 +38,7 @@ EVENT_PIN_REASSERTED: Final = "llm_warmth_pin_reasserted"
 EVENT_PIN_RELEASED: Final = "llm_warmth_pin_released"
 EVENT_PIN_REAPPLIED: Final = "llm_warmth_pin_reapplied"
 EVENT_DIAGNOSIS_PROGRESS: Final = "llm_warmth_diagnosis_progress"
+EVENT_VOICE_TURN: Final = "llm_warmth_voice_turn"
 
 # The household's assistant model, when no conversation agent names it (options flow).
 CONF_ASSISTANT_MODEL: Final = "assistant_model"

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .pins import Pins
     from .storage import EntryStore
     from .ttft_targets import TtftTargets
+    from .voice import VoiceWatch
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,7 @@ class LlmWarmthData:
     diagnoses: Diagnoses
     ttft_targets: TtftTargets
     profiler: IdleProfiler
+    voice: VoiceWatch
 
 
 type LlmWarmthConfigEntry = ConfigEntry[LlmWarmthData]

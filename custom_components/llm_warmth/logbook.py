@@ -24,6 +24,7 @@ from .const import (
     EVENT_MODEL_LOADED,
     EVENT_MODEL_UNLOADED,
     EVENT_SERVER_RESTARTED,
+    EVENT_VOICE_TURN,
 )
 
 # Why a model left memory, as a household reads it.
@@ -101,11 +102,38 @@ def _restarted(data: Mapping[str, Any]) -> str:
     return f"is back after an outage (version {data.get('version')})"
 
 
+# What a voice turn's silence went to, as a household reads it.
+_VOICE_STAGES = {
+    "stt": "speech-to-text",
+    "queue": "the model busy with other requests",
+    "load": "the model loading",
+    "prefill": "the model reading the prompt",
+    "generation": "the reply written in full before it was spoken",
+    "tts": "waiting for the reply's audio",
+}
+
+
+def _voice_turn(data: Mapping[str, Any]) -> str:
+    """Tell a voice turn: the silence, and what it waited for most."""
+    model, load = data.get("model"), data.get("load_seconds")
+    if data.get("error"):
+        return f"a voice turn ended with an error ({data.get('error')})"
+    if data.get("dominant_stage") == "load" and isinstance(load, int | float):
+        bound = "at least " if data.get("load_source") == "polling" else ""
+        return f"the reply waited {bound}{load:.1f} s for {model} to load"
+    silence = data.get("silence_seconds")
+    stage = _VOICE_STAGES.get(str(data.get("dominant_stage")))
+    if isinstance(silence, int | float) and stage:
+        return f"{silence:.1f} s of silence before the reply, mostly {stage}"
+    return "a voice turn (its stages were not timed)"
+
+
 _MESSAGES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     EVENT_MODEL_LOADED: _loaded,
     EVENT_MODEL_UNLOADED: _unloaded,
     EVENT_COLD_START: _cold_start,
     EVENT_SERVER_RESTARTED: _restarted,
+    EVENT_VOICE_TURN: _voice_turn,
 }
 
 
@@ -119,7 +147,7 @@ def async_describe_events(
     @callback
     def describe(event: Event) -> dict[str, str]:
         data = event.data
-        name = data.get("model") or data.get("server") or DOMAIN
+        name = data.get("pipeline_name") or data.get("model") or data.get("server") or DOMAIN
         described = {
             LOGBOOK_ENTRY_NAME: str(name),
             LOGBOOK_ENTRY_MESSAGE: _MESSAGES[str(event.event_type)](data),

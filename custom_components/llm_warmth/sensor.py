@@ -37,6 +37,7 @@ from .sensor_descriptions import (
     ServerSensorDescription,
     timing,
 )
+from .voice_entities import VOICE_SENSORS, VoiceSensor, async_add_voice_entities
 
 PARALLEL_UPDATES = 0
 
@@ -67,6 +68,11 @@ async def async_setup_entry(
         lambda model: (
             ModelSensor(coordinator, description, model) for description in model_sensors
         ),
+    )
+    async_add_voice_entities(
+        entry,
+        async_add_entities,
+        lambda pipeline: (VoiceSensor(coordinator, d, pipeline) for d in VOICE_SENSORS),
     )
     # Probe figures exist once a model was probed: no wall of "unknown" before that
     # (models whose probe sensors an earlier release registered keep them).

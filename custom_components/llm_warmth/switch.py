@@ -17,6 +17,7 @@ from .core.server_url import redact_url
 from .data import LlmWarmthConfigEntry
 from .entity import Followed, ModelEntity, async_add_model_entities
 from .errors import translated_errors
+from .voice_entities import WARM_ON_WAKE, WarmOnWakeSwitch, async_add_voice_entities
 
 # Turning it on loads the model: one at a time per server is plenty.
 PARALLEL_UPDATES = 1
@@ -29,10 +30,15 @@ async def async_setup_entry(
     entry: LlmWarmthConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
-    """Add a keep-warm switch for each model the server has."""
+    """Add a keep-warm switch for each model, a warm-on-wake switch for each pipeline."""
     coordinator = entry.runtime_data.coordinator
     async_add_model_entities(
         entry, async_add_entities, lambda model: [KeepWarmSwitch(coordinator, KEEP_WARM, model)]
+    )
+    async_add_voice_entities(
+        entry,
+        async_add_entities,
+        lambda pipeline: [WarmOnWakeSwitch(coordinator, WARM_ON_WAKE, pipeline)],
     )
 
 

@@ -1,0 +1,500 @@
+"""Voice: each Assist turn whose agent uses one of this server's models, stage by stage.
+
+What it reads (Home Assistant 2026.10), from the least fragile up:
+
+- The satellites' states on the bus (public): ``listening`` is the wake (speech-to-text
+  starts), ``processing`` the agent's start, ``idle`` the end of the turn. They tell when
+  to look, and are the warm-on-wake trigger.
+- The pipeline's debug record of its last runs (``hass.data["assist_pipeline"]
+  .pipeline_debug``, internal): every event of a run with Home Assistant's own timestamp.
+  Read by duck typing, after the turn (a state is written before its event is recorded),
+  each shape checked. When it does not read, the feature says so once (a log line and a
+  repair) and goes on with the satellites' states alone: no stage figures then.
+- The pipelines (``assist_pipeline.async_get_pipelines``, public) and the conversation
+  agents' config entries (``agents``): which pipeline's agent uses which model here.
+
+Home Assistant's ``conversation`` chat-log subscription tells no streamed text and, on a
+conversation's first turn, not even the reply: it is not read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final, override
+
+from homeassistant.const import EVENT_STATE_CHANGED, __version__ as HA_VERSION
+from homeassistant.core import CALLBACK_TYPE, Event, EventStateChangedData, callback
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import entity_registry as er, issue_registry as ir
+from homeassistant.helpers.event import async_call_later
+
+from .agents import Agent, AgentDirectory
+from .const import DOMAIN, EVENT_VOICE_TURN, LOGGER
+from .controller import ResidencyController
+from .coordinator import LlmWarmthCoordinator
+from .core.backends.base import GENERATION_TIMEOUT
+from .core.backends.errors import LlmServerError
+from .core.voice import (
+    Explained,
+    ServerSide,
+    VoiceTurn,
+    explain,
+    run_events,
+    wake_outcome,
+)
+from .data import LlmWarmthConfigEntry
+from .devices import entity_unique_id
+from .feature import Feature
+from .household import HouseholdWatch
+from .storage import EntryStore
+
+SECTION: Final = "voice"
+_PIPELINE_DOMAIN: Final = "assist_pipeline"
+_SATELLITE_PREFIX: Final = "assist_satellite."
+# Seconds from a satellite's return to idle to reading its run (its run-end recorded).
+READ_DELAY: Final = 0.5
+# The satellite states (``AssistSatelliteState``) this feature reads.
+_LISTENING, _PROCESSING, _IDLE = "listening", "processing", "idle"
+
+
+def voice_subject(pipeline_id: str) -> str:
+    """Return the subject of a pipeline's device and entities (in their unique ids)."""
+    return f"voice_{pipeline_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class VoicePipeline:
+    """An Assist pipeline whose conversation agent uses a model of this server."""
+
+    id: str
+    name: str
+    agent: Agent
+
+
+@dataclass(slots=True)
+class WakeCounts:
+    """What warming at the wake did for a pipeline's turns, counted since the option exists."""
+
+    enabled: bool = False
+    helped: int = 0
+    hidden_seconds: float = 0.0
+    too_late: int = 0
+    refused: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        """Return the counts as stored."""
+        return {
+            "warm_on_wake": self.enabled,
+            "helped": self.helped,
+            "hidden_seconds": round(self.hidden_seconds, 3),
+            "too_late": self.too_late,
+            "refused": self.refused,
+        }
+
+    @classmethod
+    def from_dict(cls, values: object) -> WakeCounts:
+        """Read stored counts; what does not read starts from nothing."""
+        if not isinstance(values, Mapping):
+            return cls()
+
+        def count(key: str) -> int:
+            value = values.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+        hidden = values.get("hidden_seconds")
+        return cls(
+            enabled=values.get("warm_on_wake") is True,
+            helped=max(count("helped"), 0),
+            hidden_seconds=float(hidden)
+            if isinstance(hidden, int | float) and not isinstance(hidden, bool) and hidden >= 0
+            else 0.0,
+            too_late=max(count("too_late"), 0),
+            refused=max(count("refused"), 0),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class VoiceRecord:
+    """A pipeline's last turn: its times, what the server did, its stages."""
+
+    turn: VoiceTurn
+    model: str
+    server: ServerSide | None
+    explained: Explained
+    warmed: bool
+    hidden_seconds: float | None
+
+
+@dataclass(slots=True)
+class _Run:
+    """A satellite's turn while it runs: what LLM Warmth saw and did at its wake and start."""
+
+    pipeline: VoicePipeline
+    model: str
+    load_started_at: datetime | None = None
+    load_ended_at: datetime | None = None
+    intent_at: datetime | None = None
+    server: ServerSide | None = None
+    figures_before: tuple[float | None, float | None] = (None, None)
+    timers: list[CALLBACK_TYPE] = field(default_factory=list)
+
+
+class VoiceWatch(Feature):
+    """The Assist turns of the pipelines whose agent uses a model here; warm on wake."""
+
+    def __init__(
+        self,
+        entry: LlmWarmthConfigEntry,
+        store: EntryStore,
+        coordinator: LlmWarmthCoordinator,
+        *,
+        controller: ResidencyController,
+        household: HouseholdWatch,
+        agents: AgentDirectory,
+    ) -> None:
+        """Start from the stored counts; the pipelines are read when it starts."""
+        super().__init__(coordinator.hass, entry, store, SECTION)
+        self._coordinator = coordinator
+        self._controller = controller
+        self._household = household
+        self._agents = agents
+        stored = self.stored if isinstance(self.stored, Mapping) else {}
+        self.counts: dict[str, WakeCounts] = {
+            pid: WakeCounts.from_dict(values)
+            for pid, values in stored.items()
+            if isinstance(pid, str)
+        }
+        self.pipelines: dict[str, VoicePipeline] = {}
+        self.last: dict[str, VoiceRecord] = {}
+        self._runs: dict[str, _Run] = {}
+        self._timers: set[CALLBACK_TYPE] = set()
+        self._unreadable = False
+
+    @override
+    def as_stored(self) -> dict[str, object]:
+        """Return each pipeline's warm-on-wake option and counts."""
+        return {pid: counts.as_dict() for pid, counts in self.counts.items()}
+
+    @property
+    def issue_id(self) -> str:
+        """Return the id of the repair raised when the pipeline's record does not read."""
+        return f"voice_internals_{self.entry.entry_id}"
+
+    @callback
+    def async_start(self) -> CALLBACK_TYPE:
+        """Read the pipelines, follow the satellites; return what stops it all."""
+        self._read_pipelines()
+        unsubs = (
+            self.hass.bus.async_listen(
+                EVENT_STATE_CHANGED, self._state_changed, event_filter=_is_satellite
+            ),
+            self._agents.async_add_listener(self._read_pipelines),
+        )
+
+        @callback
+        def stop() -> None:
+            for unsub in unsubs:
+                unsub()
+            for cancel in list(self._timers):
+                cancel()
+            self._timers.clear()
+            self._runs.clear()
+            ir.async_delete_issue(self.hass, DOMAIN, self.issue_id)
+
+        return stop
+
+    @callback
+    def _read_pipelines(self) -> None:
+        """Find the pipelines whose agent uses a model of this server."""
+        if _PIPELINE_DOMAIN not in self.hass.config.components:
+            return
+        from homeassistant.components.assist_pipeline import (  # noqa: PLC0415
+            async_get_pipelines,
+        )
+
+        registry = er.async_get(self.hass)
+        by_subentry = {a.subentry_id: a for a in self._agents.ollama if a.subentry_id}
+        found: dict[str, VoicePipeline] = {}
+        for pipeline in async_get_pipelines(self.hass):
+            agent_entity = registry.async_get(pipeline.conversation_engine or "")
+            agent = by_subentry.get(agent_entity.config_subentry_id or "") if agent_entity else None
+            if agent is not None:
+                found[pipeline.id] = VoicePipeline(pipeline.id, pipeline.name, agent)
+        if found != self.pipelines:
+            self.pipelines = found
+            self.async_changed()
+
+    def enabled(self, pipeline_id: str) -> bool:
+        """Return whether the pipeline's agent model is warmed when a satellite wakes."""
+        counts = self.counts.get(pipeline_id)
+        return counts is not None and counts.enabled
+
+    @callback
+    def set_enabled(self, pipeline_id: str, enabled: bool) -> None:
+        """Turn warming at the wake on or off for the pipeline."""
+        self.counts.setdefault(pipeline_id, WakeCounts()).enabled = enabled
+        self.async_changed(save_now=True)
+
+    @callback
+    def _state_changed(self, event: Event[EventStateChangedData]) -> None:
+        satellite = event.data["entity_id"]
+        new, old = event.data["new_state"], event.data["old_state"]
+        if new is None:
+            self._runs.pop(satellite, None)
+            return
+        if new.state == _LISTENING:
+            self._wake(satellite)
+        elif new.state == _PROCESSING:
+            self._intent_started(satellite)
+        elif new.state == _IDLE and old is not None and old.state != _IDLE:
+            # Read once the pipeline recorded the run's end (after this state is written).
+            self._later(READ_DELAY, lambda: self._finish(satellite))
+
+    def _later(self, seconds: float, action: Callable[[], None]) -> None:
+        cancel: CALLBACK_TYPE | None = None
+
+        @callback
+        def run(_now: datetime) -> None:
+            if cancel is not None:
+                self._timers.discard(cancel)
+            action()
+
+        cancel = async_call_later(self.hass, seconds, run)
+        self._timers.add(cancel)
+
+    @callback
+    def _wake(self, satellite: str) -> None:
+        """Note a satellite's run at its wake and, where asked, warm its agent's model."""
+        pipeline = self._pipeline_of(satellite)
+        if pipeline is None:
+            self._runs.pop(satellite, None)
+            return
+        coordinator = self._coordinator
+        model = coordinator.resolve_model(pipeline.agent.model)
+        run = self._runs[satellite] = _Run(pipeline, model)
+        if not self.enabled(pipeline.id):
+            return
+        snapshot = coordinator.data
+        if model in snapshot.held or model in snapshot.loading:
+            return  # warm, or loading already: nothing to hide, and no load to abort
+        counts = self.counts.setdefault(pipeline.id, WakeCounts())
+        try:
+            self._household.check(model, force=False)
+        except HomeAssistantError:
+            counts.refused += 1
+            self.async_changed()
+            return
+        run.load_started_at = coordinator.utcnow()
+        self.entry.async_create_background_task(
+            self.hass, self._warm(run), f"llm_warmth warm {model} on wake"
+        )
+
+    async def _warm(self, run: _Run) -> None:
+        """Load the model the way the agent asks for it: no prompt, so no slot is held.
+
+        A load-only request: the turn's own request waits for nothing but the load it
+        would have waited for anyway, and it is never aborted when the turn arrives.
+        """
+        agent = run.pipeline.agent
+        try:
+            await self._controller.preload(
+                run.model,
+                keep_seconds=agent.keep_alive,
+                num_ctx=agent.num_ctx,
+                timeout=GENERATION_TIMEOUT,
+            )
+        except (LlmServerError, HomeAssistantError) as err:
+            LOGGER.debug("%s: warming %s on wake failed: %s", self.entry.title, run.model, err)
+            run.load_started_at = None
+            return
+        run.load_ended_at = self._coordinator.utcnow()
+
+    @callback
+    def _intent_started(self, satellite: str) -> None:
+        """Note, at the agent's start, whether its model was resident, loading or cold."""
+        run = self._runs.get(satellite)
+        if run is None:
+            return
+        snapshot = self._coordinator.data
+        loading = run.model in snapshot.loading or (
+            run.load_started_at is not None and run.load_ended_at is None
+        )
+        run.intent_at = self._coordinator.utcnow()
+        run.server = ServerSide(
+            run.model,
+            resident=run.model in snapshot.held and not loading,
+            loading=loading,
+        )
+        timing = snapshot.timings.get(run.model)
+        run.figures_before = (
+            (timing.load_seconds, timing.load_at_least_seconds) if timing else (None, None)
+        )
+
+    @callback
+    def _finish(self, satellite: str) -> None:
+        """Read the turn once over, explain it, count what warming did, and tell it."""
+        run = self._runs.pop(satellite, None)
+        if run is None:
+            return
+        turn = self._read_turn(satellite)
+        if turn is None or turn.pipeline not in (None, run.pipeline.id):
+            return
+        server = self._server_side(run)
+        warmed = run.load_started_at is not None
+        hidden: float | None = None
+        if warmed and run.load_started_at and (intent_at := turn.intent_start_at or run.intent_at):
+            outcome = wake_outcome(
+                load_started_at=run.load_started_at,
+                load_ended_at=run.load_ended_at,
+                intent_start_at=intent_at,
+            )
+            counts = self.counts.setdefault(run.pipeline.id, WakeCounts())
+            counts.helped += outcome.helped
+            counts.too_late += outcome.too_late
+            counts.hidden_seconds += outcome.hidden_seconds
+            hidden = outcome.hidden_seconds
+        record = VoiceRecord(turn, run.model, server, explain(turn, server), warmed, hidden)
+        self.last[run.pipeline.id] = record
+        self._fire(run.pipeline, record)
+        self.async_changed()
+
+    def _server_side(self, run: _Run) -> ServerSide | None:
+        """Return what the server did: the load the turn waited for, and who measured it."""
+        server = run.server
+        if server is None or server.resident:
+            return server
+        if run.load_started_at is not None and run.intent_at is not None:
+            # Our load at the wake: the turn waited for what was left of it.
+            ended = run.load_ended_at or run.intent_at
+            waited = max((ended - run.intent_at).total_seconds(), 0.0)
+            return ServerSide(server.model, False, server.loading, round(waited, 3), "client")
+        timing = self._coordinator.data.timings.get(run.model)
+        exact, at_least = (
+            (timing.load_seconds, timing.load_at_least_seconds) if timing else (None, None)
+        )
+        if exact is not None and exact != run.figures_before[0]:
+            source = timing.load_source.value if timing and timing.load_source else None
+            return ServerSide(server.model, False, server.loading, exact, source)
+        if at_least is not None and at_least != run.figures_before[1]:
+            return ServerSide(server.model, False, server.loading, at_least, "polling")
+        return server
+
+    def _pipeline_of(self, satellite: str) -> VoicePipeline | None:
+        """Return the pipeline a satellite's run uses (its run-start names it)."""
+        events = self._latest_run(satellite)
+        pipeline_id = None
+        if events:
+            data = events[0][2]
+            pipeline_id = data.get("pipeline") if isinstance(data, Mapping) else None
+        if isinstance(pipeline_id, str):
+            return self.pipelines.get(pipeline_id)
+        # Without the pipeline's record: the only pipeline of ours, if there is one.
+        return next(iter(self.pipelines.values())) if len(self.pipelines) == 1 else None
+
+    def _read_turn(self, satellite: str) -> VoiceTurn | None:
+        events = self._latest_run(satellite)
+        parsed = run_events(events) if events is not None else None
+        turn = VoiceTurn.from_events(parsed) if parsed else None
+        if events is not None and turn is None:
+            self._say_unreadable("its events do not read")
+        return turn
+
+    def _latest_run(self, satellite: str) -> list[tuple[object, object, object]] | None:
+        """Return the events of the satellite's latest run, from the pipeline's record."""
+        debug = getattr(self.hass.data.get(_PIPELINE_DOMAIN), "pipeline_debug", None)
+        if not isinstance(debug, Mapping):
+            self._say_unreadable("pipeline_debug is not there")
+            return None
+        latest: tuple[str, list[tuple[object, object, object]]] | None = None
+        try:
+            for runs in debug.values():
+                for run in runs.values():
+                    events = [
+                        (
+                            getattr(e, "type", None),
+                            getattr(e, "timestamp", None),
+                            getattr(e, "data", None),
+                        )
+                        for e in run.events
+                    ]
+                    start = events[0] if events else None
+                    data = start[2] if start else None
+                    if not isinstance(data, Mapping) or data.get("satellite_id") != satellite:
+                        continue
+                    stamp = str(start[1]) if start else ""
+                    if latest is None or stamp > latest[0]:
+                        latest = (stamp, events)
+        except (AttributeError, TypeError) as err:
+            self._say_unreadable(f"{type(err).__name__}: {err}")
+            return None
+        return latest[1] if latest else None
+
+    def _say_unreadable(self, why: str) -> None:
+        """Say once that the pipeline's record does not read: a log line and a repair."""
+        if self._unreadable:
+            return
+        self._unreadable = True
+        LOGGER.warning(
+            "%s: Home Assistant %s's Assist pipeline record does not read (%s): voice turns "
+            "are not timed stage by stage",
+            self.entry.title,
+            HA_VERSION,
+            why,
+        )
+        ir.async_create_issue(
+            self.hass,
+            DOMAIN,
+            self.issue_id,
+            is_fixable=False,
+            severity=ir.IssueSeverity.WARNING,
+            translation_key="voice_internals_changed",
+            translation_placeholders={"version": HA_VERSION, "server": self.entry.title},
+        )
+
+    def _fire(self, pipeline: VoicePipeline, record: VoiceRecord) -> None:
+        turn, server, explained = record.turn, record.server, record.explained
+        entity_id = er.async_get(self.hass).async_get_entity_id(
+            "sensor",
+            DOMAIN,
+            entity_unique_id(
+                self.entry.entry_id, voice_subject(pipeline.id), "voice_dominant_stage"
+            ),
+        )
+        self.hass.bus.async_fire(
+            EVENT_VOICE_TURN,
+            {
+                "server": self.entry.title,
+                "config_entry_id": self.entry.entry_id,
+                **({"entity_id": entity_id} if entity_id else {}),
+                "pipeline": pipeline.id,
+                "pipeline_name": pipeline.name,
+                "satellite": turn.satellite,
+                "conversation_id": turn.conversation_id,
+                "agent": turn.agent,
+                "model": record.model,
+                "silence_seconds": turn.silence,
+                "wake_to_speech_end_seconds": turn.wake_to_speech_end,
+                "stt_seconds": turn.stt,
+                "agent_first_text_seconds": turn.agent_first_text,
+                "agent_rest_seconds": turn.agent_rest,
+                "tts_start_seconds": turn.tts_start,
+                "streamed": turn.streamed,
+                "error": turn.error,
+                "stages": {stage.value: seconds for stage, seconds in explained.stages.items()},
+                "dominant_stage": explained.dominant.value if explained.dominant else None,
+                "resident_at_intent_start": server.resident if server else None,
+                "loading_at_intent_start": server.loading if server else None,
+                "load_seconds": server.load_seconds if server else None,
+                "load_source": server.load_source if server else None,
+                "warmed_on_wake": record.warmed,
+                "warm_hidden_seconds": record.hidden_seconds,
+            },
+        )
+
+
+@callback
+def _is_satellite(event_data: Mapping[str, Any]) -> bool:
+    entity_id = event_data.get("entity_id")
+    return isinstance(entity_id, str) and entity_id.startswith(_SATELLITE_PREFIX)
