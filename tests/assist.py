@@ -1,0 +1,755 @@
+"""A real Assist pipeline inside the test Home Assistant (issue 21).
+
+A test integration (domain ``test``) provides small speech-to-text, text-to-speech and
+wake-word entities and a satellite; Home Assistant's own ``ollama`` integration is the
+conversation agent, talking to the Ollama emulator (or any Ollama). One pipeline joins them
+and is the preferred one, so the satellite runs it.
+
+    from .assist import Assist, assist_fixture, hass_config_dir_fixture  # noqa: F401
+
+    async def test_a_turn(assist: Assist, emulator: OllamaEmulator) -> None:
+        turn = await assist.turn(stt_seconds=0.5)
+        assert turn.types()[-1] == "run-end"
+        assert turn.state_names() == ["idle", "listening", "processing", "responding", "idle"]
+
+``setup_assist`` builds the same for a test that wants other agent settings or model.
+Times are ``time.monotonic()`` seconds, as the emulator's ``RecordedRequest.at``.
+
+The speech: the audio is 16 kHz 16-bit mono silence in 100 ms chunks; Home Assistant's
+voice activity detector (``MicroVadSpeexEnhancer``) is replaced by one that hears speech
+for the turn's first ``speech_ms`` of audio. Speech-to-text then takes ``stt_seconds``
+after the audio ends.
+"""
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+import time
+from typing import Any, Literal
+from unittest.mock import patch
+
+from aiohttp.test_utils import TestClient
+from homeassistant.components import stt, tts, wake_word
+from homeassistant.components.assist_pipeline import (
+    PipelineEvent,
+    PipelineEventType,
+    async_create_default_pipeline,
+    async_update_pipeline,
+)
+from homeassistant.components.assist_pipeline.audio_enhancer import EnhancedAudioChunk
+from homeassistant.components.assist_pipeline.const import DATA_LAST_WAKE_UP
+from homeassistant.components.assist_pipeline.models import PipelineStage
+from homeassistant.components.assist_pipeline.pipeline import KEY_ASSIST_PIPELINE
+from homeassistant.components.assist_pipeline.runtime import PipelineData, PipelineRunDebug
+from homeassistant.components.assist_satellite import (
+    AssistSatelliteConfiguration,
+    AssistSatelliteEntity,
+)
+from homeassistant.components.stt.models import SpeechAudioProcessing
+from homeassistant.components.tts.entity import TTSAudioRequest
+from homeassistant.config_entries import ConfigEntry, ConfigFlow
+from homeassistant.const import Platform
+from homeassistant.core import Event, EventStateChangedData, HomeAssistant, callback
+from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+from homeassistant.helpers.event import async_track_state_change_event
+from homeassistant.setup import async_setup_component
+from homeassistant.util.limited_size_dict import LimitedSizeDict
+import pytest
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    MockModule,
+    MockPlatform,
+    mock_config_flow,
+    mock_integration,
+    mock_platform,
+)
+from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
+
+from .conftest import LLAMA, add_entry
+from .ollama_emulator import OllamaEmulator
+
+__all__ = [
+    "AGENT_SETTINGS",
+    "Assist",
+    "HarnessSatellite",
+    "TimedEvent",
+    "TurnResult",
+    "assist_fixture",
+    "hass_config_dir_fixture",
+    "pipeline_debug_broken",
+    "setup_assist",
+]
+
+TEST_DOMAIN = "test"
+WAKE_WORD_ID = "okay_nabu"
+WAKE_WORD_PHRASE = "okay nabu"
+# The wake word is heard once this much of the stream has gone by.
+WAKE_WORD_AT_MS = 300
+# 100 ms of 16 kHz 16-bit mono audio.
+CHUNK = b"\0" * 3200
+CHUNK_MS = 100
+# What the turns' agent is set to unless a test says otherwise: a voice assistant's.
+AGENT_SETTINGS: dict[str, Any] = {
+    "prompt": "You are a voice assistant.",
+    "num_ctx": 4096,
+    "keep_alive": -1,
+    "think": False,
+    "max_history": 20,
+}
+# Three silent MPEG-1 layer III frames (128 kbit/s, 44.1 kHz): audio that text-to-speech's
+# cache can tag (it writes an ID3 tag into each cached answer).
+SILENCE_MP3 = (b"\xff\xfb\x90\x64" + b"\0" * 413) * 3
+FFMPEG_VERSION = "homeassistant.components.ffmpeg.FFVersion.get_version"
+ENHANCER = "homeassistant.components.assist_pipeline.default_pipeline.MicroVadSpeexEnhancer"
+
+
+def now() -> float:
+    """Return ``time.monotonic()`` looked up now (the emulator's clock for its requests)."""
+    return time.monotonic()
+
+
+@pytest.fixture(name="hass_config_dir")
+def hass_config_dir_fixture(hass_tmp_config_dir: str) -> str:
+    """Text-to-speech writes its cache under the config dir: keep it in a temporary one."""
+    return hass_tmp_config_dir
+
+
+# ------------------------------------------------------------------------ results
+
+
+@dataclass(frozen=True)
+class TimedEvent:
+    """A pipeline event as the satellite got it, and when."""
+
+    at: float
+    type: str
+    data: dict[str, Any]
+
+
+@dataclass
+class TurnResult:
+    """What the satellite saw of one turn."""
+
+    started_at: float
+    events: list[TimedEvent] = field(default_factory=list)
+    # The satellite's states (the first is its state when the turn began), with their times.
+    states: list[tuple[float, str]] = field(default_factory=list)
+    # The text-to-speech audio's first byte at the satellite, and the end of its download.
+    first_audio_at: float | None = None
+    audio_done_at: float | None = None
+    audio_bytes: int = 0
+    # The satellite's conversation id (the chat session the turn was part of).
+    conversation_id: str | None = None
+    # The run was cancelled (``Assist.abort`` or another turn started during it).
+    aborted: bool = False
+    ended_at: float | None = None
+    _waiters: list[tuple[str, asyncio.Future[TimedEvent]]] = field(default_factory=list, repr=False)
+
+    def types(self) -> list[str]:
+        """Return the events' types in order."""
+        return [event.type for event in self.events]
+
+    def state_names(self) -> list[str]:
+        """Return the satellite's states in order."""
+        return [state for _, state in self.states]
+
+    def event(self, kind: str) -> TimedEvent:
+        """Return the first event of ``kind`` (``KeyError`` if none came)."""
+        for event in self.events:
+            if event.type == kind:
+                return event
+        raise KeyError(kind)
+
+    def at(self, kind: str) -> float:
+        """Return when the first event of ``kind`` came."""
+        return self.event(kind).at
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """Return the ``error`` event's data (``code``, ``message``), or None."""
+        return next((e.data for e in self.events if e.type == PipelineEventType.ERROR), None)
+
+    @property
+    def response_text(self) -> str | None:
+        """Return the agent's speech as the intent-end event gives it."""
+        with suppress(KeyError):
+            output = self.event(PipelineEventType.INTENT_END).data["intent_output"]
+            speech: str = output["response"]["speech"]["plain"]["speech"]
+            return speech
+        return None
+
+    def add(self, event: PipelineEvent) -> None:
+        timed = TimedEvent(now(), str(event.type), dict(event.data or {}))
+        self.events.append(timed)
+        for waiter in [w for w in self._waiters if w[0] == timed.type]:
+            self._waiters.remove(waiter)
+            if not waiter[1].done():
+                waiter[1].set_result(timed)
+
+    async def wait_for(self, kind: str, timeout: float = 10) -> TimedEvent:
+        """Return the first event of ``kind``, waiting up to ``timeout`` s for it."""
+        with suppress(KeyError):
+            return self.event(kind)
+        future: asyncio.Future[TimedEvent] = asyncio.get_running_loop().create_future()
+        self._waiters.append((kind, future))
+        async with asyncio.timeout(timeout):
+            return await future
+
+
+# ---------------------------------------------------------------------- providers
+
+
+class HarnessSTT(stt.SpeechToTextEntity):
+    """Speech-to-text that hears ``text``, ``delay`` seconds after the audio ends.
+
+    It asks for Home Assistant's voice activity detection, so the pipeline sends
+    stt-vad-start and stt-vad-end and ends the audio at the end of speech.
+    """
+
+    _attr_name = "Harness STT"
+    _attr_unique_id = "harness_stt"
+
+    def __init__(self) -> None:
+        self.delay = 0.3
+        self.text = "tell me about the weather"
+
+    @property
+    def supported_languages(self) -> list[str]:
+        return ["en"]
+
+    @property
+    def supported_formats(self) -> list[stt.AudioFormats]:
+        return [stt.AudioFormats.WAV]
+
+    @property
+    def supported_codecs(self) -> list[stt.AudioCodecs]:
+        return [stt.AudioCodecs.PCM]
+
+    @property
+    def supported_bit_rates(self) -> list[stt.AudioBitRates]:
+        return [stt.AudioBitRates.BITRATE_16]
+
+    @property
+    def supported_sample_rates(self) -> list[stt.AudioSampleRates]:
+        return [stt.AudioSampleRates.SAMPLERATE_16000]
+
+    @property
+    def supported_channels(self) -> list[stt.AudioChannels]:
+        return [stt.AudioChannels.CHANNEL_MONO]
+
+    @property
+    def audio_processing(self) -> SpeechAudioProcessing:
+        return SpeechAudioProcessing(
+            requires_external_vad=True,
+            prefers_auto_gain_enabled=False,
+            prefers_noise_reduction_enabled=False,
+        )
+
+    async def async_process_audio_stream(
+        self, metadata: stt.SpeechMetadata, stream: AsyncIterable[bytes]
+    ) -> stt.SpeechResult:
+        async for _chunk in stream:  # ends when Home Assistant hears the speech end
+            pass
+        await asyncio.sleep(self.delay)
+        return stt.SpeechResult(self.text, stt.SpeechResultState.SUCCESS)
+
+
+class HarnessTTS(tts.TextToSpeechEntity):
+    """Text-to-speech with streaming input: a few bytes of "audio" per piece of text."""
+
+    _attr_name = "Harness TTS"
+    _attr_unique_id = "harness_tts"
+    _attr_default_language = "en"
+
+    @property
+    def supported_languages(self) -> list[str]:
+        return ["en"]
+
+    def get_tts_audio(
+        self, message: str, language: str, options: dict[str, Any]
+    ) -> tts.TtsAudioType:
+        return ("mp3", SILENCE_MP3)
+
+    async def async_stream_tts_audio(self, request: TTSAudioRequest) -> tts.TTSAudioResponse:
+        async def audio() -> AsyncGenerator[bytes]:
+            async for _text in request.message_gen:
+                yield SILENCE_MP3
+
+        return tts.TTSAudioResponse("mp3", audio())
+
+
+class HarnessWakeWord(wake_word.WakeWordDetectionEntity):
+    """Hears its wake word once ``WAKE_WORD_AT_MS`` of audio have gone by."""
+
+    _attr_name = "Harness wake word"
+    _attr_unique_id = "harness_wake_word"
+
+    async def get_supported_wake_words(self) -> list[wake_word.WakeWord]:
+        return [wake_word.WakeWord(id=WAKE_WORD_ID, name="Okay Nabu")]
+
+    async def _async_process_audio_stream(
+        self, stream: AsyncIterable[tuple[bytes, int]], wake_word_id: str | None
+    ) -> wake_word.DetectionResult | None:
+        async for _chunk, timestamp in stream:
+            if timestamp >= WAKE_WORD_AT_MS:
+                return wake_word.DetectionResult(
+                    wake_word_id=WAKE_WORD_ID,
+                    wake_word_phrase=WAKE_WORD_PHRASE,
+                    timestamp=timestamp,
+                )
+        return None
+
+
+class HarnessSatellite(AssistSatelliteEntity):
+    """A satellite that records its runs and plays (downloads) the response's audio.
+
+    The audio is fetched when text-to-speech starts streaming (intent-progress with
+    ``tts_start_streaming``) or at tts-end; when the download ends the satellite says the
+    response has finished playing (back to idle), as a real one does.
+    """
+
+    _attr_name = "Harness satellite"
+    _attr_unique_id = "harness_satellite"
+
+    def __init__(self) -> None:
+        self.client: TestClient[Any, Any] | None = None
+        self.turn: TurnResult | None = None
+        self.playback: asyncio.Task[None] | None = None
+        self._tts_url: str | None = None
+
+    @callback
+    def async_get_configuration(self) -> AssistSatelliteConfiguration:
+        return AssistSatelliteConfiguration(
+            available_wake_words=[], active_wake_words=[], max_active_wake_words=1
+        )
+
+    async def async_set_configuration(self, config: AssistSatelliteConfiguration) -> None:
+        return None
+
+    @property
+    def conversation_id(self) -> str | None:
+        """Return the chat session the satellite's next turn continues."""
+        return self._conversation_id
+
+    @property
+    def pipeline_task(self) -> asyncio.Task[Any] | None:
+        """Return the running pipeline's task (None between runs)."""
+        return self._pipeline_task
+
+    async def cancel_pipeline(self) -> None:
+        """Cancel the running pipeline, as a new run from the satellite does."""
+        await self._cancel_running_pipeline()
+
+    @callback
+    def on_pipeline_event(self, event: PipelineEvent) -> None:
+        turn = self.turn
+        if turn is not None:
+            turn.add(event)
+        data = event.data or {}
+        if event.type is PipelineEventType.RUN_START:
+            self._tts_url = (data.get("tts_output") or {}).get("url")
+            self.playback = None
+            return
+        speak = (
+            event.type is PipelineEventType.INTENT_PROGRESS and data.get("tts_start_streaming")
+        ) or event.type is PipelineEventType.TTS_END
+        if not speak or self.playback is not None:
+            return
+        url = self._tts_url or (data.get("tts_output") or {}).get("url")
+        if url and self.client is not None and turn is not None:
+            self.playback = self.hass.async_create_task(self._play(url, turn))
+
+    async def _play(self, url: str, turn: TurnResult) -> None:
+        assert self.client is not None
+        response = await self.client.get(url)
+        async for chunk in response.content.iter_any():
+            if turn.first_audio_at is None:
+                turn.first_audio_at = now()
+            turn.audio_bytes += len(chunk)
+        turn.audio_done_at = now()
+        self.tts_response_finished()
+
+
+class SpeechUntil:
+    """Stands in for ``MicroVadSpeexEnhancer``: speech before ``speech_ms``, then silence."""
+
+    def __init__(self, speech_ms: int) -> None:
+        self.speech_ms = speech_ms
+
+    def enhance_chunk(self, audio: bytes, timestamp_ms: int) -> EnhancedAudioChunk:
+        return EnhancedAudioChunk(
+            audio=audio,
+            timestamp_ms=timestamp_ms,
+            speech_probability=1.0 if timestamp_ms < self.speech_ms else 0.0,
+        )
+
+
+async def audio_stream(total_ms: int, pace: float = 0.01) -> AsyncGenerator[bytes]:
+    """Yield ``total_ms`` of audio in 100 ms chunks, ``pace`` real seconds apart."""
+    for _ in range(total_ms // CHUNK_MS):
+        yield CHUNK
+        await asyncio.sleep(pace)
+
+
+# -------------------------------------------------------------------------- harness
+
+
+@dataclass
+class Assist:
+    """The pipeline, its providers, the agent and the satellite of a test."""
+
+    hass: HomeAssistant
+    satellite: HarnessSatellite
+    stt: HarnessSTT
+    pipeline_id: str
+    agent_entity_id: str
+    agent_entry: MockConfigEntry
+    stt_entity_id: str
+    tts_entity_id: str
+    wake_word_entity_id: str
+    emulator: OllamaEmulator | None = None
+    turns: list[TurnResult] = field(default_factory=list)
+    _speech_ms: int = 1500
+    _running: int = 0
+    _patcher: Any = None
+
+    @property
+    def pipeline_data(self) -> PipelineData:
+        """Return Home Assistant's Assist pipeline data (``hass.data["assist_pipeline"]``)."""
+        return self.hass.data[KEY_ASSIST_PIPELINE]
+
+    def debug_runs(self) -> list[PipelineRunDebug]:
+        """Return the pipeline's runs in Home Assistant's debug buffer, oldest first."""
+        return list(self.pipeline_data.pipeline_debug.get(self.pipeline_id, {}).values())
+
+    async def turn(
+        self,
+        *,
+        wake: bool = False,
+        speech_ms: int = 1500,
+        stt_seconds: float = 0.3,
+        text: str | None = None,
+        audio_timeout: float = 10,
+        wake_cooldown: bool = False,
+    ) -> TurnResult:
+        """Run one turn from the satellite and return what it saw.
+
+        ``wake``: the pipeline starts at wake-word detection (Home Assistant's wake word
+        entity), else at speech-to-text (the satellite heard its wake word itself).
+        ``speech_ms``: how long the speaker talks; ``stt_seconds``: how long speech-to-text
+        takes after the audio ends; ``text``: what it hears. The turn ends once the
+        satellite is idle again (its audio played; cut short if the run failed). A turn
+        cancelled by ``abort`` or by another turn returns with ``aborted``.
+        ``wake_cooldown``: keep Home Assistant's memory of the last wake-ups (a wake word
+        heard again within 2 s is a duplicate: the run ends with an error); by default the
+        turn forgets it, as turns seconds apart are.
+        """
+        if not wake_cooldown:
+            self.hass.data[DATA_LAST_WAKE_UP].clear()
+        result = TurnResult(started_at=now())
+        self.turns.append(result)
+        self.stt.delay = stt_seconds
+        if text is not None:
+            self.stt.text = text
+        self._speech_ms = speech_ms
+        satellite = self.satellite
+        satellite.turn = result
+        entity_id = satellite.entity_id
+        if (state := self.hass.states.get(entity_id)) is not None:
+            result.states.append((now(), state.state))
+
+        @callback
+        def on_state(event: Event[EventStateChangedData]) -> None:
+            if (new := event.data["new_state"]) is not None:
+                result.states.append((now(), new.state))
+
+        unsubscribe = async_track_state_change_event(self.hass, [entity_id], on_state)
+        self._enter()
+        try:
+            lead_ms = WAKE_WORD_AT_MS + CHUNK_MS if wake else 0
+            stream = audio_stream(lead_ms + speech_ms + 5000)
+            try:
+                await satellite.async_accept_pipeline_from_satellite(
+                    stream,
+                    start_stage=PipelineStage.WAKE_WORD if wake else PipelineStage.STT,
+                    wake_word_phrase=None if wake else WAKE_WORD_PHRASE,
+                )
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # the test cancelled the turn itself
+                result.aborted = True
+            result.conversation_id = satellite.conversation_id
+            playback = satellite.playback if satellite.turn is result else None
+            if playback is not None:
+                if result.aborted or result.error is not None:
+                    playback.cancel()
+                with suppress(asyncio.CancelledError, TimeoutError):
+                    async with asyncio.timeout(audio_timeout):
+                        await playback
+            await self.hass.async_block_till_done()
+        finally:
+            self._leave()
+            unsubscribe()
+            if satellite.turn is result:
+                satellite.turn = None
+        result.ended_at = now()
+        return result
+
+    def start_turn(self, **kwargs: Any) -> asyncio.Task[TurnResult]:
+        """Start ``turn(**kwargs)`` as a task (to act during it); returns the task."""
+        return asyncio.create_task(self.turn(**kwargs))
+
+    async def wait_for(self, kind: str, timeout: float = 10) -> TimedEvent:
+        """Wait for an event of ``kind`` in the latest turn (one started with start_turn)."""
+        for _ in range(100):
+            if self.turns:
+                break
+            await asyncio.sleep(0)
+        return await self.turns[-1].wait_for(kind, timeout)
+
+    async def abort(self) -> None:
+        """Cancel the running pipeline (as a new run from the satellite does)."""
+        await self.satellite.cancel_pipeline()
+
+    # --------------------------------------------------------------- agent faults
+
+    def _emulator(self) -> OllamaEmulator:
+        if self.emulator is None:
+            raise RuntimeError("the agent's faults need the emulator (setup_assist emulator=)")
+        return self.emulator
+
+    def fail_agent(
+        self,
+        kind: Literal["http", "error_line", "drop", "hang"] = "http",
+        *,
+        status: int = 500,
+        message: str = "model runner has unexpectedly stopped",
+        after_chunks: int = 1,
+        times: int | None = 1,
+    ) -> None:
+        """Make the agent's next chat(s) on the emulator fail.
+
+        ``http``: /api/chat answers ``status`` with ``{"error": message}`` (the ollama client
+        raises; the agent's error). ``error_line``/``drop``/``hang``: the streamed reply
+        breaks after ``after_chunks`` chunks (an error line, a dropped connection: the
+        server down mid-turn, or no more words).
+        """
+        emulator = self._emulator()
+        if kind == "http":
+            emulator.inject(
+                "/api/chat",
+                status=status,
+                body=f'{{"error":"{message}"}}',
+                times=times,
+                method="POST",
+            )
+        else:
+            emulator.inject_stream_fault(
+                kind=kind, after_chunks=after_chunks, message=message, times=times
+            )
+
+    # ------------------------------------------------------------ internal state
+
+    def _enter(self) -> None:
+        if self._running == 0:
+            self._patcher = patch(ENHANCER, self._enhancer)
+            self._patcher.start()
+        self._running += 1
+
+    def _leave(self) -> None:
+        self._running -= 1
+        if self._running == 0 and self._patcher is not None:
+            self._patcher.stop()
+            self._patcher = None
+
+    def _enhancer(self, *args: Any, **kwargs: Any) -> SpeechUntil:
+        return SpeechUntil(self._speech_ms)
+
+
+@contextmanager
+def pipeline_debug_broken(
+    hass: HomeAssistant, how: Literal["missing", "no_runs", "no_data"] = "missing"
+) -> Iterator[None]:
+    """Break Home Assistant's pipeline debug internals for the ``with`` block.
+
+    ``missing``: ``hass.data["assist_pipeline"]`` has no ``pipeline_debug`` (Home
+    Assistant's own runs then fail as they start: it writes each run there).
+    ``no_runs``: the debug buffer keeps no run (as if each had been pushed out: Home
+    Assistant runs on, and a reader finds nothing). ``no_data``: no
+    ``hass.data["assist_pipeline"]`` at all.
+    """
+    data: PipelineData = hass.data[KEY_ASSIST_PIPELINE]
+    if how == "no_data":
+        hass.data.pop(KEY_ASSIST_PIPELINE)
+        try:
+            yield
+        finally:
+            hass.data[KEY_ASSIST_PIPELINE] = data
+        return
+    saved = data.pipeline_debug
+    if how == "missing":
+        del data.pipeline_debug
+    else:
+        data.pipeline_debug = _KeepsNothing()
+    try:
+        yield
+    finally:
+        data.pipeline_debug = saved
+
+
+class _KeepsNothing(dict[str, LimitedSizeDict[str, PipelineRunDebug]]):
+    """A debug buffer whose pipelines keep no run."""
+
+    def __missing__(self, key: str) -> LimitedSizeDict[str, PipelineRunDebug]:
+        self[key] = LimitedSizeDict(size_limit=0)
+        return self[key]
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+
+# ---------------------------------------------------------------------------- setup
+
+
+def _platform(entity: Any) -> MockPlatform:
+    async def setup_entry(
+        hass: HomeAssistant, entry: ConfigEntry, add: AddConfigEntryEntitiesCallback
+    ) -> None:
+        add([entity])
+
+    return MockPlatform(async_setup_entry=setup_entry)
+
+
+class _HarnessFlow(ConfigFlow):
+    VERSION = 1
+
+
+async def _setup_providers(
+    hass: HomeAssistant,
+) -> tuple[HarnessSTT, HarnessSatellite]:
+    stt_entity, satellite = HarnessSTT(), HarnessSatellite()
+
+    async def setup_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
+        await hass.config_entries.async_forward_entry_setups(
+            entry, [Platform.STT, Platform.TTS, Platform.WAKE_WORD, Platform.ASSIST_SATELLITE]
+        )
+        return True
+
+    mock_integration(hass, MockModule(domain=TEST_DOMAIN, async_setup_entry=setup_entry))
+    mock_platform(hass, f"{TEST_DOMAIN}.config_flow")
+    mock_platform(hass, f"{TEST_DOMAIN}.stt", _platform(stt_entity))
+    mock_platform(hass, f"{TEST_DOMAIN}.tts", _platform(HarnessTTS()))
+    mock_platform(hass, f"{TEST_DOMAIN}.wake_word", _platform(HarnessWakeWord()))
+    mock_platform(hass, f"{TEST_DOMAIN}.assist_satellite", _platform(satellite))
+    with mock_config_flow(TEST_DOMAIN, _HarnessFlow):
+        entry = MockConfigEntry(domain=TEST_DOMAIN)
+        entry.add_to_hass(hass)
+        assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    return stt_entity, satellite
+
+
+def add_ollama_voice_agent(
+    hass: HomeAssistant, url: str, model: str, *, title: str, **settings: Any
+) -> MockConfigEntry:
+    """Home Assistant's Ollama integration at ``url`` with one agent, at its current version.
+
+    (``conftest.add_ollama_agent`` makes a version 1 entry, which Home Assistant's Ollama
+    would migrate as it sets up: it is for entries that are only read.)
+    """
+    return add_entry(
+        hass,
+        MockConfigEntry(
+            domain="ollama",
+            title="Ollama",
+            version=3,
+            minor_version=3,
+            data={"url": url},
+            subentries_data=[
+                {
+                    "data": {"model": model, **settings},
+                    "subentry_type": "conversation",
+                    "title": title,
+                    "unique_id": None,
+                }
+            ],
+        ),
+    )
+
+
+def _entity_id(hass: HomeAssistant, domain: str, platform: str, entry_id: str) -> str:
+    registry = er.async_get(hass)
+    return next(
+        e.entity_id
+        for e in er.async_entries_for_config_entry(registry, entry_id)
+        if e.domain == domain and e.platform == platform
+    )
+
+
+async def setup_assist(
+    hass: HomeAssistant,
+    hass_client: ClientSessionGenerator,
+    url: str,
+    model: str = LLAMA,
+    *,
+    emulator: OllamaEmulator | None = None,
+    title: str = "Voice assistant",
+    **agent_settings: Any,
+) -> Assist:
+    """Set up the providers, the satellite, Home Assistant's Ollama agent and the pipeline.
+
+    ``agent_settings`` (prompt, num_ctx, keep_alive, think, max_history) replace
+    ``AGENT_SETTINGS``'s. ``emulator``: the server at ``url``, for the agent's faults.
+    """
+    # Text-to-speech needs ffmpeg's integration, which asks the ffmpeg binary its version.
+    with patch(FFMPEG_VERSION, return_value="6.1.1"):
+        for domain in ("homeassistant", "assist_pipeline", "assist_satellite"):
+            assert await async_setup_component(hass, domain, {})
+    stt_entity, satellite = await _setup_providers(hass)
+    agent_entry = add_ollama_voice_agent(
+        hass, url, model, title=title, **{**AGENT_SETTINGS, **agent_settings}
+    )
+    assert await hass.config_entries.async_setup(agent_entry.entry_id)
+    await hass.async_block_till_done()
+    test_entry_id = satellite.platform.config_entry.entry_id  # type: ignore[union-attr]
+    agent_id = _entity_id(hass, "conversation", "ollama", agent_entry.entry_id)
+    stt_id = _entity_id(hass, "stt", TEST_DOMAIN, test_entry_id)
+    tts_id = _entity_id(hass, "tts", TEST_DOMAIN, test_entry_id)
+    wake_id = _entity_id(hass, "wake_word", TEST_DOMAIN, test_entry_id)
+    pipeline = await async_create_default_pipeline(
+        hass, stt_engine_id=stt_id, tts_engine_id=tts_id, pipeline_name="Harness"
+    )
+    assert pipeline is not None
+    await async_update_pipeline(
+        hass,
+        pipeline,
+        conversation_engine=agent_id,
+        conversation_language="*",
+        wake_word_entity=wake_id,
+        wake_word_id=WAKE_WORD_ID,
+    )
+    hass.data[KEY_ASSIST_PIPELINE].pipeline_store.async_set_preferred_item(pipeline.id)
+    satellite.client = await hass_client()
+    return Assist(
+        hass=hass,
+        satellite=satellite,
+        stt=stt_entity,
+        pipeline_id=pipeline.id,
+        agent_entity_id=agent_id,
+        agent_entry=agent_entry,
+        stt_entity_id=stt_id,
+        tts_entity_id=tts_id,
+        wake_word_entity_id=wake_id,
+        emulator=emulator,
+    )
+
+
+@pytest.fixture(name="assist")
+async def assist_fixture(
+    hass: HomeAssistant, hass_client: ClientSessionGenerator, emulator: OllamaEmulator
+) -> Assist:
+    """A real Assist pipeline with Home Assistant's Ollama agent on the emulator's llama."""
+    return await setup_assist(hass, hass_client, emulator.url, LLAMA, emulator=emulator)
