@@ -184,14 +184,9 @@ def test_any_events_read_as_a_turn_or_none_never_an_error(
 
 
 def test_warming_at_the_wake_hid_the_load_or_part_of_it() -> None:
-    at = T0 + timedelta(seconds=2.4)
-    done = wake_outcome(
-        load_started_at=T0, load_ended_at=T0 + timedelta(seconds=1.9), intent_start_at=at
-    )
+    done = wake_outcome(load_started=100.0, load_ended=101.9, intent_started=102.4)
     assert (done.helped, done.hidden_seconds, done.too_late) == (True, 1.9, False)
-    late = wake_outcome(load_started_at=T0, load_ended_at=None, intent_start_at=at)
+    late = wake_outcome(load_started=100.0, load_ended=None, intent_started=102.4)
     assert (late.helped, late.hidden_seconds, late.too_late) == (False, 2.4, True)
-    ended_after = wake_outcome(
-        load_started_at=T0, load_ended_at=T0 + timedelta(seconds=5), intent_start_at=at
-    )
+    ended_after = wake_outcome(load_started=100.0, load_ended=105.0, intent_started=102.4)
     assert (ended_after.helped, ended_after.too_late) == (False, True)

@@ -27,6 +27,7 @@ from .devices import (
     async_sync_devices,
     gpu_device_identifier,
     is_gpu_device,
+    is_voice_device,
     model_device_identifier,
     server_device_identifier,
 )
@@ -41,7 +42,7 @@ from .sentences import async_load_sentences
 from .services import async_offer_models, async_setup_services
 from .storage import EntryStore
 from .ttft_targets import TtftTargets
-from .voice import VoiceWatch
+from .voice import VoiceWatch, voice_subject
 
 PLATFORMS = [Platform.BINARY_SENSOR, Platform.NUMBER, Platform.SENSOR, Platform.SWITCH]
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
@@ -218,6 +219,12 @@ async def async_remove_config_entry_device(
         present = gpu.data.gpus if gpu is not None and gpu.data is not None else {}
         return not any(
             gpu_device_identifier(entry.entry_id, u) in device.identifiers for u in present
+        )
+    if is_voice_device(entry.entry_id, device.identifiers):
+        pipelines = entry.runtime_data.voice.pipelines
+        return not any(
+            (DOMAIN, f"{entry.entry_id}_{voice_subject(p)}") in device.identifiers
+            for p in pipelines
         )
     models = entry.runtime_data.coordinator.data.models
     return not any(

@@ -99,11 +99,19 @@ def async_register_server(
     return device.id
 
 
+def is_voice_device(entry_id: str, identifiers: set[tuple[str, str]]) -> bool:
+    """Return True for the device of an Assist pipeline (see ``voice``)."""
+    return any(
+        domain == DOMAIN and name.startswith(f"{entry_id}_voice_") for domain, name in identifiers
+    )
+
+
 @callback
 def async_sync_devices(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> None:
     """Keep the server's version current and drop the devices of deleted models.
 
-    GPU devices stay while a GPU source is configured, even while it is down.
+    GPU devices stay while a GPU source is configured, even while it is down; the
+    devices of Assist pipelines stay (they are not the server's models).
     """
     registry = dr.async_get(hass)
     data = entry.runtime_data
@@ -121,6 +129,8 @@ def async_sync_devices(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> None
     for device in devices:
         if keep_gpus and is_gpu_device(entry.entry_id, device.identifiers):
             continue
+        if is_voice_device(entry.entry_id, device.identifiers):
+            continue  # a pipeline's: the user removes it (its pipeline may come back)
         if not device.identifiers & wanted:
             registry.async_remove_device(device.id)
 

@@ -121,6 +121,11 @@ def _voice_turn(data: Mapping[str, Any]) -> str:
     if data.get("dominant_stage") == "load" and isinstance(load, int | float):
         bound = "at least " if data.get("load_source") == "polling" else ""
         return f"the reply waited {bound}{load:.1f} s for {model} to load"
+    stages = data.get("stages")
+    waited = stages.get("load") if isinstance(stages, Mapping) else None
+    if data.get("dominant_stage") == "load" and isinstance(waited, int | float):
+        # Cold at the agent's start, no figure of the load: load and prompt together.
+        return f"the reply waited {waited:.1f} s for {model}, cold, to load and read the prompt"
     silence = data.get("silence_seconds")
     stage = _VOICE_STAGES.get(str(data.get("dominant_stage")))
     if isinstance(silence, int | float) and stage:

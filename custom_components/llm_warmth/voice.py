@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+import time
 from typing import Any, Final, override
 
 from homeassistant.const import EVENT_STATE_CHANGED, __version__ as HA_VERSION
@@ -133,9 +134,10 @@ class _Run:
 
     pipeline: VoicePipeline
     model: str
-    load_started_at: datetime | None = None
-    load_ended_at: datetime | None = None
-    intent_at: datetime | None = None
+    # Monotonic seconds: what the turn waited for is not moved by a clock change.
+    load_started: float | None = None
+    load_ended: float | None = None
+    intent_started: float | None = None
     server: ServerSide | None = None
     figures_before: tuple[float | None, float | None] = (None, None)
     timers: list[CALLBACK_TYPE] = field(default_factory=list)
@@ -266,7 +268,12 @@ class VoiceWatch(Feature):
 
     @callback
     def _wake(self, satellite: str) -> None:
-        """Note a satellite's run at its wake and, where asked, warm its agent's model."""
+        """Note a satellite's run at its wake and, where asked, warm its agent's model.
+
+        The pipelines are read again first: one made since (or its agent changed) has no
+        signal of its own, and a wake is when it matters.
+        """
+        self._read_pipelines()
         pipeline = self._pipeline_of(satellite)
         if pipeline is None:
             self._runs.pop(satellite, None)
@@ -286,7 +293,7 @@ class VoiceWatch(Feature):
             counts.refused += 1
             self.async_changed()
             return
-        run.load_started_at = coordinator.utcnow()
+        run.load_started = time.monotonic()
         self.entry.async_create_background_task(
             self.hass, self._warm(run), f"llm_warmth warm {model} on wake"
         )
@@ -307,9 +314,9 @@ class VoiceWatch(Feature):
             )
         except (LlmServerError, HomeAssistantError) as err:
             LOGGER.debug("%s: warming %s on wake failed: %s", self.entry.title, run.model, err)
-            run.load_started_at = None
+            run.load_started = None
             return
-        run.load_ended_at = self._coordinator.utcnow()
+        run.load_ended = time.monotonic()
 
     @callback
     def _intent_started(self, satellite: str) -> None:
@@ -319,9 +326,9 @@ class VoiceWatch(Feature):
             return
         snapshot = self._coordinator.data
         loading = run.model in snapshot.loading or (
-            run.load_started_at is not None and run.load_ended_at is None
+            run.load_started is not None and run.load_ended is None
         )
-        run.intent_at = self._coordinator.utcnow()
+        run.intent_started = time.monotonic()
         run.server = ServerSide(
             run.model,
             resident=run.model in snapshot.held and not loading,
@@ -342,13 +349,13 @@ class VoiceWatch(Feature):
         if turn is None or turn.pipeline not in (None, run.pipeline.id):
             return
         server = self._server_side(run)
-        warmed = run.load_started_at is not None
+        warmed = run.load_started is not None
         hidden: float | None = None
-        if warmed and run.load_started_at and (intent_at := turn.intent_start_at or run.intent_at):
+        if run.load_started is not None and run.intent_started is not None:
             outcome = wake_outcome(
-                load_started_at=run.load_started_at,
-                load_ended_at=run.load_ended_at,
-                intent_start_at=intent_at,
+                load_started=run.load_started,
+                load_ended=run.load_ended,
+                intent_started=run.intent_started,
             )
             counts = self.counts.setdefault(run.pipeline.id, WakeCounts())
             counts.helped += outcome.helped
@@ -365,10 +372,10 @@ class VoiceWatch(Feature):
         server = run.server
         if server is None or server.resident:
             return server
-        if run.load_started_at is not None and run.intent_at is not None:
+        if run.load_started is not None and run.intent_started is not None:
             # Our load at the wake: the turn waited for what was left of it.
-            ended = run.load_ended_at or run.intent_at
-            waited = max((ended - run.intent_at).total_seconds(), 0.0)
+            ended = run.load_ended if run.load_ended is not None else run.intent_started
+            waited = max(ended - run.intent_started, 0.0)
             return ServerSide(server.model, False, server.loading, round(waited, 3), "client")
         timing = self._coordinator.data.timings.get(run.model)
         exact, at_least = (
@@ -379,7 +386,9 @@ class VoiceWatch(Feature):
             return ServerSide(server.model, False, server.loading, exact, source)
         if at_least is not None and at_least != run.figures_before[1]:
             return ServerSide(server.model, False, server.loading, at_least, "polling")
-        return server
+        # Cold at the agent's start, no figure (yet): the load is in the wait for the
+        # first words, which ``explain`` counts as the load.
+        return ServerSide(server.model, False, server.loading, None, "residency")
 
     def _pipeline_of(self, satellite: str) -> VoicePipeline | None:
         """Return the pipeline a satellite's run uses (its run-start names it)."""
@@ -411,19 +420,10 @@ class VoiceWatch(Feature):
         try:
             for runs in debug.values():
                 for run in runs.values():
-                    events = [
-                        (
-                            getattr(e, "type", None),
-                            getattr(e, "timestamp", None),
-                            getattr(e, "data", None),
-                        )
-                        for e in run.events
-                    ]
-                    start = events[0] if events else None
-                    data = start[2] if start else None
-                    if not isinstance(data, Mapping) or data.get("satellite_id") != satellite:
-                        continue
-                    stamp = str(start[1]) if start else ""
+                    start, events = _events_of(run)
+                    if start is None or start.get("satellite_id") != satellite:
+                        continue  # not started yet, or another satellite's
+                    stamp = str(events[0][1])
                     if latest is None or stamp > latest[0]:
                         latest = (stamp, events)
         except (AttributeError, TypeError) as err:
@@ -492,6 +492,26 @@ class VoiceWatch(Feature):
                 "warm_hidden_seconds": record.hidden_seconds,
             },
         )
+
+
+def _events_of(
+    run: object,
+) -> tuple[Mapping[str, Any] | None, list[tuple[object, object, object]]]:
+    """Return a recorded run's first event's data and its events; raise when not a run.
+
+    Each event as (type, timestamp, data). A run that starts with an event of another
+    shape is a changed format, not a run; one with no event yet has not started.
+    """
+    events: list[tuple[object, object, object]] = [
+        (getattr(e, "type", None), getattr(e, "timestamp", None), getattr(e, "data", None))
+        for e in run.events  # type: ignore[attr-defined]
+    ]
+    if not events:
+        return None, events
+    kind, _stamp, data = events[0]
+    if not isinstance(kind, str) or not isinstance(data, Mapping):
+        raise TypeError(f"a run starts with {events[0]!r}")
+    return data, events
 
 
 @callback

@@ -214,7 +214,8 @@ class ServerSide:
     ``resident``: the model held, loaded, at the agent's start (None: not known).
     ``loading``: loading then. ``load_seconds``: a load the turn waited for, and who
     measured it (``load_source``: ``server``, ``client``, ``events``, ``polling`` for a
-    lower bound, ``residency`` when only the load's start and end as polled are known).
+    lower bound; ``residency`` when only that the model was cold is known: the wait for
+    the first words, load and prompt together).
     """
 
     model: str
@@ -236,14 +237,20 @@ def explain(turn: VoiceTurn, server: ServerSide | None) -> Explained:
     """Split the turn's silence into stages and name the one that cost the most.
 
     The agent's time to its first words is the load (when the turn waited for one), and
-    what remains of it the prefill; the rest of the reply counts only when it was not
-    streamed (the household heard nothing until it was written).
+    what remains of it the prefill: all of it is the load when the model was cold at the
+    agent's start and no figure of its load is known (the server's ``residency`` says
+    only that). The rest of the reply counts only when it was not streamed (the
+    household heard nothing until it was written).
     """
     stages: dict[VoiceStage, float] = {}
     if (stt := turn.stt) is not None:
         stages[VoiceStage.STT] = stt
     first = turn.agent_first_text
     load = server.load_seconds if server and server.load_seconds is not None else 0.0
+    if server and server.resident is False and server.load_seconds is None and first:
+        # Cold at the agent's start, and no figure of the load: its first words waited
+        # for the load and the prompt together, which the server did not tell apart.
+        load = first
     if first is not None:
         waited = min(load, first)
         if waited > 0:
@@ -273,11 +280,15 @@ class WakeOutcome:
 
 
 def wake_outcome(
-    *, load_started_at: datetime, load_ended_at: datetime | None, intent_start_at: datetime
+    *, load_started: float, load_ended: float | None, intent_started: float
 ) -> WakeOutcome:
-    """Return what a load started at the wake did for the turn whose agent started then."""
-    if load_ended_at is not None and load_ended_at <= intent_start_at:
-        hidden = _seconds(load_started_at, load_ended_at) or 0.0
+    """Return what a load started at the wake did for the turn whose agent started then.
+
+    The three times are seconds on one clock (a monotonic one: what the turn waited
+    for is not moved by a clock change).
+    """
+    if load_ended is not None and load_ended <= intent_started:
+        hidden = round(max(load_ended - load_started, 0.0), 3)
         return WakeOutcome(helped=True, hidden_seconds=hidden, too_late=False)
-    hidden = _seconds(load_started_at, intent_start_at) or 0.0
+    hidden = round(max(intent_started - load_started, 0.0), 3)
     return WakeOutcome(helped=False, hidden_seconds=hidden, too_late=True)

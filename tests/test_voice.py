@@ -1,0 +1,292 @@
+"""Voice turns through a real Assist pipeline: each stage timed, explained, warmed at the wake.
+
+Home Assistant's own Ollama agent answers on the Ollama emulator, which LLM Warmth follows;
+the harness (``tests/assist.py``) speaks to a satellite that walks through its states.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from types import SimpleNamespace
+
+from homeassistant.config_entries import ConfigEntryState
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import device_registry as dr, entity_registry as er, issue_registry as ir
+from homeassistant.util import dt as dt_util
+import pytest
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    async_capture_events,
+    async_fire_time_changed,
+)
+
+from custom_components.llm_warmth import async_remove_config_entry_device, logbook
+from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN, EVENT_VOICE_TURN
+from custom_components.llm_warmth.voice import READ_DELAY, voice_subject
+
+from .assist import Assist, assist_fixture, hass_config_dir_fixture, pipeline_debug_broken  # noqa: F401
+from .conftest import ENTRY_ID, LLAMA, ollama_request
+from .ollama_emulator import OllamaEmulator
+from .test_logbook import describers
+
+pytestmark = pytest.mark.usefixtures("init_integration")
+PLEX = "binary_sensor.plex_transcoding"
+
+
+async def settle(hass: HomeAssistant) -> None:
+    """Let the feature read the turn: it does, READ_DELAY after the satellite's idle."""
+    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=READ_DELAY + 0.1))
+    await hass.async_block_till_done()
+
+
+def voice_entity(hass: HomeAssistant, assist: Assist, key: str, domain: str = "sensor") -> str:
+    """Return the entity id of a pipeline's voice entity (by its unique id)."""
+    unique_id = f"{ENTRY_ID}_{voice_subject(assist.pipeline_id)}_{key}"
+    entity_id = er.async_get(hass).async_get_entity_id(domain, DOMAIN, unique_id)
+    assert entity_id is not None, (
+        key,
+        [e.unique_id for e in er.async_get(hass).entities.values() if "voice" in e.unique_id],
+    )
+    return entity_id
+
+
+def seconds(hass: HomeAssistant, entity_id: str) -> float:
+    state = hass.states.get(entity_id)
+    assert state is not None
+    return float(state.state)
+
+
+def stamped(assist: Assist, kind: str) -> datetime:
+    """Return when the pipeline stamped the latest run's first event of ``kind``."""
+    run = assist.debug_runs()[-1]
+    event = next(e for e in run.events if e.type == kind)
+    return datetime.fromisoformat(event.timestamp)
+
+
+async def test_a_cold_turn_explained_stage_by_stage(
+    hass: HomeAssistant, assist: Assist, emulator: OllamaEmulator
+) -> None:
+    """The figures are the pipeline's own timestamps; the model's load is the costliest."""
+    turns = async_capture_events(hass, EVENT_VOICE_TURN)
+    emulator.models[LLAMA].load_delay = 1.0
+    await assist.turn(stt_seconds=0.2)
+    await settle(hass)
+    assert len(turns) == 1
+    data = turns[0].data
+    # The pipeline's device, a child of the server's, names the pipeline.
+    device = dr.async_get(hass).async_get_child_device_by_identifier(
+        (DOMAIN, f"{ENTRY_ID}_{voice_subject(assist.pipeline_id)}"), ENTRY_ID
+    )
+    assert device is not None
+    assert data["pipeline"] == assist.pipeline_id
+    assert (data["model"], data["agent"]) == (LLAMA, assist.agent_entity_id)
+    # Each figure, against the run's own stamps.
+    speech_end, stt_end = stamped(assist, "stt-vad-end"), stamped(assist, "stt-end")
+    intent = stamped(assist, "intent-start")
+    assert data["stt_seconds"] == pytest.approx((stt_end - speech_end).total_seconds(), abs=1e-3)
+    assert data["stt_seconds"] >= 0.2
+    silence = voice_entity(hass, assist, "voice_silence")
+    assert seconds(hass, silence) == pytest.approx(data["silence_seconds"])
+    assert seconds(hass, voice_entity(hass, assist, "voice_stt")) == pytest.approx(
+        data["stt_seconds"]
+    )
+    assert data["agent_first_text_seconds"] >= 1.0  # it waited for the load
+    assert (stt_end - speech_end).total_seconds() + data["agent_first_text_seconds"] <= data[
+        "silence_seconds"
+    ]
+    assert intent <= stamped(assist, "run-end")
+    # What the server did: cold at the agent's start, a load the turn waited for.
+    assert (data["resident_at_intent_start"], data["dominant_stage"]) == (False, "load")
+    # Ollama tells no load time of another client's request (the agent's): the model was
+    # cold, so its first words waited for load and prompt together, said as such.
+    assert (data["load_seconds"], data["load_source"]) == (None, "residency")
+    assert data["stages"]["load"] == data["agent_first_text_seconds"]
+    assert hass.states.get(voice_entity(hass, assist, "voice_dominant_stage")).state == "load"
+    # The details, unrecorded, on the silence sensor.
+    turn = hass.states.get(silence).attributes["turn"]
+    assert (turn["model"], turn["resident_at_intent_start"]) == (LLAMA, False)
+    # The logbook says it in words, filed under the pipeline's costliest-stage sensor.
+    line = describers(hass)[EVENT_VOICE_TURN](turns[0])
+    waited = data["stages"]["load"]
+    assert line["message"] == (
+        f"the reply waited {waited:.1f} s for {LLAMA}, cold, to load and read the prompt"
+    )
+    assert line["entity_id"] == voice_entity(hass, assist, "voice_dominant_stage")
+    assert logbook  # the platform under test
+
+
+async def test_a_warm_turn_is_mostly_the_prompt(
+    hass: HomeAssistant, assist: Assist, emulator: OllamaEmulator
+) -> None:
+    turns = async_capture_events(hass, EVENT_VOICE_TURN)
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": -1})
+    await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done()
+    await assist.turn()
+    await settle(hass)
+    data = turns[-1].data
+    assert data["resident_at_intent_start"] is True
+    assert data["load_seconds"] is None
+    assert data["dominant_stage"] != "load"
+
+
+async def test_warm_on_wake_loads_the_agents_model_while_the_user_speaks(
+    hass: HomeAssistant, assist: Assist, emulator: OllamaEmulator
+) -> None:
+    """Off by default; on, a cold model is loaded at the wake, as the agent asks for it."""
+    emulator.models[LLAMA].load_delay = 0.3
+    await assist.turn()  # the first wake finds the pipeline; the switch is off
+    await hass.async_block_till_done()
+    switch = voice_entity(hass, assist, "voice_warm_on_wake", "switch")
+    assert hass.states.get(switch).state == "off"
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done()
+    await hass.services.async_call("switch", "turn_on", {"entity_id": switch}, blocking=True)
+    turns = async_capture_events(hass, EVENT_VOICE_TURN)
+    before = len(emulator.requests)
+    await assist.turn(speech_ms=1500)
+    await settle(hass)
+    sent = [r for r in emulator.requests[before:] if r.path in ("/api/generate", "/api/chat")]
+    # A load with the agent's settings, no prompt, before the agent's own request.
+    paths = [(r.path, r.json.get("prompt"), r.json.get("messages")) for r in sent]
+    assert paths[0][0] == "/api/generate"
+    assert paths[0][1] is None
+    load = sent[0].json
+    assert (load["keep_alive"], load["options"]["num_ctx"]) == (-1, 4096)
+    assert any(path == "/api/chat" for path, _p, _m in paths)
+    data = turns[-1].data
+    assert data["warmed_on_wake"] is True
+    assert data["resident_at_intent_start"] is True  # loaded while the user spoke
+    assert data["warm_hidden_seconds"] >= 0.3
+    assert hass.states.get(voice_entity(hass, assist, "voice_warm_helped")).state == "1"
+    assert seconds(hass, voice_entity(hass, assist, "voice_warm_hidden")) >= 0.3
+    # Stored: after a restart the option and the counts are there.
+    await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done()
+    assert hass.states.get(switch).state == "on"
+    assert hass.states.get(voice_entity(hass, assist, "voice_warm_helped")).state == "1"
+
+
+async def test_an_agent_error_is_a_turn_with_its_error(hass: HomeAssistant, assist: Assist) -> None:
+    turns = async_capture_events(hass, EVENT_VOICE_TURN)
+    assist.fail_agent("http", status=500)
+    await assist.turn()
+    await settle(hass)
+    assert turns[-1].data["error"]
+    line = describers(hass)[EVENT_VOICE_TURN](turns[-1])
+    assert "error" in line["message"]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        SimpleNamespace(),  # no pipeline_debug: renamed or moved
+        SimpleNamespace(pipeline_debug={"p": {"r": SimpleNamespace()}}),  # runs without events
+        SimpleNamespace(pipeline_debug={"p": {"r": SimpleNamespace(events=[7])}}),
+    ],
+)
+async def test_pipeline_internals_that_do_not_read_raise_one_repair(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    caplog: pytest.LogCaptureFixture,
+    record: object,
+) -> None:
+    """Home Assistant changed its pipeline record: one log line, one repair, nothing broken."""
+    hass.data["assist_pipeline"] = record
+    for state in ("listening", "processing", "idle", "listening", "processing", "idle"):
+        hass.states.async_set("assist_satellite.kitchen", state)
+        await hass.async_block_till_done()
+    issue_id = f"voice_internals_{ENTRY_ID}"
+    issue = ir.async_get(hass).async_get_issue(DOMAIN, issue_id)
+    assert issue is not None
+    assert issue.translation_key == "voice_internals_changed"
+    assert caplog.text.count("Assist pipeline record does not read") == 1
+    assert mock_config_entry.state is ConfigEntryState.LOADED
+    # Unloading the entry takes the repair with it.
+    assert await hass.config_entries.async_unload(ENTRY_ID)
+    assert ir.async_get(hass).async_get_issue(DOMAIN, issue_id) is None
+
+
+async def test_a_turn_no_longer_in_the_record_is_no_turn(
+    hass: HomeAssistant, assist: Assist
+) -> None:
+    """Pushed out of the pipeline's last runs before it was read: nothing is made up."""
+    turns = async_capture_events(hass, EVENT_VOICE_TURN)
+    with pipeline_debug_broken(hass, "no_runs"):
+        await assist.turn()
+        await settle(hass)
+    assert turns == []
+    assert ir.async_get(hass).async_get_issue(DOMAIN, f"voice_internals_{ENTRY_ID}") is None
+
+
+async def test_unloading_in_the_middle_of_a_turn_leaves_nothing(
+    hass: HomeAssistant, assist: Assist, mock_config_entry: MockConfigEntry
+) -> None:
+    turns = async_capture_events(hass, EVENT_VOICE_TURN)
+    voice = mock_config_entry.runtime_data.voice
+    task = assist.start_turn()
+    await assist.wait_for("intent-start")
+    assert await hass.config_entries.async_unload(ENTRY_ID)
+    await task
+    await hass.async_block_till_done()
+    assert turns == []
+    await settle(hass)
+    assert turns == []
+    assert (voice._timers, voice._runs) == (set(), {})
+
+
+async def test_the_household_guard_refuses_a_warm_up_and_it_is_counted(
+    hass: HomeAssistant,
+    assist: Assist,
+    emulator: OllamaEmulator,
+    mock_config_entry: MockConfigEntry,
+) -> None:
+    """A household service needs the GPU: no load at the wake; the refusal is counted."""
+    await assist.turn()  # the first wake finds the pipeline
+    await settle(hass)
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    hass.states.async_set(PLEX, "on")
+    hass.config_entries.async_update_entry(
+        mock_config_entry,
+        options={
+            **mock_config_entry.options,
+            CONF_PROTECTED_ENTITIES: ["binary_sensor.plex_transcoding"],
+        },
+    )
+    await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done()
+    switch = voice_entity(hass, assist, "voice_warm_on_wake", "switch")
+    await hass.services.async_call("switch", "turn_on", {"entity_id": switch}, blocking=True)
+    before = len(emulator.requests)
+    await assist.turn()
+    await settle(hass)
+    loads = [
+        r
+        for r in emulator.requests[before:]
+        if r.path == "/api/generate" and not r.json.get("prompt")
+    ]
+    assert loads == []  # only the agent's own request loaded it
+    assert hass.states.get(voice_entity(hass, assist, "voice_warm_refused")).state == "1"
+    assert hass.states.get(voice_entity(hass, assist, "voice_warm_helped")).state == "0"
+
+
+async def test_a_pipelines_device_is_removable_once_its_agent_no_longer_uses_a_model_here(
+    hass: HomeAssistant, assist: Assist, mock_config_entry: MockConfigEntry
+) -> None:
+    await assist.turn()
+    await settle(hass)
+    devices = dr.async_get(hass)
+    device = devices.async_get_child_device_by_identifier(
+        (DOMAIN, f"{ENTRY_ID}_{voice_subject(assist.pipeline_id)}"), ENTRY_ID
+    )
+    assert device is not None
+    # Polls keep it: a pipeline is not one of the server's models.
+    await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done()
+    assert devices.async_get(device.id) is not None
+    assert not await async_remove_config_entry_device(hass, mock_config_entry, device)
+    await hass.config_entries.async_remove(assist.agent_entry.entry_id)
+    await hass.async_block_till_done()
+    assert mock_config_entry.runtime_data.voice.pipelines == {}
+    assert await async_remove_config_entry_device(hass, mock_config_entry, device)
