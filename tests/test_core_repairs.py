@@ -103,6 +103,13 @@ def test_the_cause_of_a_thrash_is_what_ended_each_stay() -> None:
         ThrashCause.LEFT_EARLY,
         4,
     )
+    # Unloaded early more often than pushed out or expired, with pushes among them: the
+    # unloads are what to find (not memory).
+    for minute in (18.4, 18.5, 18.6):
+        watch.left("a", UnloadReason.DISPLACED, ["b"], at(minute))
+    found = watch.findings(at(18.7))[0]
+    assert (found.left_early, found.pushed_out, found.expired) == (4, 3, 3)
+    assert found.cause is ThrashCause.LEFT_EARLY
     # Half an hour on, the departures are forgotten with the loads.
     assert watch.findings(at(19) + THRASH_WINDOW) == []
     assert watch._left == {}

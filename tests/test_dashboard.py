@@ -70,7 +70,7 @@ async def test_the_dashboard_shows_what_exists(
         f"{mock_config_entry.title}: warmth, loads and memory",
         "Keep warm",
         "Load times",
-        "Load times by day (30 days)",
+        f"{mock_config_entry.title}: the last 7 days",
         "Time to first token (probes)",
         "GPU headroom (after the reserve)",
         "Loads, unloads and cold starts",
@@ -129,20 +129,11 @@ async def test_the_dashboard_shows_what_exists(
         "fit_y_data": True,
         "entities": None,
     }
-    assert cards["Load times by day (30 days)"] | {"entities": None} == {
-        "type": "statistics-graph",
-        "title": "Load times by day (30 days)",
-        "days_to_show": 30,
-        "period": "day",
-        "stat_types": ["mean", "max"],
-        "chart_type": "line",
-        "entities": None,
-    }
-    # Its lines have long-term statistics: the sensors' state class.
-    for line in cards["Load times by day (30 days)"]["entities"]:
-        state = hass.states.get(line["entity"])
-        assert state is not None
-        assert state.attributes["state_class"] == "measurement"
+    # The long view: the same card over a week.
+    week = cards[f"{mock_config_entry.title}: the last 7 days"]
+    live = cards[f"{mock_config_entry.title}: warmth, loads and memory"]
+    assert week == live | {"title": week["title"], "hours_to_show": 168}
+    assert live["hours_to_show"] == 6
     assert cards["Time to first token (probes)"] | {"entities": None} == {
         "type": "history-graph",
         "title": "Time to first token (probes)",

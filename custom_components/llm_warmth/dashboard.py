@@ -47,11 +47,12 @@ _CARD_GPU_KEYS = {
 }
 
 # The live view, the card's and the graphs': a morning's loads are wide enough to read on
-# the first day, and still on the hundredth. The long view is the statistics' days: a month
-# of each model's loads, the day's mean and worst (Home Assistant keeps them for ever).
+# the first day, and still on the hundredth. The long view is the same card over a week:
+# each day's loads and cold starts side by side (the load sensors hold their last figure
+# between loads, so their long-term statistics would average a held value, not loads).
 CARD_HOURS = 6
 GRAPH_HOURS = CARD_HOURS
-STATISTICS_DAYS = 30
+WEEK_HOURS = 7 * 24
 
 
 @callback
@@ -65,6 +66,7 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
     probes: list[dict[str, str]] = []
     gpus: list[str] = []
     keep_warm: list[str] = []
+    week: list[dict[str, Any]] = []
     for entry in sorted(entries, key=lambda e: e.title):
 
         def entity(
@@ -107,6 +109,9 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
         gpu_uuids = sorted(gpu.data.gpus) if gpu is not None and gpu.data is not None else []
         if card := _card(entry.title, models, gpu_uuids, entity):
             cards.append(card)
+            week.append(
+                card | {"title": f"{entry.title}: the last 7 days", "hours_to_show": WEEK_HOURS}
+            )
         switches = [e for m in models if (e := entity(m, "keep_warm", Platform.SWITCH))]
         contention = entity("", "gpu_contention") if switches else None
         keep_warm += [*switches, *([contention] if contention else [])]
@@ -138,18 +143,7 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
                 "entities": loads,
             }
         )
-    if loads:
-        cards.append(
-            {
-                "type": "statistics-graph",
-                "title": f"Load times by day ({STATISTICS_DAYS} days)",
-                "days_to_show": STATISTICS_DAYS,
-                "period": "day",
-                "stat_types": ["mean", "max"],
-                "chart_type": "line",
-                "entities": loads,
-            }
-        )
+    cards += week
     if probes:
         # From zero, as the loads: a warm probe's tenths of a second stay near the bottom,
         # a cold start's seconds stand out (a log scale labelled its ticks "0").

@@ -73,7 +73,7 @@ def model_device_info(entry: LlmWarmthConfigEntry, model: str) -> dr.ChildDevice
     """Return the device of one model: a child device of its server.
 
     A model is a part of its server, not a machine of its own: as a child device its
-    entity ids name the server too (``sensor.<server>_<model>_warmth``), so the same model
+    entity ids name the server too (``sensor.<server>_<model>_<key>``), so the same model
     on two servers never gets ``_2`` ids, and the integration page lists it under the server.
     """
     return dr.ChildDeviceInfo(

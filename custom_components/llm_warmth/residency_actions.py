@@ -313,7 +313,8 @@ def _end(call: ServiceCall, key: str) -> datetime:
             translation_domain=DOMAIN,
             translation_key="keep_too_far",
             translation_placeholders={
-                "until": given.isoformat(),
+                # As given where it is past any time zone's reach (9999-12-31).
+                "until": local_time(until) if until is not None else given.isoformat(),
                 "days": str(MAX_KEEP.days),
             },
         )

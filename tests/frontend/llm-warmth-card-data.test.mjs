@@ -219,6 +219,25 @@ describe("loads and cold starts", () => {
     );
   });
 
+  it("keeps a load before the 1.7 upgrade once, and an exact figure repeated after a bound", () => {
+    const history = [
+      row(T0 + H, "6.1", { source: "polling" }), // before 1.7: a polled figure as the state
+      row(T0 + 2 * H, "unknown", { at_least_seconds: 6.1 }), // the upgrade moved it: no load
+      row(T0 + 3 * H, "7.0", { source: "client", at_least_seconds: null }),
+      row(T0 + 4 * H, "7.0", { source: "client", at_least_seconds: 9 }),
+      row(T0 + 5 * H, "7.0", { source: "client", at_least_seconds: null }), // 7.0 s again
+    ];
+    assert.deepEqual(
+      loadBars(history, window).map((b) => [b.end, b.seconds, b.exact]),
+      [
+        [T0 + H, 6.1, false],
+        [T0 + 3 * H, 7, true],
+        [T0 + 4 * H, 9, false],
+        [T0 + 5 * H, 7, true],
+      ],
+    );
+  });
+
   it("reads the figure's unit and clips a load that began before the window", () => {
     const history = [row(T0 - H, "unknown"), row(T0 + 2 * S, "0.05", { unit_of_measurement: "min" })];
     const [bar] = loadBars(history, window);

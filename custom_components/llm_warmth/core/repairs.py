@@ -179,10 +179,10 @@ class ThrashWatch:
         )
         by = tuple(sorted({b for _at, gone, b in self._displaced if gone == model}))
         cause = thrash.cause
-        if cause is ThrashCause.KEPT_TOO_SHORT and pushed_out and pushed_out >= expired:
-            cause = ThrashCause.PUSHED_OUT
-        elif cause is ThrashCause.KEPT_TOO_SHORT and left_early > max(expired, pushed_out):
+        if cause is ThrashCause.KEPT_TOO_SHORT and left_early > max(expired, pushed_out):
             cause = ThrashCause.LEFT_EARLY
+        elif cause is ThrashCause.KEPT_TOO_SHORT and pushed_out and pushed_out >= expired:
+            cause = ThrashCause.PUSHED_OUT
         return replace(
             thrash,
             cause=cause,

@@ -170,19 +170,27 @@ export function figures(history, { start, end, unit = "s" }) {
     const carried = entry.t <= start + 1000;
     const fresh = !carried && entry.t <= end;
     const value = numeric(entry.state);
+    const bound = numeric(entry.attributes.at_least_seconds);
+    let seenBound = bound;
     if (value !== null) {
       const seconds = durationMs(value, unitOf(entry, unit)) / 1000;
       const source = entry.attributes.source ?? null;
-      if (fresh && lastExact !== seconds) {
-        out.push({ t: entry.t, seconds, exact: !LOWER_BOUND_SOURCES.has(source), source });
+      // Before 1.7 a polled figure was the state (source "polling"): a lower bound, which
+      // the attribute holds since (the same figure then, no new load).
+      const legacyBound = LOWER_BOUND_SOURCES.has(source);
+      // The same exact figure again is a new load when a lower bound came between: the
+      // attribute went back to null, an exact figure of a newer load replaced it.
+      const replacedBound = !legacyBound && lastBound !== null && bound === null;
+      if (fresh && (lastExact !== seconds || replacedBound)) {
+        out.push({ t: entry.t, seconds, exact: !legacyBound, source });
       }
       lastExact = seconds;
+      if (legacyBound) seenBound = seconds;
     }
-    const bound = numeric(entry.attributes.at_least_seconds);
     if (bound !== null && fresh && lastBound !== bound) {
       out.push({ t: entry.t, seconds: bound, exact: false, source: "polling" });
     }
-    if (bound !== null || value !== null) lastBound = bound;
+    if (seenBound !== null || value !== null) lastBound = seenBound;
   }
   return out;
 }
@@ -274,7 +282,7 @@ export function sample(series, edges) {
 export function memory({ models = [], gpus = [], reserveBytes = 0, start, end, buckets = 240 }) {
   const bytesOf = (fallback) => (e) => toBytes(numeric(e.state), unitOf(e, fallback));
   const modelSteps = models.map((m) => steps(m.history, bytesOf(m.unit)));
-  const otherSteps = gpus.map((g) => steps(g.other, bytesOf(g.unit)));
+  const otherSteps = gpus.map((g) => steps(g.other, bytesOf(g.otherUnit ?? g.unit)));
   const totalSteps = gpus.map((g) => steps(g.total, bytesOf(g.unit)));
   const changes = new Set([start, end]);
   for (const series of [...modelSteps, ...otherSteps, ...totalSteps]) {

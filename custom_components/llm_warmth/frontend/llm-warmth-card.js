@@ -359,6 +359,7 @@ class LlmWarmthCard extends HTMLElement {
         total: this._rows(g.total),
         other: this._rows(g.other),
         unit: this._unit(g.total, "GiB"),
+        otherUnit: this._unit(g.other, "GiB"),
       })),
       reserveBytes: reserve,
       buckets: Math.max(20, Math.floor(inner / 2)),
