@@ -1,0 +1,77 @@
+"""Voice turns on the real Ollama: Home Assistant's own Ollama agent, a real Assist pipeline.
+
+Through a proxy that counts what was sent, on the integration's own timers: a cold turn
+is explained as the model's load (the run's own stamps, the server's residency), and
+warming at the wake loads the model while the user speaks, before the agent asks.
+"""
+
+from __future__ import annotations
+
+import time
+
+from homeassistant.core import HomeAssistant
+import pytest
+from pytest_homeassistant_custom_component.common import async_capture_events
+from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
+
+from custom_components.llm_warmth.const import EVENT_VOICE_TURN
+
+from .assist import hass_config_dir_fixture, setup_assist  # noqa: F401 (a fixture)
+from .e2e import add_server, evict, wait_until
+from .recording_proxy import RecordingProxy
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_a_cold_turn_then_warm_on_wake_on_the_real_ollama(
+    hass: HomeAssistant, hass_client: ClientSessionGenerator, ollama_url: str
+) -> None:
+    proxy = RecordingProxy(ollama_url)
+    await proxy.start()
+    try:
+        entry = await add_server(hass, proxy.url)
+        coordinator = entry.runtime_data.coordinator
+        model = coordinator.resolve_model("tiny")
+        await evict(ollama_url, model)
+        await wait_until(lambda: model not in coordinator.data.held, 10, "tiny gone")
+        assist = await setup_assist(
+            hass, hass_client, proxy.url, model, num_ctx=1024, prompt="Answer in one word."
+        )
+        turns = async_capture_events(hass, EVENT_VOICE_TURN)
+        # A cold turn: the agent's request loads the model.
+        await assist.turn(speech_ms=800, stt_seconds=0.05)
+        await wait_until(lambda: turns, 10, "the voice turn")
+        cold = turns[-1].data
+        print(f"\ncold turn: {cold}")
+        assert (cold["model"], cold["resident_at_intent_start"]) == (model, False)
+        assert cold["dominant_stage"] == "load"
+        assert cold["stages"]["load"] > 0
+        assert cold["silence_seconds"] >= cold["agent_first_text_seconds"]
+        # Warm on wake: the next turn finds the model cold again, and it is loaded at the
+        # wake with the agent's settings, before the agent's own request.
+        await evict(ollama_url, model)
+        await wait_until(lambda: model not in coordinator.data.held, 10, "tiny gone")
+        voice = entry.runtime_data.voice
+        voice.set_enabled(assist.pipeline_id, True)
+        started = time.monotonic()
+        await assist.turn(speech_ms=2500)
+        await wait_until(lambda: len(turns) == 2, 10, "the second voice turn")
+        warm = turns[-1].data
+        print(f"warm on wake: {warm}")
+        sent = [
+            (path, at)
+            for path in ("/api/generate", "/api/chat")
+            for at in proxy.sent(path, started)
+        ]
+        first_load = min(at for path, at in sent if path == "/api/generate")
+        first_chat = min(at for path, at in sent if path == "/api/chat")
+        assert first_load < first_chat
+        assert warm["warmed_on_wake"] is True
+        counts = voice.counts[assist.pipeline_id]
+        assert counts.helped + counts.too_late == 1
+        assert counts.hidden_seconds > 0
+        assert warm["pipeline"] == assist.pipeline_id
+        assert voice.last[assist.pipeline_id].model == model
+        await hass.config_entries.async_unload(entry.entry_id)
+    finally:
+        await proxy.stop()
