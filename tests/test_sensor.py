@@ -361,3 +361,35 @@ async def test_an_assistant_model_chosen_in_the_options(
     await hass.async_block_till_done()
     state = hass.states.get("sensor.ollama_test_assistant_warmth")
     assert (state.attributes["model"], state.attributes["chosen_by"]) == (QWEN, "agent")
+
+
+async def test_a_loading_model_says_when_it_should_be_ready(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """Its load's start (as seen) plus its last exact load: an automation can say "one moment"."""
+    emulator.models[LLAMA].load_delay = 0.2
+    answer = await hass.services.async_call(
+        "llm_warmth",
+        "preload",
+        {"config_entry_id": init_integration.entry_id, "model": LLAMA},
+        blocking=True,
+        return_response=True,
+    )
+    assert answer is not None
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    await poll()
+    warmth = "sensor.ollama_test_llama3_2_3b"
+    assert hass.states.get(warmth).attributes["ready_expected_at"] is None  # not loading
+    load = await start_load(emulator, LLAMA, None)  # another client's, held
+    await poll()
+    state = hass.states.get(warmth)
+    assert state.state == "loading"
+    snapshot = init_integration.runtime_data.coordinator.data
+    since = snapshot.loading_since[LLAMA]
+    expected = since + timedelta(seconds=float(answer["load_seconds"]))  # type: ignore[arg-type]
+    assert state.attributes["ready_expected_at"] == expected.isoformat()
+    assert since <= snapshot.polled_at
+    emulator.finish_loads()
+    await load
+    await poll()
+    assert hass.states.get(warmth).attributes["ready_expected_at"] is None

@@ -16,6 +16,7 @@ from .const import CONF_ASSISTANT_MODEL
 from .core.warmth import Warmth, model_warmth
 from .data import LlmWarmthConfigEntry
 from .entity import Followed, ServerEntity
+from .sensor_descriptions import ready_expected_at
 
 
 @callback
@@ -49,6 +50,9 @@ class AssistantWarmth(ServerEntity, SensorEntity):
     agents as they change.
     """
 
+    # A time only while the model loads.
+    _unrecorded_attributes = frozenset({"ready_expected_at"})
+
     @override
     def followed(self) -> Iterable[Followed]:
         """Follow the agents."""
@@ -66,7 +70,13 @@ class AssistantWarmth(ServerEntity, SensorEntity):
     def extra_state_attributes(self) -> Mapping[str, Any]:
         """Return which model that is, and why."""
         model, source = self._model()
-        return {"model": model, "chosen_by": source}
+        ready = ready_expected_at(self.coordinator.data, model) if model else None
+        return {
+            "model": model,
+            "chosen_by": source,
+            # While its model loads: when the household can expect it.
+            "ready_expected_at": ready.isoformat() if ready else None,
+        }
 
     def _model(self) -> tuple[str | None, str]:
         """Return the assistant model as the server names it ("x" is "x:latest")."""

@@ -166,8 +166,8 @@ class ModelSensor(ModelEntity, SensorEntity):
     """A sensor of one model's device."""
 
     entity_description: ModelSensorDescription
-    # Volatile: true only while a probe runs.
-    _unrecorded_attributes = frozenset({"probe_running"})
+    # Volatile: true only while a probe runs; a time only while the model loads.
+    _unrecorded_attributes = frozenset({"probe_running", "ready_expected_at"})
 
     @override
     def followed(self) -> Iterable[Followed]:

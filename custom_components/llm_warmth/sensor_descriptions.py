@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from homeassistant.components.sensor import (
@@ -168,12 +168,27 @@ def _warmth(snapshot: ServerSnapshot, model: str) -> str:
     return model_warmth(snapshot, model).value
 
 
+def ready_expected_at(snapshot: ServerSnapshot, model: str) -> datetime | None:
+    """Return when a loading model should be ready: its load's start plus its last load.
+
+    None unless it is loading, its start was seen and an exact load figure is known.
+    """
+    since = snapshot.loading_since.get(model)
+    last = timing(snapshot, model).load_seconds
+    if model not in snapshot.loading or since is None or last is None:
+        return None
+    return since + timedelta(seconds=last)
+
+
 def _warmth_attrs(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
     resident = snapshot.resident.get(model)
     details = snapshot.installed.get(model) or resident
+    ready = ready_expected_at(snapshot, model)
     return {
         "server_state": resident.state.value if resident else None,
         "probe_running": model in snapshot.probing,
+        # While it loads: when the household can expect it (a "one moment" automation).
+        "ready_expected_at": ready.isoformat() if ready else None,
         **model_details(details),
     }
 

@@ -9,7 +9,7 @@ coordinator reads the server, hands the readings over and turns the changes into
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from .backends.base import Capabilities
 from .backends.types import InstalledModel, ResidencyState, ResidentModel, TimedReply
@@ -44,6 +44,9 @@ class ServerSnapshot:
     polled_at: datetime = field(compare=False)
     # Models a probe of ours is measuring right now.
     probing: frozenset[str] = frozenset()
+    # When each loading model began to load, as far as seen (not compared: it is the
+    # same load, and its time is worked out anew on each poll).
+    loading_since: Mapping[str, datetime] = field(default_factory=dict, compare=False)
 
     @property
     def models(self) -> frozenset[str]:
@@ -219,6 +222,10 @@ class ServerMonitor:
             timings=dict(self._timings),
             polled_at=now,
             probing=self._tracker.requesting(),
+            loading_since={
+                model: now - timedelta(seconds=seconds)
+                for model, seconds in self._tracker.loading_for(monotonic).items()
+            },
         )
         for name, model in self._last.held.items():
             if size := model.size_vram or model.size:
@@ -258,6 +265,7 @@ class ServerMonitor:
             timings=dict(self._timings),
             polled_at=snapshot.polled_at,
             probing=self._tracker.requesting(),
+            loading_since=snapshot.loading_since,
         )
 
     def resolve_model(self, model: str) -> str:

@@ -216,6 +216,20 @@ class ResidencyTracker:
             busy |= {m for m, own in self._own.items() if own.running and m not in self._models}
         return frozenset(busy)
 
+    def loading_for(self, monotonic: float) -> dict[str, float]:
+        """Return how long (seconds) each loading model has been loading, as far as seen.
+
+        From its first sighting loading, or from our own request where the server lists
+        a model only once loaded: a lower bound where polls saw the load start late.
+        """
+        seen = {
+            n: monotonic - t.first_seen for n, t in self._models.items() if t.phase is Phase.LOADING
+        }
+        for model in self.loading() - seen.keys():
+            if (own := self._own.get(model)) is not None:
+                seen[model] = monotonic - own.started_at
+        return {model: max(seconds, 0.0) for model, seconds in seen.items()}
+
     def observe(
         self,
         resident: Iterable[ResidentModel],
