@@ -17,9 +17,13 @@ from homeassistant.helpers import device_registry as dr
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    async_fire_time_changed,
+    async_mock_service,
+)
 
-from .conftest import LLAMA, QWEN, model_device
+from .conftest import LLAMA, QWEN, model_device, ollama_request, start_load
 from .e2e import wait_until
 from .ollama_emulator import OllamaEmulator
 
@@ -52,6 +56,7 @@ async def test_both_blueprints_are_valid(hass: HomeAssistant) -> None:
     loaded = await automation_helpers.async_get_blueprints(hass).async_get_blueprints()
     assert sorted(loaded) == [
         "llm_warmth/free_gpu_for_household.yaml",
+        "llm_warmth/one_moment_while_loading.yaml",
         "llm_warmth/warm_before_use.yaml",
     ]
     for blueprint in loaded.values():
@@ -164,3 +169,51 @@ async def test_free_gpu_unloads_then_pins_again_what_was_kept_warm(
     await wait_until(lambda: hass.states.get(switch).state == STATE_ON, 5, "llama pinned again")
     assert LLAMA in emulator.loaded
     assert QWEN not in emulator.loaded
+
+
+async def test_one_moment_is_said_while_a_slow_load_runs(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
+) -> None:
+    """A load expected to take longer than the shortest wait: the satellite announces."""
+    announced = async_mock_service(hass, "assist_satellite", "announce")
+    warmth = "sensor.ollama_test_llama3_2_3b"
+    assert await async_setup_component(
+        hass,
+        "automation",
+        {
+            "automation": automation(
+                "one_moment_while_loading.yaml",
+                warmth=warmth,
+                satellite="assist_satellite.kitchen",
+                min_wait=0.5,
+            )
+        },
+    )
+    # Never loaded with an exact figure: no expectation, no message.
+    load = await start_load(emulator, LLAMA, None)
+    await poll()
+    assert hass.states.get(warmth).state == "loading"
+    assert announced == []
+    emulator.finish_loads()
+    await load
+    await poll()
+    # Loaded once by LLM Warmth (1 s, exact), gone, then loading again for another client.
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    emulator.models[LLAMA].load_delay = 1.0
+    await hass.services.async_call(
+        "llm_warmth",
+        "preload",
+        {"config_entry_id": init_integration.entry_id, "model": LLAMA},
+        blocking=True,
+    )
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    await poll()
+    emulator.clock.set(dt_util.utcnow())  # the integration's clock is the emulator's
+    load = await start_load(emulator, LLAMA, None)
+    await poll()
+    await hass.async_block_till_done()
+    assert [(c.data["entity_id"], c.data["message"]) for c in announced] == [
+        (["assist_satellite.kitchen"], "One moment, I'm waking up.")
+    ]
+    emulator.finish_loads()
+    await load

@@ -338,6 +338,7 @@ async def _run_both_blueprints(session: Session, server: OllamaEmulator) -> None
     (blueprints,) = await session.websocket({"type": "blueprint/list", "domain": "automation"})
     assert sorted(blueprints) == [
         "llm_warmth/free_gpu_for_household.yaml",
+        "llm_warmth/one_moment_while_loading.yaml",
         "llm_warmth/warm_before_use.yaml",
     ]
     (devices,) = await session.websocket({"type": "config/device_registry/list"})
