@@ -414,6 +414,8 @@ class Assist:
     _speech_ms: int = 1500
     _running: int = 0
     _patcher: Any = None
+    # How many turns there are once the one start_turn started has begun.
+    _started: int = 1
 
     @property
     def pipeline_data(self) -> PipelineData:
@@ -500,12 +502,13 @@ class Assist:
 
     def start_turn(self, **kwargs: Any) -> asyncio.Task[TurnResult]:
         """Start ``turn(**kwargs)`` as a task (to act during it); returns the task."""
+        self._started = len(self.turns) + 1
         return asyncio.create_task(self.turn(**kwargs))
 
     async def wait_for(self, kind: str, timeout: float = 10) -> TimedEvent:
-        """Wait for an event of ``kind`` in the latest turn (one started with start_turn)."""
+        """Wait for an event of ``kind`` in the turn started last with start_turn."""
         for _ in range(100):
-            if self.turns:
+            if len(self.turns) >= self._started:
                 break
             await asyncio.sleep(0)
         return await self.turns[-1].wait_for(kind, timeout)

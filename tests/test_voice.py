@@ -290,3 +290,25 @@ async def test_a_pipelines_device_is_removable_once_its_agent_no_longer_uses_a_m
     await hass.async_block_till_done()
     assert mock_config_entry.runtime_data.voice.pipelines == {}
     assert await async_remove_config_entry_device(hass, mock_config_entry, device)
+
+
+async def test_the_server_down_mid_turn_and_an_aborted_run(
+    hass: HomeAssistant, assist: Assist, emulator: OllamaEmulator
+) -> None:
+    """A reply cut off is a turn with its error; a run cancelled by the next is no turn."""
+    turns = async_capture_events(hass, EVENT_VOICE_TURN)
+    assist.fail_agent("drop", after_chunks=1)
+    await assist.turn()
+    await settle(hass)
+    assert [t.data["error"] is not None for t in turns] == [True]
+    # The next turn waits for a slow load, and is cancelled meanwhile.
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    emulator.models[LLAMA].load_delay = 3.0
+    task = assist.start_turn()
+    await assist.wait_for("intent-start")
+    await assist.abort()
+    assert (await task).aborted
+    await settle(hass)
+    # Aborted: Home Assistant ends the run without an error; what it did is still told.
+    assert len(turns) == 2
+    assert turns[-1].data["silence_seconds"] is None
