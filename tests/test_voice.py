@@ -312,3 +312,23 @@ async def test_the_server_down_mid_turn_and_an_aborted_run(
     # Aborted: Home Assistant ends the run without an error; what it did is still told.
     assert len(turns) == 2
     assert turns[-1].data["silence_seconds"] is None
+
+
+async def test_the_dashboard_graphs_the_silence_of_each_pipeline(
+    hass: HomeAssistant, assist: Assist
+) -> None:
+    await assist.turn()
+    await settle(hass)
+    response = await hass.services.async_call(
+        DOMAIN, "dashboard", {}, blocking=True, return_response=True
+    )
+    assert response is not None
+    cards = {card.get("title"): card for card in response["config"]["views"][0]["cards"]}  # type: ignore[index]
+    graph = cards["Voice: the silence before the reply"]
+    assert [line["entity"] for line in graph["entities"]] == [
+        voice_entity(hass, assist, "voice_silence"),
+        voice_entity(hass, assist, "voice_stt"),
+        voice_entity(hass, assist, "voice_agent_first_text"),
+    ]
+    for line in graph["entities"]:
+        assert hass.states.get(line["entity"]).state not in ("unknown", "unavailable")

@@ -18,10 +18,16 @@ from .assistant import assistant_model
 from .const import DOMAIN
 from .data import LlmWarmthConfigEntry
 from .devices import display_name, entity_unique_id
+from .voice import voice_subject
 
 # Model sensors on the graphs, by key, with a short label: a graph's legend would otherwise
 # read "<server> ▸ <model> ▸ <sensor name>", cut short.
 _LOAD_KEYS = {"last_measured_load_duration": "load", "last_cold_request_duration": "cold request"}
+_VOICE_KEYS = {
+    "voice_silence": "silence",
+    "voice_stt": "speech-to-text",
+    "voice_agent_first_text": "agent's first words",
+}
 _PROBE_KEYS = {"last_ttft": "TTFT", "load_stage": "queue and load", "prefill_stage": "prefill"}
 
 # The card's options (custom:llm-warmth-card) by the sensor's key: a model's, its last
@@ -67,6 +73,7 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
     gpus: list[str] = []
     keep_warm: list[str] = []
     week: list[dict[str, Any]] = []
+    voice: list[dict[str, str]] = []
     for entry in sorted(entries, key=lambda e: e.title):
 
         def entity(
@@ -115,6 +122,12 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
         switches = [e for m in models if (e := entity(m, "keep_warm", Platform.SWITCH))]
         contention = entity("", "gpu_contention") if switches else None
         keep_warm += [*switches, *([contention] if contention else [])]
+        voice += [
+            {"entity": entity_id, "name": f"{pipeline.name} {label}"}
+            for pipeline in entry.runtime_data.voice.pipelines.values()
+            for key, label in _VOICE_KEYS.items()
+            if (entity_id := entity(voice_subject(pipeline.id), key))
+        ]
         loads += _graphed(models, _LOAD_KEYS, entity)
         probes += _graphed(models, _PROBE_KEYS, entity)
         for uuid in gpu_uuids:
@@ -155,6 +168,18 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
                 "min_y_axis": 0,
                 "fit_y_data": True,
                 "entities": probes,
+            }
+        )
+    if voice:
+        # What a household hears: the silence after a spoken command, and its main parts.
+        cards.append(
+            {
+                "type": "history-graph",
+                "title": "Voice: the silence before the reply",
+                "hours_to_show": GRAPH_HOURS,
+                "min_y_axis": 0,
+                "fit_y_data": True,
+                "entities": voice,
             }
         )
     if gpus:
