@@ -127,6 +127,32 @@ class VoiceRecord:
     warmed: bool
     hidden_seconds: float | None
 
+    def details(self) -> dict[str, Any]:
+        """Return the turn as its event and its silence sensor's attribute tell it."""
+        turn, server, explained = self.turn, self.server, self.explained
+        return {
+            "satellite": turn.satellite,
+            "conversation_id": turn.conversation_id,
+            "agent": turn.agent,
+            "model": self.model,
+            "silence_seconds": turn.silence,
+            "wake_to_speech_end_seconds": turn.wake_to_speech_end,
+            "stt_seconds": turn.stt,
+            "agent_first_text_seconds": turn.agent_first_text,
+            "agent_rest_seconds": turn.agent_rest,
+            "tts_start_seconds": turn.tts_start,
+            "streamed": turn.streamed,
+            "error": turn.error,
+            "stages": {stage.value: seconds for stage, seconds in explained.stages.items()},
+            "dominant_stage": explained.dominant.value if explained.dominant else None,
+            "resident_at_intent_start": server.resident if server else None,
+            "loading_at_intent_start": server.loading if server else None,
+            "load_seconds": server.load_seconds if server else None,
+            "load_source": server.load_source if server else None,
+            "warmed_on_wake": self.warmed,
+            "warm_hidden_seconds": self.hidden_seconds,
+        }
+
 
 @dataclass(slots=True)
 class _Run:
@@ -454,14 +480,11 @@ class VoiceWatch(Feature):
         )
 
     def _fire(self, pipeline: VoicePipeline, record: VoiceRecord) -> None:
-        turn, server, explained = record.turn, record.server, record.explained
-        entity_id = er.async_get(self.hass).async_get_entity_id(
-            "sensor",
-            DOMAIN,
-            entity_unique_id(
-                self.entry.entry_id, voice_subject(pipeline.id), "voice_dominant_stage"
-            ),
+        # Filed under the pipeline's costliest-stage sensor (no unit: the logbook shows it).
+        unique_id = entity_unique_id(
+            self.entry.entry_id, voice_subject(pipeline.id), "voice_dominant_stage"
         )
+        entity_id = er.async_get(self.hass).async_get_entity_id("sensor", DOMAIN, unique_id)
         self.hass.bus.async_fire(
             EVENT_VOICE_TURN,
             {
@@ -470,26 +493,7 @@ class VoiceWatch(Feature):
                 **({"entity_id": entity_id} if entity_id else {}),
                 "pipeline": pipeline.id,
                 "pipeline_name": pipeline.name,
-                "satellite": turn.satellite,
-                "conversation_id": turn.conversation_id,
-                "agent": turn.agent,
-                "model": record.model,
-                "silence_seconds": turn.silence,
-                "wake_to_speech_end_seconds": turn.wake_to_speech_end,
-                "stt_seconds": turn.stt,
-                "agent_first_text_seconds": turn.agent_first_text,
-                "agent_rest_seconds": turn.agent_rest,
-                "tts_start_seconds": turn.tts_start,
-                "streamed": turn.streamed,
-                "error": turn.error,
-                "stages": {stage.value: seconds for stage, seconds in explained.stages.items()},
-                "dominant_stage": explained.dominant.value if explained.dominant else None,
-                "resident_at_intent_start": server.resident if server else None,
-                "loading_at_intent_start": server.loading if server else None,
-                "load_seconds": server.load_seconds if server else None,
-                "load_source": server.load_source if server else None,
-                "warmed_on_wake": record.warmed,
-                "warm_hidden_seconds": record.hidden_seconds,
+                **record.details(),
             },
         )
 

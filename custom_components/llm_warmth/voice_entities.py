@@ -185,25 +185,8 @@ class VoiceSensor(VoiceEntity, SensorEntity):
         record = self.voice.last.get(self.pipeline_id)
         if record is None:
             return {"turn": None}
-        turn, server = record.turn, record.server
-        return {
-            "turn": {
-                "satellite": turn.satellite,
-                "conversation_id": turn.conversation_id,
-                "agent": turn.agent,
-                "model": record.model,
-                "ended_at": turn.ended_at.isoformat() if turn.ended_at else None,
-                "streamed": turn.streamed,
-                "error": turn.error,
-                "stages": {s.value: v for s, v in record.explained.stages.items()},
-                "resident_at_intent_start": server.resident if server else None,
-                "loading_at_intent_start": server.loading if server else None,
-                "load_seconds": server.load_seconds if server else None,
-                "load_source": server.load_source if server else None,
-                "warmed_on_wake": record.warmed,
-                "warm_hidden_seconds": record.hidden_seconds,
-            }
-        }
+        ended = record.turn.ended_at
+        return {"turn": {**record.details(), "ended_at": ended.isoformat() if ended else None}}
 
 
 class WarmOnWakeSwitch(VoiceEntity, SwitchEntity):
