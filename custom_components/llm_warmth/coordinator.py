@@ -285,13 +285,12 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
                         EVENT_MODEL_LOADED,
                         model=change.model,
                         cold_start=change.waited,
+                        # Who waited, as the cold start's event says it (its logbook line).
+                        **(_waited_for(change.probe) if change.waited else {}),
                         **change.figures.as_event_data(),
                     )
                     if change.waited:  # a preload or a pin: nobody waited for it
-                        # The load's line in the model's logbook tells this cold start.
-                        self._fire_cold_start(
-                            change.model, change.figures, change.probe, filed=False
-                        )
+                        self._fire_cold_start(change.model, change.figures, change.probe)
                 case ColdStartObserved():
                     self._fire_cold_start(change.model, LoadFigures(), change.probe)
                 case _:
@@ -305,25 +304,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             for listener in list(self._change_listeners):
                 listener(changes)
 
-    def _fire_cold_start(
-        self,
-        model: str,
-        figures: LoadFigures,
-        probe: ProbeResult | None,
-        *,
-        filed: bool = True,
-    ) -> None:
-        sample = probe.sample if probe else None
-        self.fire(
-            EVENT_COLD_START,
-            filed=filed,
-            model=model,
-            source="probe" if probe else "passive",
-            ttft_ms=sample.as_response()["ttft_ms"] if sample else None,
-            queue_and_load_ms=sample.as_response()["queue_and_load_ms"] if sample else None,
-            dominant_stage=(probe.verdict.dominant_stage if probe else Stage.LOAD).value,
-            **figures.as_event_data(),
-        )
+    def _fire_cold_start(self, model: str, figures: LoadFigures, probe: ProbeResult | None) -> None:
+        self.fire(EVENT_COLD_START, model=model, **_waited_for(probe), **figures.as_event_data())
 
     @callback
     def resident_vram(self) -> int | None:
@@ -428,15 +410,22 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         if self.last_update_success:  # a failed poll keeps the entities unavailable
             self.async_set_updated_data(self.monitor.with_timings(self.data))
 
-    def fire(self, event_type: str, /, *, filed: bool = True, **data: Any) -> None:
-        """Fire an event, naming the entity and device it is about (for the logbook).
-
-        ``filed=False`` names neither: the logbook of the model (its entity, its device)
-        then has no line for it, because another event's line tells it already.
-        """
+    def fire(self, event_type: str, /, **data: Any) -> None:
+        """Fire an event, naming the entity and device it is about (for the logbook)."""
         entry = self.config_entry
-        subject = event_subject(self.hass, entry.entry_id, data.get("model")) if filed else {}
+        subject = event_subject(self.hass, entry.entry_id, data.get("model"))
         self.hass.bus.async_fire(
             event_type,
             {"server": entry.title, "config_entry_id": entry.entry_id, **subject, **data},
         )
+
+
+def _waited_for(probe: ProbeResult | None) -> dict[str, Any]:
+    """Return who waited for a load: a probe of ours (its first token, its costliest stage)."""
+    sample = probe.sample.as_response() if probe else None
+    return {
+        "source": "probe" if probe else "passive",
+        "ttft_ms": sample["ttft_ms"] if sample else None,
+        "queue_and_load_ms": sample["queue_and_load_ms"] if sample else None,
+        "dominant_stage": (probe.verdict.dominant_stage if probe else Stage.LOAD).value,
+    }

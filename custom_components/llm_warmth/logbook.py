@@ -2,8 +2,8 @@
 
 A line is filed under the model's main entity (its warmth), which is named as the model:
 "qwen3:8b · loaded in 7.0 s; a request waited 7.8 s for it (a cold start)". A cold start
-that came with a load is told on the load's line: its own event is not filed under the
-model (see ``LlmWarmthCoordinator.fire``), so the model's logbook has one line for it.
+is told on the line of the load it waited for: its own event (for automations) has no
+line of its own, so that one load is one line, in the Activity panel too.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from homeassistant.core import Event, HomeAssistant, callback
 
 from .const import (
     DOMAIN,
-    EVENT_COLD_START,
     EVENT_MODEL_LOADED,
     EVENT_MODEL_UNLOADED,
     EVENT_SERVER_RESTARTED,
@@ -65,6 +64,14 @@ def _loaded(data: Mapping[str, Any]) -> str:
     if data.get("cold_start") is False:  # a preload, a pin: LLM Warmth's own load
         return f"{said}; no request waited for it"
     request = _seconds(data, "cold_request")
+    ttft = data.get("ttft_ms")
+    if data.get("cold_start") and isinstance(ttft, int | float):  # our probe waited
+        stage = str(data.get("dominant_stage", "load"))
+        spent = _STAGES.get(stage, stage.replace("_", " "))
+        return (
+            f"{said}; a probe's first token came after {ttft / 1000:.1f} s, mostly {spent} "
+            "(a cold start)"
+        )
     if data.get("cold_start"):
         waited = f"a request waited {request} for it" if request else "a request waited for it"
         return f"{said}; {waited} (a cold start)"
@@ -79,21 +86,6 @@ def _unloaded(data: Mapping[str, Any]) -> str:
     if reason == "displaced" and replaced_by:
         return f"was pushed out of memory by {', '.join(map(str, replaced_by))}"
     return _REASONS.get(reason, f"left memory ({reason})")
-
-
-def _cold_start(data: Mapping[str, Any]) -> str:
-    """Tell a request that waited for a load (with the load, the load's line tells it)."""
-    ttft = data.get("ttft_ms")
-    if isinstance(ttft, int | float):
-        stage = str(data.get("dominant_stage", "load"))
-        spent = _STAGES.get(stage, stage.replace("_", " "))
-        return f"cold start: a probe's first token came after {ttft / 1000:.1f} s, mostly {spent}"
-    waited = _seconds(data, "cold_request") or _seconds(data, "load")
-    return (
-        f"cold start: a request waited {waited} for a load"
-        if waited
-        else ("cold start: a request waited for a load")
-    )
 
 
 def _restarted(data: Mapping[str, Any]) -> str:
@@ -136,7 +128,6 @@ def _voice_turn(data: Mapping[str, Any]) -> str:
 _MESSAGES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     EVENT_MODEL_LOADED: _loaded,
     EVENT_MODEL_UNLOADED: _unloaded,
-    EVENT_COLD_START: _cold_start,
     EVENT_SERVER_RESTARTED: _restarted,
     EVENT_VOICE_TURN: _voice_turn,
 }
