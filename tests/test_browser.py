@@ -274,12 +274,15 @@ async def test_the_card_draws_loads_cold_starts_memory_and_the_last_probe(
     entry = {"config_entry_id": mock_config_entry.entry_id}
     # Another client loads qwen (polling times it); a probe finds llama cold (a cold start
     # the probe waited for); qwen is evicted and preloaded again (exact, nobody waited);
-    # pinning llama pushes qwen out (the emulator's GPU holds 8 GiB).
+    # llama is evicted and pinned (loaded again, exact).
     await make_resident(QWEN)
     emulator.models[LLAMA].load_delay = 0.5
     await hass.services.async_call(DOMAIN, "probe", {**entry, "model": LLAMA}, blocking=True)
     await hass.services.async_call(DOMAIN, "evict", {**entry, "model": QWEN}, blocking=True)
     await hass.services.async_call(DOMAIN, "preload", {**entry, "model": QWEN}, blocking=True)
+    # Whether qwen's preload pushed llama out depends on the emulated GPU's room: llama
+    # leaves first, so that the pin loads it again (a third load, exact) in every run.
+    await hass.services.async_call(DOMAIN, "evict", {**entry, "model": LLAMA}, blocking=True)
     await hass.services.async_call(DOMAIN, "pin", {**entry, "model": LLAMA}, blocking=True)
     await hass.async_block_till_done()
     await async_wait_recording_done(hass)
@@ -309,6 +312,22 @@ async def test_the_card_draws_loads_cold_starts_memory_and_the_last_probe(
         assert "queue and load" in card["text"]
         # A new installation: the charts begin with its first recorded minutes.
         assert "Warmth, since" in card["text"], card["text"]
+
+    # Live: loads while the card is open are drawn from the state changes, each of them,
+    # at once: not at the next periodic fetch (a minute on this span), and not only the
+    # last one (the card once drew the current state alone until a fetch 5 s later).
+    before = card["loads"]
+    await hass.services.async_call(
+        DOMAIN, "unpin", {**entry, "model": LLAMA, "evict": True}, blocking=True
+    )
+    for delay in (0.3, 0.6):  # two loads of their own length
+        emulator.models[LLAMA].load_delay = delay
+        await hass.services.async_call(DOMAIN, "preload", {**entry, "model": LLAMA}, blocking=True)
+        await hass.services.async_call(DOMAIN, "evict", {**entry, "model": LLAMA}, blocking=True)
+    await hass.async_block_till_done()
+    drawn = f"(() => {{ const card = {_CARD_JS}; return !!card && card.loads >= {before + 2}; }})()"
+    await browser.page.wait_for(drawn, timeout=3)
+    assert browser.page.exceptions == []
 
 
 def _month_of_history(hass: HomeAssistant, days: int) -> dict[str, Any]:

@@ -68,12 +68,17 @@ class LlmWarmthCard extends HTMLElement {
     this._historyError = null;
     this._width = 0;
     this._watched = new Map();
+    // States seen since the last fetch, by entity: the newest rows until the recorder's
+    // come with the next periodic fetch (a state change draws; it does not fetch).
+    this._live = new Map();
+    this._fetches = 0;
   }
 
   /** Check the configuration: Home Assistant shows a thrown error on an error card. */
   setConfig(config) {
     this._config = checkConfig(config);
     this._history = {};
+    this._live = new Map();
     this._loaded = false;
     this._scheduleFetch(0);
     this._render();
@@ -87,12 +92,11 @@ class LlmWarmthCard extends HTMLElement {
       if (this._watched.get(id) !== state) {
         changed = true;
         this._watched.set(id, state);
+        if (state) this._live.set(id, [...(this._live.get(id) ?? []), state]);
       }
     }
     if (!changed) return;
-    // Between fetches the current states are drawn as the newest rows; the recorder's
-    // own rows come with the next fetch.
-    this._scheduleFetch(this._loaded ? 5000 : 0);
+    if (!this._loaded) this._scheduleFetch(0);
     this._render();
   }
 
@@ -181,11 +185,18 @@ class LlmWarmthCard extends HTMLElement {
             significant_changes_only: false,
           })
         : Promise.resolve({});
+    const fetch = ++this._fetches;
     try {
       const [withAttributes, lean] = await Promise.all([ask(events, false), ask(sizes, true)]);
+      if (fetch !== this._fetches) return; // a newer fetch answers for the span
       this._history = { ...withAttributes, ...lean };
       this._historyError = null;
+      // What the recorder now holds needs no live row of its own.
+      for (const [id, states] of this._live) {
+        this._live.set(id, states.filter((state) => Date.parse(state.last_updated) > end));
+      }
     } catch (err) {
+      if (fetch !== this._fetches) return;
       this._historyError = err?.message ?? String(err);
     }
     this._loaded = true;
@@ -195,9 +206,9 @@ class LlmWarmthCard extends HTMLElement {
   /** A history with the current state as its newest row. */
   _rows(entityId) {
     if (!entityId) return [];
-    const rows = this._history[entityId] ?? [];
+    const rows = [...(this._history[entityId] ?? []), ...(this._live.get(entityId) ?? [])];
     const current = this._hass?.states[entityId];
-    return current ? [...rows, current] : rows;
+    return current && rows.at(-1) !== current ? [...rows, current] : rows;
   }
 
   _unit(entityId, fallback) {
