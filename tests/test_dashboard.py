@@ -200,6 +200,7 @@ async def test_the_assistant_row_names_its_model_and_the_logbook_the_models(
     assert logbook["target"]["entity_id"] == [
         "sensor.ollama_test_llama3_2_3b",
         "sensor.ollama_test_qwen3_8b",
+        "binary_sensor.ollama_test_connectivity",  # the server's outages and restarts
     ]
 
 

@@ -196,8 +196,8 @@ async def test_server_restart(
         {
             "server": "Ollama test",
             "config_entry_id": ENTRY_ID,
-            # The logbook files it under the server's assistant warmth and device.
-            "entity_id": "sensor.ollama_test_assistant_warmth",
+            # The logbook files it under the server's connectivity and device.
+            "entity_id": "binary_sensor.ollama_test_connectivity",
             "device_id": server_device.id,
             "reason": "reconnected",
             "version": emulator.version,

@@ -110,8 +110,12 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
                 ],
             }
         )
-        # The logbook of the models only: the assistant's warmth repeats one of them.
-        warmth += model_warmth
+        # The logbook of the models, and of the server's outages and restarts (its
+        # connectivity): the assistant's warmth would repeat one of the models' lines.
+        warmth += [
+            *model_warmth,
+            *([c] if (c := entity("", "connectivity", Platform.BINARY_SENSOR)) else []),
+        ]
         gpu = entry.runtime_data.gpu
         gpu_uuids = sorted(gpu.data.gpus) if gpu is not None and gpu.data is not None else []
         if card := _card(entry.title, models, gpu_uuids, entity):

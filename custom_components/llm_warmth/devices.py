@@ -140,14 +140,15 @@ def event_subject(hass: HomeAssistant, entry_id: str, model: str | None) -> dict
     """Return the entity and device an event is about, as event data.
 
     The logbook files an event under an entity or device only when its data names them:
-    the model's warmth sensor and device (the server's for a server event).
+    the model's warmth sensor and device; for a server event (a restart, an outage's
+    end), the server's connectivity sensor and device (its own lines are the outage's).
     """
-    unique_id = (
-        entity_unique_id(entry_id, model, "warmth")
+    platform, unique_id = (
+        (Platform.SENSOR, entity_unique_id(entry_id, model, "warmth"))
         if model
-        else entity_unique_id(entry_id, None, "assistant_warmth")
+        else (Platform.BINARY_SENSOR, entity_unique_id(entry_id, None, "connectivity"))
     )
-    entity_id = er.async_get(hass).async_get_entity_id(Platform.SENSOR, DOMAIN, unique_id)
+    entity_id = er.async_get(hass).async_get_entity_id(platform, DOMAIN, unique_id)
     devices = dr.async_get(hass)
     device: dr.AnyDeviceEntry | None = (
         devices.async_get_child_device_by_identifier(
