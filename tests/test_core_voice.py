@@ -11,6 +11,7 @@ from custom_components.llm_warmth.core.voice import (
     VoiceStage,
     VoiceTurn,
     explain,
+    prefix_warm_fits,
     run_events,
     wake_outcome,
 )
@@ -190,3 +191,13 @@ def test_warming_at_the_wake_hid_the_load_or_part_of_it() -> None:
     assert (late.helped, late.hidden_seconds, late.too_late) == (False, 2.4, True)
     ended_after = wake_outcome(load_started=100.0, load_ended=105.0, intent_started=102.4)
     assert (ended_after.helped, ended_after.too_late) == (False, True)
+
+
+def test_the_prompt_warm_up_is_sent_only_when_it_is_expected_to_end_before_the_agent() -> None:
+    # Unmeasured (no warm-up yet, or no turn yet): sent, and it measures itself.
+    assert prefix_warm_fits(prefix_seconds=None, wake_to_intent=[1.0], elapsed=0.0)
+    assert prefix_warm_fits(prefix_seconds=5.0, wake_to_intent=[], elapsed=0.0)
+    # Against the quickest of the latest turns, from the time already gone since the wake.
+    assert prefix_warm_fits(prefix_seconds=1.0, wake_to_intent=[3.0, 1.5], elapsed=0.5)
+    assert not prefix_warm_fits(prefix_seconds=1.0, wake_to_intent=[3.0, 1.5], elapsed=0.6)
+    assert not prefix_warm_fits(prefix_seconds=2.0, wake_to_intent=[3.0, 1.5], elapsed=0.0)

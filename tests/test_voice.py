@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
+from homeassistant.components.recorder.history import get_significant_states
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr, entity_registry as er, issue_registry as ir
@@ -19,10 +20,13 @@ from pytest_homeassistant_custom_component.common import (
     async_capture_events,
     async_fire_time_changed,
 )
+from pytest_homeassistant_custom_component.components.recorder.common import (
+    async_wait_recording_done,
+)
 
 from custom_components.llm_warmth import async_remove_config_entry_device, logbook
 from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN, EVENT_VOICE_TURN
-from custom_components.llm_warmth.voice import READ_DELAY, voice_subject
+from custom_components.llm_warmth.voice import READ_DELAY, WakeCounts, voice_subject
 
 from .assist import Assist, assist_fixture, hass_config_dir_fixture, pipeline_debug_broken  # noqa: F401
 from .conftest import ENTRY_ID, LLAMA, ollama_request
@@ -154,8 +158,22 @@ async def test_warm_on_wake_loads_the_agents_model_while_the_user_speaks(
     assert paths[0][1] is None
     load = sent[0].json
     assert (load["keep_alive"], load["options"]["num_ctx"]) == (-1, 4096)
-    assert any(path == "/api/chat" for path, _p, _m in paths)
+    # Then the agent's system prompt with one short turn, as the agent asks (its context
+    # and think, no keep_alive: the model keeps the agent's), before the agent's own turn:
+    # the agent's prompt begins with it, so the server's prompt cache serves that part.
+    ours, agents = (r.json for r in sent if r.path == "/api/chat")
+    system = ours["messages"][0]
+    assert system["role"] == "system"
+    assert ours["messages"][1] == {"role": "user", "content": "Hello."}
+    assert agents["messages"][0]["content"].startswith(system["content"])
+    assert system["content"].startswith("You are a voice assistant.")
+    assert (ours["options"], ours["think"]) == ({"num_predict": 1, "num_ctx": 4096}, False)
+    assert "keep_alive" not in ours
     data = turns[-1].data
+    assert data["warm_prefix"] == "ready"
+    counts = hass.config_entries.async_get_entry(ENTRY_ID).runtime_data.voice.counts
+    assert counts[assist.pipeline_id].prefix_sent == 1
+    assert counts[assist.pipeline_id].prefix_seconds is not None
     assert data["warmed_on_wake"] is True
     assert data["resident_at_intent_start"] is True  # loaded while the user spoke
     assert data["warm_hidden_seconds"] >= 0.3
@@ -332,3 +350,109 @@ async def test_the_dashboard_graphs_the_silence_of_each_pipeline(
     ]
     for line in graph["entities"]:
         assert hass.states.get(line["entity"]).state not in ("unknown", "unavailable")
+
+
+async def test_the_prompt_warm_up_is_sent_only_when_it_ends_before_the_agent_starts(
+    hass: HomeAssistant, assist: Assist, emulator: OllamaEmulator
+) -> None:
+    """On a server with one slot, a turn that comes while a warm-up runs waits for it.
+
+    So a resident model gets only the prompt's warm-up; one whose last warm-up took
+    longer than the quickest start of the agent after a wake is left out, and a turn
+    that came while one ran is counted.
+    """
+    await assist.turn()  # the first wake finds the pipeline; its agent's start is noted
+    await settle(hass)
+    runtime = hass.config_entries.async_get_entry(ENTRY_ID).runtime_data
+    voice = runtime.voice
+    voice.set_enabled(assist.pipeline_id, True)
+    counts = voice.counts[assist.pipeline_id]
+    assert len(counts.wake_to_intent) == 1
+    await runtime.coordinator.async_refresh()  # the agent's turn loaded the model
+    turns = async_capture_events(hass, EVENT_VOICE_TURN)
+
+    async def turn(**kwargs: object) -> list[str]:
+        before = len(emulator.requests)
+        await assist.turn(**kwargs)  # type: ignore[arg-type]
+        await settle(hass)
+        return [
+            "load"
+            if r.path == "/api/generate"
+            else "ours"
+            if r.json.get("options", {}).get("num_predict") == 1
+            else "agent's"
+            for r in emulator.requests[before:]
+            if r.path in ("/api/generate", "/api/chat")
+        ]
+
+    # Resident: no load, only the prompt's warm-up, ended before the agent's turn.
+    assert await turn() == ["ours", "agent's"]
+    assert turns[-1].data["warm_prefix"] == "ready"
+    assert turns[-1].data["warmed_on_wake"] is False
+    # Its last warm-up took longer than the agent has ever waited after a wake: left out.
+    counts.prefix_seconds = 60.0
+    assert await turn() == ["agent's"]
+    assert turns[-1].data["warm_prefix"] == "skipped"
+    assert counts.prefix_skipped == 1
+    # Unmeasured, it is sent; the agent's turn came while it ran: counted.
+    counts.prefix_seconds = None
+    emulator.models[LLAMA].prefill_delay = 3.0
+    assert await turn(speech_ms=200) == ["ours", "agent's"]
+    assert turns[-1].data["warm_prefix"] == "overlapped"
+    assert (counts.prefix_sent, counts.prefix_overlapped) == (2, 1)
+    assert counts.prefix_seconds is not None
+    assert counts.prefix_seconds >= 3.0
+    assert len(counts.wake_to_intent) == 4
+    switch = hass.states.get(voice_entity(hass, assist, "voice_warm_on_wake", "switch"))
+    assert switch.attributes["prompt_warm_ups_sent"] == 2
+    assert switch.attributes["prompt_warm_ups_left_out"] == 1
+    assert switch.attributes["prompt_warm_ups_overlapped"] == 1
+    assert switch.attributes["last_prompt_warm_up_seconds"] == counts.prefix_seconds
+
+
+async def test_stored_wake_counts_that_do_not_read_start_from_nothing() -> None:
+    """Stored data is read with every value checked: junk is dropped, not trusted."""
+    assert WakeCounts.from_dict("junk") == WakeCounts()
+    read = WakeCounts.from_dict(
+        {
+            "warm_on_wake": "yes",
+            "helped": -3,
+            "too_late": True,
+            "hidden_seconds": float("nan"),
+            "prefix_sent": 2.5,
+            "prefix_seconds": -1,
+            "wake_to_intent": [1.5, "2", None, float("inf"), 1e9, 2.25],
+        }
+    )
+    assert read == WakeCounts(wake_to_intent=[1.5, 2.25])
+    kept = WakeCounts(True, 2, 3.5, 1, 1, 4, 1, 1, 0.8, [1.0, 2.0])
+    assert WakeCounts.from_dict(kept.as_dict()) == kept
+
+
+@pytest.mark.recorder
+async def test_the_turns_details_and_the_warm_up_counts_are_shown_not_recorded(
+    hass: HomeAssistant, assist: Assist
+) -> None:
+    start = dt_util.utcnow()
+    await assist.turn()
+    await settle(hass)
+    shown = {
+        voice_entity(hass, assist, "voice_silence"): ("turn",),
+        voice_entity(hass, assist, "voice_warm_on_wake", "switch"): (
+            "prompt_warm_ups_sent",
+            "prompt_warm_ups_left_out",
+            "prompt_warm_ups_overlapped",
+            "last_prompt_warm_up_seconds",
+        ),
+    }
+    for entity_id, attributes in shown.items():
+        assert set(attributes) <= set(hass.states.get(entity_id).attributes), entity_id
+    await async_wait_recording_done(hass)
+    history = await hass.async_add_executor_job(
+        get_significant_states, hass, start, None, list(shown)
+    )
+    for entity_id, attributes in shown.items():
+        assert history[entity_id], entity_id
+        for state in history[entity_id]:
+            assert not set(attributes) & set(state.attributes), entity_id
+        assert "friendly_name" in history[entity_id][-1].attributes

@@ -171,20 +171,23 @@ def _apis(value: object) -> tuple[str, ...]:
     return ()
 
 
-async def agent_system_prompt(hass: HomeAssistant, agent: Agent) -> str:
+async def agent_system_prompt(
+    hass: HomeAssistant, agent: Agent, device_id: str | None = None
+) -> str:
     """Return the beginning of the system prompt the agent sends, as Home Assistant builds it.
 
     Its instructions rendered as the conversation integration renders them, then the
-    prompt of its LLM APIs (the exposed entities); the date and time that Home Assistant
-    appends next change every second and are left out, so this is the prefix a server's
-    prompt cache can keep for the agent's next turn.
+    prompt of its LLM APIs (the exposed entities, and the area of ``device_id``: the
+    satellite the turn comes from); the date and time that Home Assistant appends next
+    change every second and are left out, so this is the prefix a server's prompt cache
+    can keep for the agent's next turn.
     """
     context = llm.LLMContext(
         platform=OLLAMA_DOMAIN,
         context=Context(),
         language=hass.config.language,
         assistant="conversation",
-        device_id=None,
+        device_id=device_id,
     )
     parts = [
         template.Template(agent.prompt or llm.DEFAULT_INSTRUCTIONS_PROMPT, hass).async_render(

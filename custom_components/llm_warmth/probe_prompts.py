@@ -20,6 +20,9 @@ LONG_PROMPT: Final = " ".join(
 # run that repeated the warm-up's prompt was served from the cache: its prefill near 0
 # overstated what a prompt token costs by about 15 % on the real Ollama 0.9.3).
 WARM_UP_PROMPT: Final = "Count from one to three."
+# The turn of a preload's warm-up and of a warm-up at a satellite's wake, after the agent's
+# system prompt: the server's prompt cache keeps that prefix for the agent's next turn.
+AGENT_WARM_UP_PROMPT: Final = "Hello."
 # A probe asks for a few tokens only: enough for a decode rate, quick to finish.
 DEFAULT_NUM_PREDICT: Final = 16
 

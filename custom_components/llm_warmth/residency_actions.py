@@ -27,7 +27,7 @@ from .core.server_url import redact_url
 from .core.summary import summary
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
-from .probe_prompts import probe_options
+from .probe_prompts import AGENT_WARM_UP_PROMPT, probe_options
 from .sentences import local_time, local_timestamp, say
 from .targets import (
     ATTR_NUM_CTX,
@@ -59,8 +59,6 @@ ATTR_FORCE: Final = "force"
 ATTR_WARM_UP: Final = "warm_up"
 ATTR_PROMPT: Final = "prompt"
 ATTR_SYSTEM_PROMPT: Final = "system_prompt"
-# A warm-up asks for one token: the prefill is what it is for.
-WARM_UP_PROMPT: Final = "Hello."
 # The turn after it, where the server reports what its prompt cache kept.
 NEXT_TURN_PROMPT: Final = "What time is it?"
 
@@ -253,7 +251,7 @@ async def _warm_up(
     coordinator = entry.runtime_data.coordinator
     probe = await coordinator.async_probe(
         model,
-        call.data.get(ATTR_PROMPT, WARM_UP_PROMPT),
+        call.data.get(ATTR_PROMPT, AGENT_WARM_UP_PROMPT),
         options=options,
         timeout=call.data[ATTR_TIMEOUT],
         system=system,

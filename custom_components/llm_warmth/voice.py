@@ -31,17 +31,19 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import entity_registry as er, issue_registry as ir
 from homeassistant.helpers.event import async_call_later
 
-from .agents import Agent, AgentDirectory
+from .agents import Agent, AgentDirectory, agent_system_prompt
 from .const import DOMAIN, EVENT_VOICE_TURN, LOGGER
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import GENERATION_TIMEOUT
 from .core.backends.errors import LlmServerError
 from .core.voice import (
+    WAKE_TO_INTENT_KEPT,
     Explained,
     ServerSide,
     VoiceTurn,
     explain,
+    prefix_warm_fits,
     run_events,
     wake_outcome,
 )
@@ -49,6 +51,7 @@ from .data import LlmWarmthConfigEntry
 from .devices import entity_unique_id
 from .feature import Feature
 from .household import HouseholdWatch
+from .probe_prompts import AGENT_WARM_UP_PROMPT, probe_options
 from .storage import EntryStore
 
 SECTION: Final = "voice"
@@ -83,6 +86,14 @@ class WakeCounts:
     hidden_seconds: float = 0.0
     too_late: int = 0
     refused: int = 0
+    # The warm-ups of the agent's prompt prefix: sent, left out (they would not have
+    # ended before the agent started), and still running when it started.
+    prefix_sent: int = 0
+    prefix_skipped: int = 0
+    prefix_overlapped: int = 0
+    # The last prefix warm-up's seconds, and the latest turns' seconds from wake to agent.
+    prefix_seconds: float | None = None
+    wake_to_intent: list[float] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
         """Return the counts as stored."""
@@ -92,7 +103,16 @@ class WakeCounts:
             "hidden_seconds": round(self.hidden_seconds, 3),
             "too_late": self.too_late,
             "refused": self.refused,
+            "prefix_sent": self.prefix_sent,
+            "prefix_skipped": self.prefix_skipped,
+            "prefix_overlapped": self.prefix_overlapped,
+            "prefix_seconds": self.prefix_seconds,
+            "wake_to_intent": list(self.wake_to_intent),
         }
+
+    def intent_after(self, seconds: float) -> None:
+        """Note how many seconds after its wake a turn's agent started."""
+        self.wake_to_intent = [*self.wake_to_intent, round(seconds, 3)][-WAKE_TO_INTENT_KEPT:]
 
     @classmethod
     def from_dict(cls, values: object) -> WakeCounts:
@@ -104,15 +124,27 @@ class WakeCounts:
             value = values.get(key)
             return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
-        hidden = values.get("hidden_seconds")
+        def seconds(value: object, most: float = 86400) -> float | None:
+            """Return a figure of seconds: a finite, non-negative number below ``most``."""
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                return None
+            return float(value) if 0 <= value < most else None
+
+        after = values.get("wake_to_intent")
+        wake_to_intent = [
+            s for v in (after if isinstance(after, list) else []) if (s := seconds(v)) is not None
+        ]
         return cls(
             enabled=values.get("warm_on_wake") is True,
             helped=max(count("helped"), 0),
-            hidden_seconds=float(hidden)
-            if isinstance(hidden, int | float) and not isinstance(hidden, bool) and hidden >= 0
-            else 0.0,
+            hidden_seconds=seconds(values.get("hidden_seconds"), most=1e9) or 0.0,
             too_late=max(count("too_late"), 0),
             refused=max(count("refused"), 0),
+            prefix_sent=max(count("prefix_sent"), 0),
+            prefix_skipped=max(count("prefix_skipped"), 0),
+            prefix_overlapped=max(count("prefix_overlapped"), 0),
+            prefix_seconds=seconds(values.get("prefix_seconds")),
+            wake_to_intent=wake_to_intent[-WAKE_TO_INTENT_KEPT:],
         )
 
 
@@ -126,6 +158,10 @@ class VoiceRecord:
     explained: Explained
     warmed: bool
     hidden_seconds: float | None
+    # The warm-up of the agent's prompt prefix: "ready" (ended before the agent started),
+    # "overlapped" (the agent's request came while it ran), "skipped" (it would not have
+    # ended in time), None (not sent: warm on wake is off, or the warm-up was refused).
+    prefix: str | None = None
 
     def details(self) -> dict[str, Any]:
         """Return the turn as its event and its silence sensor's attribute tell it."""
@@ -151,6 +187,7 @@ class VoiceRecord:
             "load_source": server.load_source if server else None,
             "warmed_on_wake": self.warmed,
             "warm_hidden_seconds": self.hidden_seconds,
+            "warm_prefix": self.prefix,
         }
 
 
@@ -160,9 +197,14 @@ class _Run:
 
     pipeline: VoicePipeline
     model: str
+    satellite: str
     # Monotonic seconds: what the turn waited for is not moved by a clock change.
+    woke: float = field(default_factory=time.monotonic)
     load_started: float | None = None
     load_ended: float | None = None
+    prefix_started: float | None = None
+    prefix_ended: float | None = None
+    prefix_skipped: bool = False
     intent_started: float | None = None
     server: ServerSide | None = None
     figures_before: tuple[float | None, float | None] = (None, None)
@@ -306,43 +348,100 @@ class VoiceWatch(Feature):
             return
         coordinator = self._coordinator
         model = coordinator.resolve_model(pipeline.agent.model)
-        run = self._runs[satellite] = _Run(pipeline, model)
+        run = self._runs[satellite] = _Run(pipeline, model, satellite)
         if not self.enabled(pipeline.id):
             return
         snapshot = coordinator.data
-        if model in snapshot.held or model in snapshot.loading:
-            return  # warm, or loading already: nothing to hide, and no load to abort
-        counts = self.counts.setdefault(pipeline.id, WakeCounts())
-        try:
-            self._household.check(model, force=False)
-        except HomeAssistantError:
-            counts.refused += 1
-            self.async_changed()
-            return
-        run.load_started = time.monotonic()
+        if model in snapshot.loading:
+            return  # another client's load: nothing to hide, and no request to queue behind
+        cold = model not in snapshot.held
+        if cold:
+            try:
+                self._household.check(model, force=False)
+            except HomeAssistantError:
+                self.counts.setdefault(pipeline.id, WakeCounts()).refused += 1
+                self.async_changed()
+                return
+            run.load_started = time.monotonic()
         self.entry.async_create_background_task(
-            self.hass, self._warm(run), f"llm_warmth warm {model} on wake"
+            self.hass, self._warm(run, cold=cold), f"llm_warmth warm {model} on wake"
         )
 
-    async def _warm(self, run: _Run) -> None:
-        """Load the model the way the agent asks for it: no prompt, so no slot is held.
+    async def _warm(self, run: _Run, *, cold: bool) -> None:
+        """Make the model ready for the agent: load it, then warm its prompt prefix.
 
-        A load-only request: the turn's own request waits for nothing but the load it
-        would have waited for anyway, and it is never aborted when the turn arrives.
+        The load is a load-only request with the agent's settings (its ``num_ctx`` and
+        ``keep_alive``): it holds no slot, so the turn's own request waits for nothing but
+        the load it would have waited for anyway; it is never aborted when the turn comes.
         """
         agent = run.pipeline.agent
-        try:
-            await self._controller.preload(
-                run.model,
-                keep_seconds=agent.keep_alive,
-                num_ctx=agent.num_ctx,
-                timeout=GENERATION_TIMEOUT,
-            )
-        except (LlmServerError, HomeAssistantError) as err:
-            LOGGER.debug("%s: warming %s on wake failed: %s", self.entry.title, run.model, err)
-            run.load_started = None
+        if cold:
+            try:
+                await self._controller.preload(
+                    run.model,
+                    keep_seconds=agent.keep_alive,
+                    num_ctx=agent.num_ctx,
+                    timeout=GENERATION_TIMEOUT,
+                )
+            except (LlmServerError, HomeAssistantError) as err:
+                LOGGER.debug("%s: warming %s on wake failed: %s", self.entry.title, run.model, err)
+                run.load_started = None
+                return
+            run.load_ended = time.monotonic()
+        await self._warm_prefix(run)
+
+    async def _warm_prefix(self, run: _Run) -> None:
+        """Send the agent's system prompt with one short turn, where it ends in time.
+
+        The server's prompt cache then holds the prefix of the agent's next request (the
+        instructions, the exposed entities, the satellite's area), so the agent's turn
+        reads only the rest of its prompt. It asks for one token, with the agent's
+        ``num_ctx`` and ``think`` and no ``keep_alive`` (the model keeps the agent's). On a
+        server with one slot, a turn that comes while it runs waits for the rest of it:
+        it is sent only when it is expected to end first (``prefix_warm_fits``).
+        """
+        counts = self.counts.setdefault(run.pipeline.id, WakeCounts())
+        if run.intent_started is not None:
+            return  # the agent asked already: its own request warms the prefix
+        if not prefix_warm_fits(
+            prefix_seconds=counts.prefix_seconds,
+            wake_to_intent=counts.wake_to_intent,
+            elapsed=time.monotonic() - run.woke,
+        ):
+            counts.prefix_skipped += 1
+            run.prefix_skipped = True
+            self.async_changed()
             return
-        run.load_ended = time.monotonic()
+        agent = run.pipeline.agent
+        satellite = er.async_get(self.hass).async_get(run.satellite)
+        system = await agent_system_prompt(
+            self.hass, agent, satellite.device_id if satellite else None
+        )
+        coordinator = self._coordinator
+        options = probe_options(agent.num_ctx, {"num_predict": 1})
+
+        async def warm_up() -> None:
+            await coordinator.client.timed_generation(
+                "chat",
+                run.model,
+                AGENT_WARM_UP_PROMPT,
+                options=options,
+                timeout=GENERATION_TIMEOUT,
+                system=system,
+                think=agent.think,
+            )
+
+        counts.prefix_sent += 1
+        run.prefix_started = time.monotonic()
+        try:
+            await coordinator.async_own_load(run.model, warm_up, was_resident=True)
+        except (LlmServerError, HomeAssistantError) as err:
+            LOGGER.debug("%s: warming %s's prompt failed: %s", self.entry.title, run.model, err)
+            return
+        finally:
+            run.prefix_ended = time.monotonic()
+        counts.prefix_seconds = round(run.prefix_ended - run.prefix_started, 3)
+        self.async_changed()
 
     @callback
     def _intent_started(self, satellite: str) -> None:
@@ -355,6 +454,10 @@ class VoiceWatch(Feature):
             run.load_started is not None and run.load_ended is None
         )
         run.intent_started = time.monotonic()
+        counts = self.counts.setdefault(run.pipeline.id, WakeCounts())
+        counts.intent_after(run.intent_started - run.woke)
+        if run.prefix_started is not None and run.prefix_ended is None:
+            counts.prefix_overlapped += 1
         run.server = ServerSide(
             run.model,
             resident=run.model in snapshot.held and not loading,
@@ -388,7 +491,9 @@ class VoiceWatch(Feature):
             counts.too_late += outcome.too_late
             counts.hidden_seconds += outcome.hidden_seconds
             hidden = outcome.hidden_seconds
-        record = VoiceRecord(turn, run.model, server, explain(turn, server), warmed, hidden)
+        record = VoiceRecord(
+            turn, run.model, server, explain(turn, server), warmed, hidden, _prefix_outcome(run)
+        )
         self.last[run.pipeline.id] = record
         self._fire(run.pipeline, record)
         self.async_changed()
@@ -496,6 +601,16 @@ class VoiceWatch(Feature):
                 **record.details(),
             },
         )
+
+
+def _prefix_outcome(run: _Run) -> str | None:
+    """Return what became of the warm-up of the agent's prompt prefix for a turn."""
+    if run.prefix_started is None:
+        return "skipped" if run.prefix_skipped else None
+    ended, intent = run.prefix_ended, run.intent_started
+    if ended is not None and (intent is None or ended <= intent):
+        return "ready"
+    return "overlapped"
 
 
 def _events_of(

@@ -190,13 +190,38 @@ class VoiceSensor(VoiceEntity, SensorEntity):
 
 
 class WarmOnWakeSwitch(VoiceEntity, SwitchEntity):
-    """On: when a satellite of the pipeline wakes, its agent's model is loaded if cold."""
+    """On: when a satellite of the pipeline wakes, its agent's model is made ready.
+
+    Loaded if cold, then its prompt's prefix warmed where that ends in time; what the
+    prompt warm-ups did is in the attributes (not recorded: they change every turn).
+    """
+
+    _unrecorded_attributes = frozenset(
+        {
+            "prompt_warm_ups_sent",
+            "prompt_warm_ups_left_out",
+            "prompt_warm_ups_overlapped",
+            "last_prompt_warm_up_seconds",
+        }
+    )
 
     @property
     @override
     def is_on(self) -> bool:
         """Return True while warming at the wake is on."""
         return self.voice.enabled(self.pipeline_id)
+
+    @property
+    @override
+    def extra_state_attributes(self) -> Mapping[str, Any]:
+        """Return what the warm-ups of the agent's prompt prefix did."""
+        counts = self.voice.counts.get(self.pipeline_id, WakeCounts())
+        return {
+            "prompt_warm_ups_sent": counts.prefix_sent,
+            "prompt_warm_ups_left_out": counts.prefix_skipped,
+            "prompt_warm_ups_overlapped": counts.prefix_overlapped,
+            "last_prompt_warm_up_seconds": counts.prefix_seconds,
+        }
 
     @override
     async def async_turn_on(self, **kwargs: Any) -> None:

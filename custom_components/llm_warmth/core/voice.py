@@ -12,7 +12,7 @@ its type and time checked, and a run that does not read is no turn (``None``), n
 error.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -292,3 +292,26 @@ def wake_outcome(
         return WakeOutcome(helped=True, hidden_seconds=hidden, too_late=False)
     hidden = round(max(intent_started - load_started, 0.0), 3)
     return WakeOutcome(helped=False, hidden_seconds=hidden, too_late=True)
+
+
+# How many of a pipeline's latest turns say how soon its agent starts after the wake.
+WAKE_TO_INTENT_KEPT = 8
+
+
+def prefix_warm_fits(
+    *, prefix_seconds: float | None, wake_to_intent: Sequence[float], elapsed: float
+) -> bool:
+    """Return whether the agent's prompt prefix can be warmed before its agent starts.
+
+    A server with one slot (Ollama's default) runs one request of a model at a time: a
+    turn that arrives while the warm-up of its prompt prefix still runs waits for the rest
+    of it (measured on Ollama 0.34.4: 20.6 s to the first token instead of 18.6 s without
+    the warm-up, 2.4 s after one that had ended; README "Warm on wake"). So the prefix is
+    sent only when its last warm-up (``prefix_seconds``) ends, from ``elapsed`` seconds
+    after the wake, before the quickest of the pipeline's latest agent starts
+    (``wake_to_intent``: seconds from the wake). Unmeasured (no warm-up yet, or no turn
+    yet): it is sent, and measures itself.
+    """
+    if prefix_seconds is None or not wake_to_intent:
+        return True
+    return elapsed + prefix_seconds <= min(wake_to_intent)
