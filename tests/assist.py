@@ -25,12 +25,13 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+import json
 import time
 from typing import Any, Literal
 from unittest.mock import patch
 
 from aiohttp.test_utils import TestClient
-from homeassistant.components import stt, tts, wake_word
+from homeassistant.components import conversation, stt, tts, wake_word
 from homeassistant.components.assist_pipeline import (
     PipelineEvent,
     PipelineEventType,
@@ -52,6 +53,7 @@ from homeassistant.config_entries import ConfigEntry, ConfigFlow
 from homeassistant.const import Platform
 from homeassistant.core import Event, EventStateChangedData, HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.event import async_track_state_change_event
 from homeassistant.setup import async_setup_component
@@ -435,6 +437,7 @@ class Assist:
         text: str | None = None,
         audio_timeout: float = 10,
         wake_cooldown: bool = False,
+        real_time: bool = False,
     ) -> TurnResult:
         """Run one turn from the satellite and return what it saw.
 
@@ -446,7 +449,8 @@ class Assist:
         cancelled by ``abort`` or by another turn returns with ``aborted``.
         ``wake_cooldown``: keep Home Assistant's memory of the last wake-ups (a wake word
         heard again within 2 s is a duplicate: the run ends with an error); by default the
-        turn forgets it, as turns seconds apart are.
+        turn forgets it, as turns seconds apart are. ``real_time``: the audio comes as fast
+        as it is spoken (100 ms a chunk), not ten times faster.
         """
         if not wake_cooldown:
             self.hass.data[DATA_LAST_WAKE_UP].clear()
@@ -471,7 +475,9 @@ class Assist:
         self._enter()
         try:
             lead_ms = WAKE_WORD_AT_MS + CHUNK_MS if wake else 0
-            stream = audio_stream(lead_ms + speech_ms + 5000)
+            stream = audio_stream(
+                lead_ms + speech_ms + 5000, pace=CHUNK_MS / 1000 if real_time else 0.01
+            )
             try:
                 await satellite.async_accept_pipeline_from_satellite(
                     stream,
@@ -683,6 +689,84 @@ def add_ollama_voice_agent(
     )
 
 
+OPENAI_DOMAIN = "test_openai"
+
+
+class HarnessOpenAIAgent(conversation.ConversationEntity):
+    """An OpenAI-compatible agent (as Extended OpenAI Conversation is) for the tests.
+
+    Its entry names the server's base URL and the model in the usual keys (``base_url``,
+    ``chat_model``); each turn streams ``/chat/completions`` into the chat log.
+    """
+
+    _attr_supports_streaming = True
+    _attr_has_entity_name = True
+    _attr_name = None
+
+    def __init__(self, entry: ConfigEntry) -> None:
+        self.entry = entry
+        self._attr_unique_id = entry.entry_id
+
+    @property
+    def supported_languages(self) -> Literal["*"]:
+        return "*"
+
+    async def _async_handle_message(
+        self, user_input: conversation.ConversationInput, chat_log: conversation.ChatLog
+    ) -> conversation.ConversationResult:
+        await chat_log.async_provide_llm_data(
+            user_input.as_llm_context(OPENAI_DOMAIN), None, AGENT_SETTINGS["prompt"], None
+        )
+        async for _content in chat_log.async_add_delta_content_stream(
+            self.entity_id, self._stream(user_input.text)
+        ):
+            pass
+        return conversation.async_get_result_from_chat_log(user_input, chat_log)
+
+    async def _stream(self, text: str) -> AsyncGenerator[conversation.AssistantContentDeltaDict]:
+        yield {"role": "assistant"}
+        body = {
+            "model": self.entry.data["chat_model"],
+            "messages": [
+                {"role": "system", "content": AGENT_SETTINGS["prompt"]},
+                {"role": "user", "content": text},
+            ],
+            "stream": True,
+        }
+        session = async_get_clientsession(self.hass)
+        url = f"{self.entry.data['base_url']}/chat/completions"
+        async with session.post(url, json=body) as response:
+            response.raise_for_status()
+            async for line in response.content:
+                if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
+                    continue
+                choices = json.loads(line[6:]).get("choices") or [{}]
+                if content := (choices[0].get("delta") or {}).get("content"):
+                    yield {"content": content}
+
+
+async def add_openai_voice_agent(hass: HomeAssistant, url: str, model: str) -> MockConfigEntry:
+    """Set up an OpenAI-compatible agent (domain ``test_openai``) at ``url`` for ``model``."""
+
+    async def setup_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
+        await hass.config_entries.async_forward_entry_setups(entry, [Platform.CONVERSATION])
+        return True
+
+    mock_integration(hass, MockModule(domain=OPENAI_DOMAIN, async_setup_entry=setup_entry))
+    mock_platform(hass, f"{OPENAI_DOMAIN}.config_flow")
+    entry = MockConfigEntry(
+        domain=OPENAI_DOMAIN,
+        title="OpenAI-compatible agent",
+        data={"base_url": f"{url}/v1", "chat_model": model},
+    )
+    mock_platform(hass, f"{OPENAI_DOMAIN}.conversation", _platform(HarnessOpenAIAgent(entry)))
+    entry.add_to_hass(hass)
+    with mock_config_flow(OPENAI_DOMAIN, _HarnessFlow):
+        assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    return entry
+
+
 def _entity_id(hass: HomeAssistant, domain: str, platform: str, entry_id: str) -> str:
     registry = er.async_get(hass)
     return next(
@@ -700,25 +784,33 @@ async def setup_assist(
     *,
     emulator: OllamaEmulator | None = None,
     title: str = "Voice assistant",
+    openai: bool = False,
     **agent_settings: Any,
 ) -> Assist:
     """Set up the providers, the satellite, Home Assistant's Ollama agent and the pipeline.
 
     ``agent_settings`` (prompt, num_ctx, keep_alive, think, max_history) replace
     ``AGENT_SETTINGS``'s. ``emulator``: the server at ``url``, for the agent's faults.
+    ``openai``: the agent is an OpenAI-compatible one at ``url`` (llama-swap,
+    llama-server) instead of Home Assistant's Ollama agent.
     """
     # Text-to-speech needs ffmpeg's integration, which asks the ffmpeg binary its version.
     with patch(FFMPEG_VERSION, return_value="6.1.1"):
         for domain in ("homeassistant", "assist_pipeline", "assist_satellite"):
             assert await async_setup_component(hass, domain, {})
     stt_entity, satellite = await _setup_providers(hass)
-    agent_entry = add_ollama_voice_agent(
-        hass, url, model, title=title, **{**AGENT_SETTINGS, **agent_settings}
-    )
-    assert await hass.config_entries.async_setup(agent_entry.entry_id)
-    await hass.async_block_till_done()
+    if openai:
+        agent_entry = await add_openai_voice_agent(hass, url, model)
+    else:
+        agent_entry = add_ollama_voice_agent(
+            hass, url, model, title=title, **{**AGENT_SETTINGS, **agent_settings}
+        )
+        assert await hass.config_entries.async_setup(agent_entry.entry_id)
+        await hass.async_block_till_done()
     test_entry_id = satellite.platform.config_entry.entry_id  # type: ignore[union-attr]
-    agent_id = _entity_id(hass, "conversation", "ollama", agent_entry.entry_id)
+    agent_id = _entity_id(
+        hass, "conversation", OPENAI_DOMAIN if openai else "ollama", agent_entry.entry_id
+    )
     stt_id = _entity_id(hass, "stt", TEST_DOMAIN, test_entry_id)
     tts_id = _entity_id(hass, "tts", TEST_DOMAIN, test_entry_id)
     wake_id = _entity_id(hass, "wake_word", TEST_DOMAIN, test_entry_id)

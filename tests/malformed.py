@@ -388,3 +388,27 @@ def swap_event_streams(draw: st.DrawFn) -> bytes:
         envelope = {"type": kind, "data": json.dumps(inner) if data == "json" else inner}
         frames.append(b"event:message\ndata:" + dumps(envelope) + b"\n\n")
     return b"".join(frames)
+
+
+# llama-swap's activity log (``/api/metrics/activity``): a page of ``ActivityLogEntry``.
+activity_tokens = shaped(
+    {
+        "cache_tokens": (st.integers(min_value=-1, max_value=4096), NUMBER_EDGES),
+        "input_tokens": (st.integers(min_value=0, max_value=4096), NUMBER_EDGES),
+        "output_tokens": (st.integers(min_value=0, max_value=4096), NUMBER_EDGES),
+        "prompt_per_second": (st.floats(min_value=-1, max_value=1e5), NUMBER_EDGES),
+        "tokens_per_second": (st.floats(min_value=-1, max_value=1e5), NUMBER_EDGES),
+    }
+)
+activity_entry = shaped(
+    {
+        "id": (st.integers(min_value=1, max_value=10**6), NUMBER_EDGES),
+        "timestamp": (recent, TIME_EDGES),
+        "model": st.just("tiny"),
+        "req_path": st.just("/v1/chat/completions"),
+        "resp_status_code": (st.sampled_from([200, 404, 502]), NUMBER_EDGES),
+        "tokens": activity_tokens,
+        "duration_ms": (st.integers(min_value=0, max_value=600_000), NUMBER_EDGES),
+    }
+)
+activity_reply = shaped({"data": st.lists(activity_entry, max_size=4), "total": st.integers()})

@@ -5,12 +5,14 @@ from typing import Any
 
 from hypothesis import given, strategies as st
 
+from custom_components.llm_warmth.core.backends.types import ServedRequest
 from custom_components.llm_warmth.core.voice import (
     Explained,
     ServerSide,
     VoiceStage,
     VoiceTurn,
     explain,
+    join_request,
     prefix_warm_fits,
     run_events,
     wake_outcome,
@@ -194,10 +196,66 @@ def test_warming_at_the_wake_hid_the_load_or_part_of_it() -> None:
 
 
 def test_the_prompt_warm_up_is_sent_only_when_it_is_expected_to_end_before_the_agent() -> None:
-    # Unmeasured (no warm-up yet, or no turn yet): sent, and it measures itself.
-    assert prefix_warm_fits(prefix_seconds=None, wake_to_intent=[1.0], elapsed=0.0)
-    assert prefix_warm_fits(prefix_seconds=5.0, wake_to_intent=[], elapsed=0.0)
+    # No turn known yet: sent. Never measured: sent while half the time is left, and it
+    # measures itself.
+    assert prefix_warm_fits(prefix_seconds=5.0, wake_to_intent=[], elapsed=9.0)
+    assert prefix_warm_fits(prefix_seconds=None, wake_to_intent=[4.0, 2.0], elapsed=1.0)
+    assert not prefix_warm_fits(prefix_seconds=None, wake_to_intent=[4.0, 2.0], elapsed=1.1)
     # Against the quickest of the latest turns, from the time already gone since the wake.
     assert prefix_warm_fits(prefix_seconds=1.0, wake_to_intent=[3.0, 1.5], elapsed=0.5)
     assert not prefix_warm_fits(prefix_seconds=1.0, wake_to_intent=[3.0, 1.5], elapsed=0.6)
     assert not prefix_warm_fits(prefix_seconds=2.0, wake_to_intent=[3.0, 1.5], elapsed=0.0)
+
+
+def served(started: float, seconds: float, **figures: Any) -> ServedRequest:
+    """A request the server recorded: arrived ``started`` s after T0, ``seconds`` long."""
+    values: dict[str, Any] = {"status": 200, "prefill_seconds": 0.5, "generation_seconds": 0.1}
+    values |= figures
+    return ServedRequest(
+        id=int(started * 1000),
+        model="qwen3:8b",
+        ended_at=T0 + timedelta(seconds=started + seconds),
+        **{"seconds": seconds, **values},
+    )
+
+
+def test_the_servers_record_of_the_agents_request_is_joined_by_time() -> None:
+    raw = [
+        ("run-start", stamp(0), {"pipeline": "p1"}),
+        ("stt-start", stamp(0.0), {}),
+        ("stt-vad-end", stamp(2.0), {}),
+        ("stt-end", stamp(2.4), {}),
+        ("intent-start", stamp(2.4), {"engine": "conversation.garage"}),
+        ("intent-progress", stamp(10.2), delta("Four")),
+        ("intent-end", stamp(10.3), {}),
+        ("run-end", stamp(10.31), None),
+    ]
+    turn = turn_of(raw)  # type: ignore[arg-type]
+    agents = served(2.45, 7.9, prefill_seconds=0.6, generation_seconds=0.1)
+    others = [
+        served(-30.0, 1.0),  # long before
+        served(2.5, 7.0, status=502),  # failed
+        served(13.0, 1.0),  # after the agent's first words (and the 2 s of clock tolerance)
+        served(0.0, 2.0),  # ended before the agent started
+    ]
+    assert join_request(turn, [*others, agents, served(1.0, 9.3)]) == agents
+    assert join_request(turn, others) is None
+    # Waited 7.2 s before its prefill: the load (cold at the agent's start), or the queue.
+    cold = explain_it(turn, ServerSide("qwen3:8b", False, False, 7.2, "server", agents))
+    assert (cold.stages[VoiceStage.LOAD], cold.stages[VoiceStage.PREFILL]) == (7.2, 0.6)
+    assert cold.dominant is VoiceStage.LOAD
+    busy = explain_it(turn, ServerSide("qwen3:8b", True, False, request=agents))
+    assert busy.stages[VoiceStage.QUEUE] == 7.2
+    assert VoiceStage.LOAD not in busy.stages
+    assert busy.dominant is VoiceStage.QUEUE
+    # A record longer than what Home Assistant saw is held within it.
+    long = served(2.4, 20.0, prefill_seconds=15.0, generation_seconds=0.0)
+    within = explain_it(turn, ServerSide("qwen3:8b", True, False, request=long))
+    assert within.stages[VoiceStage.QUEUE] + within.stages[VoiceStage.PREFILL] == 7.8
+    # A record without rates does not tell the wait apart: the residency's reading stands.
+    blind = served(2.45, 7.9, prefill_seconds=None)
+    assert blind.waited_seconds is None
+    unknown = explain_it(turn, ServerSide("qwen3:8b", False, False, request=blind))
+    assert unknown.stages[VoiceStage.LOAD] == 7.8
+    no_intent = turn_of([("run-start", stamp(0), {}), ("run-end", stamp(1), None)])  # type: ignore[arg-type]
+    assert join_request(no_intent, [agents]) is None

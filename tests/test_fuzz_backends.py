@@ -200,3 +200,25 @@ def test_an_event_names_a_model_as_a_reply_must(name: object) -> None:
     ]
     envelope = {"type": "modelStatus", "data": json.dumps([{"id": "tiny", "state": "ready"}])}
     assert llama_swap_events(envelope) == [("tiny", "ready")]
+
+
+@FUZZ
+@given(reply=malformed.replies(malformed.activity_reply))
+async def test_llama_swap_activity(
+    swap_client: LlamaSwapClient, swap: LlamaSwapEmulator, reply: tuple[int, bytes]
+) -> None:
+    """Any activity page gives requests with sane figures, or our error."""
+    swap.fail_next("/api/metrics/activity", reply[0], reply[1].decode("utf-8", "replace"))
+    try:
+        served = await swap_client.served_requests("tiny")
+    except LlmServerError:
+        return
+    for request in served:
+        assert request.model == "tiny"
+        assert 0 <= request.seconds <= 86_400
+        assert request.ended_at.tzinfo is not None
+        for figure in (request.prefill_seconds, request.generation_seconds):
+            assert figure is None or (math.isfinite(figure) and figure >= 0)
+        assert request.waited_seconds is None or 0 <= request.waited_seconds <= request.seconds
+        for count in (request.prompt_tokens, request.cached_tokens):
+            assert count is None or count >= 0

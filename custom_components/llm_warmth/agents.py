@@ -67,6 +67,18 @@ class Agent:
 
 
 @dataclass(frozen=True, slots=True)
+class OpenAICompatibleAgent:
+    """An agent of another integration pointed at the server: its model, and where it is."""
+
+    name: str
+    model: str
+    integration: str
+    entry_id: str
+    # The conversation subentry it is (None: the entry itself is the agent).
+    subentry_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AgentOfModel:
     """A conversation agent that uses a model, and the integration it belongs to."""
 
@@ -83,10 +95,10 @@ class AgentDirectory:
         self._unique_id = unique_id
         self._port = DEFAULT_PORTS[kind]
         # Home Assistant's Ollama agents at this address (read only for an Ollama server),
-        # and (agent, model, integration) of OpenAI-compatible agents pointed at it.
+        # and the OpenAI-compatible agents pointed at it.
         self._ollama = kind is ServerKind.OLLAMA
         self.ollama: tuple[Agent, ...] = ()
-        self.openai_compatible: tuple[tuple[str, str, str], ...] = ()
+        self.openai_compatible: tuple[OpenAICompatibleAgent, ...] = ()
         self._listeners: list[CALLBACK_TYPE] = []
 
     @callback
@@ -256,13 +268,13 @@ def _first(values: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
 
 def _openai_compatible_agents(
     hass: HomeAssistant, unique_id: str | None, port: int
-) -> tuple[tuple[str, str, str], ...]:
-    """Return (agent, model, integration) of OpenAI-compatible agents at the server.
+) -> tuple[OpenAICompatibleAgent, ...]:
+    """Return the OpenAI-compatible agents at the server.
 
     An entry of any other integration whose data or options give a base URL of this server
     and a model (``chat_model`` or ``model``), or whose conversation subentries give one.
     """
-    found: list[tuple[str, str, str]] = []
+    found: list[OpenAICompatibleAgent] = []
     for other in hass.config_entries.async_entries(include_ignore=False, include_disabled=False):
         if other.domain in (DOMAIN, OLLAMA_DOMAIN):
             continue
@@ -270,12 +282,16 @@ def _openai_compatible_agents(
         if not _same_server(_first(settings, _URL_KEYS), unique_id, port):
             continue
         if model := _first(settings, _MODEL_KEYS):
-            found.append((other.title, model, other.domain))
+            found.append(OpenAICompatibleAgent(other.title, model, other.domain, other.entry_id))
         for subentry in sorted(other.subentries.values(), key=lambda s: s.subentry_id):
             if subentry.subentry_type == _AGENT_SUBENTRY and (
                 model := _first(subentry.data, _MODEL_KEYS)
             ):
-                found.append((subentry.title, model, other.domain))
+                found.append(
+                    OpenAICompatibleAgent(
+                        subentry.title, model, other.domain, other.entry_id, subentry.subentry_id
+                    )
+                )
     return tuple(found)
 
 
@@ -290,8 +306,8 @@ def agents_of_model(entry: LlmWarmthConfigEntry, model: str) -> list[AgentOfMode
         if resolve(agent.model) == model
     ]
     agents += [
-        AgentOfModel(name, integration)
-        for name, used, integration in runtime.agents.openai_compatible
-        if resolve(used) == model
+        AgentOfModel(agent.name, agent.integration)
+        for agent in runtime.agents.openai_compatible
+        if resolve(agent.model) == model
     ]
     return agents

@@ -42,8 +42,8 @@ async def async_get_config_entry_diagnostics(
         # Home Assistant's Ollama agents at this address: their models and how they ask.
         "agents": [asdict(agent) for agent in entry.runtime_data.agents.ollama],
         "openai_compatible_agents": [
-            {"name": name, "model": model, "integration": integration}
-            for name, model, integration in entry.runtime_data.agents.openai_compatible
+            {"name": agent.name, "model": agent.model, "integration": agent.integration}
+            for agent in entry.runtime_data.agents.openai_compatible
         ],
         # What each feature keeps, as it is stored.
         "pins": runtime.pins.as_stored(),

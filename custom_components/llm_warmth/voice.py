@@ -20,7 +20,7 @@ conversation's first turn, not even the reply: it is not read.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 import time
 from typing import Any, Final, override
@@ -35,14 +35,16 @@ from .agents import Agent, AgentDirectory, agent_system_prompt
 from .const import DOMAIN, EVENT_VOICE_TURN, LOGGER
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
-from .core.backends.base import GENERATION_TIMEOUT
+from .core.backends.base import GENERATION_TIMEOUT, ReportsRequests
 from .core.backends.errors import LlmServerError
+from .core.backends.types import ServedRequest
 from .core.voice import (
     WAKE_TO_INTENT_KEPT,
     Explained,
     ServerSide,
     VoiceTurn,
     explain,
+    join_request,
     prefix_warm_fits,
     run_events,
     wake_outcome,
@@ -59,6 +61,8 @@ _PIPELINE_DOMAIN: Final = "assist_pipeline"
 _SATELLITE_PREFIX: Final = "assist_satellite."
 # Seconds from a satellite's return to idle to reading its run (its run-end recorded).
 READ_DELAY: Final = 0.5
+# How long the server's record of requests may take to answer after a turn.
+REQUEST_RECORD_TIMEOUT: Final = 10.0
 # The satellite states (``AssistSatelliteState``) this feature reads.
 _LISTENING, _PROCESSING, _IDLE = "listening", "processing", "idle"
 
@@ -70,11 +74,17 @@ def voice_subject(pipeline_id: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class VoicePipeline:
-    """An Assist pipeline whose conversation agent uses a model of this server."""
+    """An Assist pipeline whose conversation agent uses a model of this server.
+
+    ``agent``: Home Assistant's Ollama agent, whose requests LLM Warmth knows how to ask
+    like (its context, keep, think, system prompt); None for an OpenAI-compatible agent
+    of another integration, whose model is known but not how it asks.
+    """
 
     id: str
     name: str
-    agent: Agent
+    model: str
+    agent: Agent | None
 
 
 @dataclass(slots=True)
@@ -185,6 +195,7 @@ class VoiceRecord:
             "loading_at_intent_start": server.loading if server else None,
             "load_seconds": server.load_seconds if server else None,
             "load_source": server.load_source if server else None,
+            "server_request": _request_details(server.request) if server else None,
             "warmed_on_wake": self.warmed,
             "warm_hidden_seconds": self.hidden_seconds,
             "warm_prefix": self.prefix,
@@ -206,6 +217,8 @@ class _Run:
     prefix_ended: float | None = None
     prefix_skipped: bool = False
     intent_started: float | None = None
+    # The load time warming at the wake hid from the turn (None: no load at the wake).
+    hidden: float | None = None
     server: ServerSide | None = None
     figures_before: tuple[float | None, float | None] = (None, None)
     timers: list[CALLBACK_TYPE] = field(default_factory=list)
@@ -286,12 +299,19 @@ class VoiceWatch(Feature):
 
         registry = er.async_get(self.hass)
         by_subentry = {a.subentry_id: a for a in self._agents.ollama if a.subentry_id}
+        others = {(a.entry_id, a.subentry_id): a for a in self._agents.openai_compatible}
         found: dict[str, VoicePipeline] = {}
         for pipeline in async_get_pipelines(self.hass):
-            agent_entity = registry.async_get(pipeline.conversation_engine or "")
-            agent = by_subentry.get(agent_entity.config_subentry_id or "") if agent_entity else None
-            if agent is not None:
-                found[pipeline.id] = VoicePipeline(pipeline.id, pipeline.name, agent)
+            entity = registry.async_get(pipeline.conversation_engine or "")
+            if entity is None:
+                continue  # Home Assistant's own agent, or one without an entity
+            if agent := by_subentry.get(entity.config_subentry_id or ""):
+                found[pipeline.id] = VoicePipeline(pipeline.id, pipeline.name, agent.model, agent)
+            elif other := (
+                others.get((entity.config_entry_id or "", entity.config_subentry_id))
+                or others.get((entity.config_entry_id or "", None))
+            ):
+                found[pipeline.id] = VoicePipeline(pipeline.id, pipeline.name, other.model, None)
         if found != self.pipelines:
             self.pipelines = found
             self.async_changed()
@@ -347,7 +367,7 @@ class VoiceWatch(Feature):
             self._runs.pop(satellite, None)
             return
         coordinator = self._coordinator
-        model = coordinator.resolve_model(pipeline.agent.model)
+        model = coordinator.resolve_model(pipeline.model)
         run = self._runs[satellite] = _Run(pipeline, model, satellite)
         if not self.enabled(pipeline.id):
             return
@@ -377,10 +397,10 @@ class VoiceWatch(Feature):
         agent = run.pipeline.agent
         if cold:
             try:
-                await self._controller.preload(
+                done = await self._controller.preload(
                     run.model,
-                    keep_seconds=agent.keep_alive,
-                    num_ctx=agent.num_ctx,
+                    keep_seconds=agent.keep_alive if agent else None,
+                    num_ctx=agent.num_ctx if agent else None,
                     timeout=GENERATION_TIMEOUT,
                 )
             except (LlmServerError, HomeAssistantError) as err:
@@ -388,9 +408,13 @@ class VoiceWatch(Feature):
                 run.load_started = None
                 return
             run.load_ended = time.monotonic()
-        await self._warm_prefix(run)
+            if done.seconds is not None:
+                # The load's own time (its request's), not the reading of residency around it.
+                run.load_started = max(run.load_started or 0.0, run.load_ended - done.seconds)
+        if agent is not None:
+            await self._warm_prefix(run, agent)
 
-    async def _warm_prefix(self, run: _Run) -> None:
+    async def _warm_prefix(self, run: _Run, agent: Agent) -> None:
         """Send the agent's system prompt with one short turn, where it ends in time.
 
         The server's prompt cache then holds the prefix of the agent's next request (the
@@ -398,7 +422,8 @@ class VoiceWatch(Feature):
         reads only the rest of its prompt. It asks for one token, with the agent's
         ``num_ctx`` and ``think`` and no ``keep_alive`` (the model keeps the agent's). On a
         server with one slot, a turn that comes while it runs waits for the rest of it:
-        it is sent only when it is expected to end first (``prefix_warm_fits``).
+        it is sent only when it is expected to end first (``prefix_warm_fits``). Only for
+        Home Assistant's Ollama agent: another agent's prompt is not known.
         """
         counts = self.counts.setdefault(run.pipeline.id, WakeCounts())
         if run.intent_started is not None:
@@ -412,7 +437,6 @@ class VoiceWatch(Feature):
             run.prefix_skipped = True
             self.async_changed()
             return
-        agent = run.pipeline.agent
         satellite = er.async_get(self.hass).async_get(run.satellite)
         system = await agent_system_prompt(
             self.hass, agent, satellite.device_id if satellite else None
@@ -478,8 +502,6 @@ class VoiceWatch(Feature):
         if turn is None or turn.pipeline not in (None, run.pipeline.id):
             return
         server = self._server_side(run)
-        warmed = run.load_started is not None
-        hidden: float | None = None
         if run.load_started is not None and run.intent_started is not None:
             outcome = wake_outcome(
                 load_started=run.load_started,
@@ -490,9 +512,43 @@ class VoiceWatch(Feature):
             counts.helped += outcome.helped
             counts.too_late += outcome.too_late
             counts.hidden_seconds += outcome.hidden_seconds
-            hidden = outcome.hidden_seconds
+            run.hidden = outcome.hidden_seconds
+        client = self._coordinator.client
+        if server is not None and isinstance(client, ReportsRequests):
+            # The server keeps its own record of the agent's request: read it first.
+            self.entry.async_create_task(
+                self.hass,
+                self._tell_with_request(run, turn, server, client),
+                f"llm_warmth voice turn of {run.model}",
+            )
+            return
+        self._tell(run, turn, server)
+
+    async def _tell_with_request(
+        self, run: _Run, turn: VoiceTurn, server: ServerSide, client: ReportsRequests
+    ) -> None:
+        """Join the server's record of the agent's request to the turn, then tell it."""
+        try:
+            served = await client.served_requests(run.model, timeout=REQUEST_RECORD_TIMEOUT)
+        except LlmServerError as err:
+            LOGGER.debug("%s: the server's record of requests: %s", self.entry.title, err)
+            served = ()
+        if (request := join_request(turn, served)) is not None:
+            server = replace(server, request=request)
+            waited = request.waited_seconds
+            if server.resident is False and run.load_started is None and waited is not None:
+                # Cold at the agent's start: its request waited for the load, as the
+                # server timed it (its wait before the prefill).
+                server = replace(server, load_seconds=waited, load_source="server")
+        self._tell(run, turn, server)
+
+    @callback
+    def _tell(self, run: _Run, turn: VoiceTurn, server: ServerSide | None) -> None:
+        """Keep the turn as the pipeline's last, fire its event, update the entities."""
+        warmed = run.load_started is not None
+        explained = explain(turn, server)
         record = VoiceRecord(
-            turn, run.model, server, explain(turn, server), warmed, hidden, _prefix_outcome(run)
+            turn, run.model, server, explained, warmed, run.hidden, _prefix_outcome(run)
         )
         self.last[run.pipeline.id] = record
         self._fire(run.pipeline, record)
@@ -601,6 +657,23 @@ class VoiceWatch(Feature):
                 **record.details(),
             },
         )
+
+
+def _request_details(request: ServedRequest | None) -> dict[str, Any] | None:
+    """Return the server's record of the agent's request, as the turn's details tell it."""
+    if request is None:
+        return None
+    return {
+        "source": "llama-swap activity",
+        "id": request.id,
+        "started_at": request.started_at.isoformat(),
+        "seconds": request.seconds,
+        "waited_seconds": request.waited_seconds,
+        "prefill_seconds": request.prefill_seconds,
+        "generation_seconds": request.generation_seconds,
+        "prompt_tokens": request.prompt_tokens,
+        "cached_tokens": request.cached_tokens,
+    }
 
 
 def _prefix_outcome(run: _Run) -> str | None:

@@ -14,9 +14,11 @@ error.
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
+
+from .backends.types import ServedRequest
 
 # The pipeline's event types this module reads (``PipelineEventType`` values).
 RUN_START = "run-start"
@@ -215,7 +217,8 @@ class ServerSide:
     ``loading``: loading then. ``load_seconds``: a load the turn waited for, and who
     measured it (``load_source``: ``server``, ``client``, ``events``, ``polling`` for a
     lower bound; ``residency`` when only that the model was cold is known: the wait for
-    the first words, load and prompt together).
+    the first words, load and prompt together). ``request``: the agent's request in the
+    server's own record, where it keeps one (its wait before the prefill, its prefill).
     """
 
     model: str
@@ -223,6 +226,8 @@ class ServerSide:
     loading: bool
     load_seconds: float | None = None
     load_source: str | None = None
+    # The agent's own request as the server recorded it (llama-swap), joined by time.
+    request: ServedRequest | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,12 +251,16 @@ def explain(turn: VoiceTurn, server: ServerSide | None) -> Explained:
     if (stt := turn.stt) is not None:
         stages[VoiceStage.STT] = stt
     first = turn.agent_first_text
-    load = server.load_seconds if server and server.load_seconds is not None else 0.0
-    if server and server.resident is False and server.load_seconds is None and first:
-        # Cold at the agent's start, and no figure of the load: its first words waited
-        # for the load and the prompt together, which the server did not tell apart.
-        load = first
-    if first is not None:
+    request = server.request if server else None
+    if first is not None and request is not None and _told_apart(request):
+        cold = server is not None and server.resident is False
+        stages.update(_request_stages(request, first, cold=cold))
+    elif first is not None:
+        load = server.load_seconds if server and server.load_seconds is not None else 0.0
+        if server and server.resident is False and server.load_seconds is None:
+            # Cold at the agent's start, and no figure of the load: its first words waited
+            # for the load and the prompt together, which the server did not tell apart.
+            load = first
         waited = min(load, first)
         if waited > 0:
             stages[VoiceStage.LOAD] = round(waited, 3)
@@ -262,6 +271,52 @@ def explain(turn: VoiceTurn, server: ServerSide | None) -> Explained:
         stages[VoiceStage.TTS] = tts
     dominant = max(stages, key=lambda stage: stages[stage]) if stages else None
     return Explained(stages, dominant)
+
+
+def _told_apart(request: ServedRequest) -> bool:
+    return request.waited_seconds is not None and request.prefill_seconds is not None
+
+
+def _request_stages(request: ServedRequest, first: float, *, cold: bool) -> dict[VoiceStage, float]:
+    """Split the agent's wait for its first words by the server's record of its request.
+
+    What the request waited before its prefill is the load when the model was cold at
+    the agent's start, else the queue; then the server's prefill. Both within the wait
+    Home Assistant saw (the rest of it is the agent's own work and the network).
+    """
+    stages: dict[VoiceStage, float] = {}
+    waited = min(request.waited_seconds or 0.0, first)
+    if waited > 0:
+        stages[VoiceStage.LOAD if cold else VoiceStage.QUEUE] = round(waited, 3)
+    stages[VoiceStage.PREFILL] = round(min(request.prefill_seconds or 0.0, first - waited), 3)
+    return stages
+
+
+# Seconds the server's clock and Home Assistant's may differ, for a request to be the turn's.
+JOIN_TOLERANCE = 2.0
+
+
+def join_request(turn: VoiceTurn, requests: Iterable[ServedRequest]) -> ServedRequest | None:
+    """Return the server's record of the turn's agent request, found by time.
+
+    The successful request that arrived nearest the agent's start (within
+    ``JOIN_TOLERANCE`` before it, and before its first words or its end) and ended after
+    that start. The server's clock is taken to agree with Home Assistant's (NTP).
+    """
+    start = turn.intent_start_at
+    if start is None:
+        return None
+    latest = turn.first_text_at or turn.intent_end_at or turn.ended_at
+    tolerance = timedelta(seconds=JOIN_TOLERANCE)
+    found = [
+        r
+        for r in requests
+        if r.status == 200
+        and start - tolerance <= r.started_at
+        and (latest is None or r.started_at <= latest + tolerance)
+        and r.ended_at >= start
+    ]
+    return min(found, key=lambda r: abs(r.started_at - start), default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,9 +364,12 @@ def prefix_warm_fits(
     the warm-up, 2.4 s after one that had ended; README "Warm on wake"). So the prefix is
     sent only when its last warm-up (``prefix_seconds``) ends, from ``elapsed`` seconds
     after the wake, before the quickest of the pipeline's latest agent starts
-    (``wake_to_intent``: seconds from the wake). Unmeasured (no warm-up yet, or no turn
-    yet): it is sent, and measures itself.
+    (``wake_to_intent``: seconds from the wake). Never measured, it is sent while at least
+    half of that time is left (then it measures itself), or when no turn is known yet.
     """
-    if prefix_seconds is None or not wake_to_intent:
+    if not wake_to_intent:
         return True
-    return elapsed + prefix_seconds <= min(wake_to_intent)
+    quickest = min(wake_to_intent)
+    if prefix_seconds is None:
+        return elapsed <= quickest / 2
+    return elapsed + prefix_seconds <= quickest

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .types import InstalledModel, ResidentModel, TimedReply
+from .types import InstalledModel, ResidentModel, ServedRequest, TimedReply
 
 # A generation that loads a model must not be cut short: a client timeout aborts the load
 # (Ollama answers 499 and drops the half-loaded model). Ollama's own load timeout is 5 min.
@@ -151,4 +151,15 @@ class PushesResidency(Protocol):
 
     def residency_events(self) -> AsyncGenerator[tuple[ResidentModel, ...]]:
         """Yield the resident models now and after each change; raise when the stream ends."""
+        ...
+
+
+@runtime_checkable
+class ReportsRequests(Protocol):
+    """A server that records each request it served, any client's (llama-swap)."""
+
+    async def served_requests(
+        self, model: str, *, limit: int = 10, timeout: float | None = None
+    ) -> tuple[ServedRequest, ...]:
+        """Return the latest requests served for ``model``, newest first."""
         ...

@@ -58,8 +58,13 @@ class HttpTransport:
         self.error_for_status = error_for_status
 
     def url(self, path: str) -> URL:
-        """Return the URL of ``path`` below the base URL (which may have a path itself)."""
-        return self.base_url.with_path(self.base_url.path.rstrip("/") + path)
+        """Return the URL of ``path`` below the base URL (which may have a path itself).
+
+        A query after ``?`` (its values already quoted) is the URL's query.
+        """
+        path, _, query = path.partition("?")
+        url = self.base_url.with_path(self.base_url.path.rstrip("/") + path)
+        return url.with_query(query) if query else url
 
     async def request_body(
         self,

@@ -34,8 +34,17 @@ from .errors import (
 from .events import StateWatch, sse_payloads
 from .http import HttpClient, status_error, unexpected
 from .openai_stream import WatchedStream, timed_load_ns, timed_openai_generation
-from .replies import MAX_TEXT, decode_json, optional_str, required_str, valid_name
-from .types import InstalledModel, ResidencyState, ResidentModel, TimedReply
+from .replies import (
+    MAX_TEXT,
+    bounded_int,
+    decode_json,
+    optional_bounded_int,
+    optional_str,
+    parse_timestamp,
+    required_str,
+    valid_name,
+)
+from .types import InstalledModel, ResidencyState, ResidentModel, ServedRequest, TimedReply
 
 LLAMA_SWAP_CAPABILITIES: Final = Capabilities(
     reports_load_duration=False,  # the client times the "ready" state change itself
@@ -173,6 +182,23 @@ class LlamaSwapClient(HttpClient):
                 raise unexpected("/api/events", err) from err
             yield resident
 
+    async def served_requests(
+        self, model: str, *, limit: int = 10, timeout: float | None = None
+    ) -> tuple[ServedRequest, ...]:
+        """Return the latest requests llama-swap served for ``model``, newest first.
+
+        ``GET /api/metrics/activity?model=<model>&limit=<limit>`` (its activity log, kept in
+        memory). An entry that does not read is left out; a reply that is not a page of
+        entries raises ``LlmServerResponseError``.
+        """
+        path = f"/api/metrics/activity?model={quote(model, safe='')}&limit={limit}"
+        payload = await self._http.request("GET", path, timeout=timeout)
+        data = payload.get("data")
+        if not isinstance(data, list):
+            raise LlmServerResponseError("/api/metrics/activity: 'data' is not a list")
+        served = (_served(item) for item in data[:limit])
+        return tuple(r for r in served if r is not None and r.model == model)
+
     async def timed_generation(
         self,
         api: Literal["chat", "generate"],
@@ -225,6 +251,54 @@ class LlamaSwapClient(HttpClient):
             )
             load_ns = load + queue_ns
         return replace(reply, load_duration_ns=load_ns, queue_ns=queue_ns)
+
+
+# Sanity bounds of an activity entry: a request of a day or more, or a billion tokens, is
+# a broken entry, not a request.
+_MAX_REQUEST_MS: Final = 86_400_000
+_MAX_TOKENS: Final = 1_000_000_000
+
+
+def _served(item: object) -> ServedRequest | None:
+    """Read one llama-swap activity entry (``ActivityLogEntry``); None when it does not read.
+
+    ``tokens``: ``input_tokens`` (llama-server's ``prompt_n``: the prompt tokens evaluated),
+    ``cache_tokens`` (``cache_n``), ``output_tokens``, ``prompt_per_second`` and
+    ``tokens_per_second`` (-1 or 0 where the upstream told none).
+    """
+    if not isinstance(item, dict):
+        return None
+    raw_tokens = item.get("tokens")
+    tokens: dict[str, Any] = raw_tokens if isinstance(raw_tokens, dict) else {}
+    try:
+        ended = parse_timestamp(item.get("timestamp"))
+        if ended is None:
+            return None
+        prompt = optional_bounded_int(tokens, "input_tokens", _MAX_TOKENS, -1)
+        cached = optional_bounded_int(tokens, "cache_tokens", _MAX_TOKENS, -1)
+        output = optional_bounded_int(tokens, "output_tokens", _MAX_TOKENS, -1)
+        return ServedRequest(
+            id=bounded_int(item.get("id"), "id", 2**62),
+            model=required_str(item, "model"),
+            ended_at=ended,
+            seconds=bounded_int(item.get("duration_ms"), "duration_ms", _MAX_REQUEST_MS) / 1000,
+            status=bounded_int(item.get("resp_status_code"), "resp_status_code", 999),
+            prompt_tokens=prompt if prompt is not None and prompt >= 0 else None,
+            cached_tokens=cached if cached is not None and cached >= 0 else None,
+            prefill_seconds=_tokens_seconds(prompt, tokens.get("prompt_per_second")),
+            generation_seconds=_tokens_seconds(output, tokens.get("tokens_per_second")),
+        )
+    except ValueError:
+        return None
+
+
+def _tokens_seconds(count: int | None, per_second: object) -> float | None:
+    """Return ``count`` tokens' seconds at ``per_second``; None where either is not told."""
+    if count is None or count < 0 or isinstance(per_second, bool):
+        return None
+    if not isinstance(per_second, int | float) or not 0 < per_second < 1e9:
+        return 0.0 if count == 0 else None
+    return round(count / per_second, 3)
 
 
 def _model_type(item: Mapping[str, Any]) -> object:

@@ -127,3 +127,40 @@ class TimedReply:
     eval_duration_ns: int | None = None
     total_duration_ns: int | None = None
     done_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServedRequest:
+    """One request the server served, any client's, as the server recorded it.
+
+    llama-swap's activity log: ``ended_at`` when it was recorded (the request's end),
+    ``seconds`` from its arrival at llama-swap to then (its wall time, or the upstream's
+    prompt and generation time when that is longer), the prompt tokens the upstream
+    evaluated and those it took from its cache, and the seconds of its prefill and of
+    its generation (tokens over rates, where the upstream reported them).
+    """
+
+    id: int
+    model: str
+    ended_at: datetime
+    seconds: float
+    status: int
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    prefill_seconds: float | None = None
+    generation_seconds: float | None = None
+
+    @property
+    def started_at(self) -> datetime:
+        """Return when the request arrived (its end less its seconds)."""
+        return self.ended_at - timedelta(seconds=self.seconds)
+
+    @property
+    def waited_seconds(self) -> float | None:
+        """Return the seconds before its prefill began: queue, a swap and a load, HTTP.
+
+        None unless the upstream told its prefill and generation times.
+        """
+        if self.prefill_seconds is None or self.generation_seconds is None:
+            return None
+        return round(max(self.seconds - self.prefill_seconds - self.generation_seconds, 0.0), 3)
