@@ -438,6 +438,7 @@ class Assist:
         audio_timeout: float = 10,
         wake_cooldown: bool = False,
         real_time: bool = False,
+        new_conversation: bool = False,
     ) -> TurnResult:
         """Run one turn from the satellite and return what it saw.
 
@@ -450,8 +451,12 @@ class Assist:
         ``wake_cooldown``: keep Home Assistant's memory of the last wake-ups (a wake word
         heard again within 2 s is a duplicate: the run ends with an error); by default the
         turn forgets it, as turns seconds apart are. ``real_time``: the audio comes as fast
-        as it is spoken (100 ms a chunk), not ten times faster.
+        as it is spoken (100 ms a chunk), not ten times faster. ``new_conversation``: start
+        a new conversation (by default a turn continues the satellite's last one, as Home
+        Assistant does for a while, with its history in the agent's prompt).
         """
+        if new_conversation:
+            self.satellite._conversation_id = None
         if not wake_cooldown:
             self.hass.data[DATA_LAST_WAKE_UP].clear()
         result = TurnResult(started_at=now())

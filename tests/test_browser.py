@@ -24,17 +24,29 @@ from homeassistant.helpers import device_registry as dr
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry, MockUser
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    MockUser,
+    async_capture_events,
+)
 from pytest_homeassistant_custom_component.components.recorder.common import (
     async_wait_recording_done,
 )
+from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
-from custom_components.llm_warmth.const import CONF_ASSISTANT_MODEL, CONF_RESERVE_GIB, DOMAIN
+from custom_components.llm_warmth.const import (
+    CONF_ASSISTANT_MODEL,
+    CONF_RESERVE_GIB,
+    DOMAIN,
+    EVENT_VOICE_TURN,
+)
 from custom_components.llm_warmth.devices import server_device_identifier
 from demo.home_assistant import http_storage
 
+from .assist import hass_config_dir_fixture, setup_assist  # noqa: F401 (a fixture)
 from .chromium import Page, chromium_page, look, require_browser, sign_in_script
-from .conftest import ENTRY_ID, LLAMA, QWEN, free_port, model_device
+from .conftest import ENTRY_ID, LLAMA, QWEN, free_port, model_device, ollama_request
+from .e2e import wait_until
 from .ollama_emulator import OllamaEmulator
 from .test_gpu import NVML_OPTIONS, nvml, setup_with  # noqa: F401 (nvml: a fixture)
 
@@ -193,6 +205,56 @@ async def test_dashboard_and_device_pages_in_a_browser(
     )
     assert "3 devices" in text, text
     assert "service" not in text.lower()
+
+
+async def test_the_voice_silence_graphed_in_the_dashboard(
+    hass: HomeAssistant,
+    browser: Browser,
+    hass_client: ClientSessionGenerator,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+) -> None:
+    """Voice turns through a real Assist pipeline, graphed as the household sees them.
+
+    A cold turn (the model loads for 1 s after the transcript), then a warm one: the
+    shipped dashboard's voice graph shows the silence, speech-to-text and the agent's
+    first words of the pipeline.
+    """
+    emulator.clock.set(dt_util.utcnow())
+    assist = await setup_assist(hass, hass_client, emulator.url, LLAMA, emulator=emulator)
+    turns = async_capture_events(hass, EVENT_VOICE_TURN)
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    emulator.models[LLAMA].load_delay = 1.0
+    for count, stt_seconds in enumerate((0.8, 0.3), start=1):
+        await assist.turn(stt_seconds=stt_seconds)
+        await wait_until(lambda n=count: len(turns) >= n, 10, "the voice turn")
+        await asyncio.sleep(1.0)  # the graph's next point a second later
+    assert turns[0].data["dominant_stage"] == "load"
+    await async_wait_recording_done(hass)
+    dashboard = await hass.services.async_call(
+        DOMAIN, "dashboard", {}, blocking=True, return_response=True
+    )
+    assert dashboard is not None
+    await _websocket(
+        browser.url,
+        browser.access_token,
+        {
+            "type": "lovelace/dashboards/create",
+            "url_path": "llm-voice",
+            "title": "LLM Warmth",
+            "mode": "storage",
+            "show_in_sidebar": True,
+            "require_admin": False,
+        },
+        {"type": "lovelace/config/save", "url_path": "llm-voice", "config": dashboard["config"]},
+    )
+    text = await _look(
+        browser,
+        "/llm-voice/llm-warmth",
+        ["Voice: the silence before the reply", "Harness silence", "Harness speech-to-text"],
+        "voice",
+    )
+    assert "Harness agent's first words" in text
 
 
 # The card's parts, read from its shadow root wherever the dashboard put it.

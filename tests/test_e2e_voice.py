@@ -17,8 +17,9 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 from custom_components.llm_warmth.const import EVENT_VOICE_TURN
 
 from .assist import hass_config_dir_fixture, setup_assist  # noqa: F401 (a fixture)
-from .e2e import add_server, evict, wait_until
+from .e2e import add_server, evict, server_url, wait_until
 from .recording_proxy import RecordingProxy
+from .voice_runs import NUM_CTX, PROMPT, ColdTurns, make_big_voice
 
 pytestmark = pytest.mark.e2e
 
@@ -72,6 +73,48 @@ async def test_a_cold_turn_then_warm_on_wake_on_the_real_ollama(
         assert counts.hidden_seconds > 0
         assert warm["pipeline"] == assist.pipeline_id
         assert voice.last[assist.pipeline_id].model == model
+        await hass.config_entries.async_unload(entry.entry_id)
+    finally:
+        await proxy.stop()
+
+
+async def test_warm_on_wake_shortens_the_silence_of_a_cold_big_model(
+    hass: HomeAssistant, hass_client: ClientSessionGenerator, socket_enabled: None
+) -> None:
+    """``big`` behind the throttled disk, 3 s of speech and 3 s of speech-to-text.
+
+    Without warm on wake the agent's own request loads the model after the transcript;
+    with it the load starts at the wake and the household waits only for what is left.
+    On the current Ollama: on 0.9.3 (Intel's CPU build) the prefill of the agent's prompt
+    on ``big`` took 42 to 63 s from one turn to the next (measured with this test), which
+    drowns a load of 8.6 s; the cold turn of ``tiny`` above runs on both.
+    """
+    ollama_url = server_url("LLM_WARMTH_OLLAMA_CURRENT_URL")
+    model = await make_big_voice(ollama_url)
+    proxy = RecordingProxy(ollama_url)
+    await proxy.start()
+    try:
+        entry = await add_server(hass, proxy.url)
+        assist = await setup_assist(
+            hass, hass_client, proxy.url, model, num_ctx=NUM_CTX, prompt=PROMPT
+        )
+        runs = ColdTurns(hass, entry, assist, proxy)
+        without = await runs.run(ollama_url, model, warm_on_wake=False)
+        warmed = await runs.run(ollama_url, model, warm_on_wake=True)
+        print(f"\nwithout: {without}\nwith: {warmed}")
+        # Without: the agent's request loaded the model (the server's own figure), and the
+        # turn says the load was its costliest stage.
+        assert without.resident_at_intent_start is False
+        assert without.agent_load_server_seconds is not None
+        assert without.agent_load_server_seconds > 1.0
+        assert without.agent_first_text >= without.agent_load_server_seconds
+        # With: our load began at the wake; the agent's request loaded nothing of its own
+        # when ours had ended, else waited only for its rest.
+        assert warmed.our_load_seconds is not None
+        assert warmed.our_load_seconds > 1.0
+        assert warmed.hidden is not None
+        assert 0 < warmed.hidden <= warmed.our_load_seconds
+        assert warmed.silence < without.silence
         await hass.config_entries.async_unload(entry.entry_id)
     finally:
         await proxy.stop()

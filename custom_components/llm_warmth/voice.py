@@ -254,6 +254,8 @@ class VoiceWatch(Feature):
         self._runs: dict[str, _Run] = {}
         self._timers: set[CALLBACK_TYPE] = set()
         self._unreadable = False
+        # Stopped (the entry unloads): a turn still being read is not told.
+        self._stopped = False
 
     @override
     def as_stored(self) -> dict[str, object]:
@@ -284,6 +286,7 @@ class VoiceWatch(Feature):
                 cancel()
             self._timers.clear()
             self._runs.clear()
+            self._stopped = True
             ir.async_delete_issue(self.hass, DOMAIN, self.issue_id)
 
         return stop
@@ -545,6 +548,8 @@ class VoiceWatch(Feature):
     @callback
     def _tell(self, run: _Run, turn: VoiceTurn, server: ServerSide | None) -> None:
         """Keep the turn as the pipeline's last, fire its event, update the entities."""
+        if self._stopped:
+            return
         warmed = run.load_started is not None
         explained = explain(turn, server)
         record = VoiceRecord(

@@ -360,8 +360,8 @@ def prefix_warm_fits(
 
     A server with one slot (Ollama's default) runs one request of a model at a time: a
     turn that arrives while the warm-up of its prompt prefix still runs waits for the rest
-    of it (measured on Ollama 0.34.4: 20.6 s to the first token instead of 18.6 s without
-    the warm-up, 2.4 s after one that had ended; README "Warm on wake"). So the prefix is
+    of it (measured on Ollama 0.34.4 by ``benchmarks/voice_warm.py``: 19.4 s to the first
+    token instead of 16.7 s without the warm-up, 2.4 s after one that had ended). So the prefix is
     sent only when its last warm-up (``prefix_seconds``) ends, from ``elapsed`` seconds
     after the wake, before the quickest of the pipeline's latest agent starts
     (``wake_to_intent``: seconds from the wake). Never measured, it is sent while at least
