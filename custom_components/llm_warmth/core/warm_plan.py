@@ -1,0 +1,352 @@
+"""Learned warming: when a model will be used next, and how long to keep it (pure).
+
+A household uses its models at times that repeat: the morning routine, the evening, a
+developer's working hours. ``UsagePlanner`` learns each model's rhythm from its uses and
+says, at any time it is asked, whether the model should be warm now, until when, and when
+its next use is expected. No Home Assistant import; the clock is passed in: every time is
+an aware ``datetime`` in the household's own time zone (a routine follows the local clock).
+
+What it learns, from the anchors it is measured against (``benchmarks/warm_policy.py``):
+
+- **Rhythm** (as IceBreaker, ASPLOS 2022, predicts with the periodic structure of
+  invocations): the day in 10-minute bins; for each bin, a recency-weighted share of past
+  days with a use in it, kept twice: per kind of day (weekday or weekend, updated every
+  day of that kind) and per day of the week (updated once a week). A bin is *expected*
+  when the blend of both reaches ``EXPECT``. Each day folds in with weight ``DAY_WEIGHT``
+  (per kind) or ``WEEK_WEIGHT`` (per weekday): after a change of habit the new time is
+  expected from its second or third day, and two weeks later the old one keeps about a
+  tenth of its share (0.75 ** 10 and 0.4 ** 2, blended), below ``EXPECT``.
+- **Sessions** (as the hybrid histogram policy of "Serverless in the Wild", USENIX ATC
+  2020, keeps a function alive until the 99th percentile of its idle times): after a
+  use, the model is kept through the gaps that separate uses within a session (the 95th
+  percentile of the gaps under ``SESSION_GAP``, plus 10 %), not longer.
+- **Pattern class** (as SPES, ICDE 2024, treats each function by its class of invocation
+  pattern): a model with too little history is ``NEW`` (kept through sessions only); one
+  with expected bins is ``RHYTHMIC`` (warmed ahead of each expected stretch); one without
+  is ``SPORADIC`` (kept through sessions only: warming it ahead would be a guess).
+
+The plan: warm from ``lead`` (the model's cold-load time plus a margin) before an expected
+stretch of bins until its end, unless a use already came in that stretch and its session
+keep has run out (the routine happened: holding the model longer is waste); and after any
+use, through its session keep. Then the model goes back to the server's own keep.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+import math
+from typing import Any, Final
+
+BIN: Final = timedelta(minutes=10)
+BINS_PER_DAY: Final = 144
+# The uses kept: about eight weeks.
+HISTORY: Final = timedelta(weeks=8)
+MAX_USES: Final = 20_000
+# Per kind of day (5 weekdays, 2 weekend days a week) and per weekday (once a week).
+DAY_WEIGHT: Final = 0.25
+WEEK_WEIGHT: Final = 0.6
+# A bin is expected when the blend of both shares reaches this.
+EXPECT: Final = 0.15
+# Days of history before the rhythm is trusted.
+MIN_DAYS: Final = 5
+# Gaps under this separate uses within one session; the keep after a use is bounded.
+SESSION_GAP: Final = timedelta(minutes=30)
+MIN_KEEP: Final = timedelta(minutes=2)
+DEFAULT_KEEP: Final = timedelta(minutes=5)
+MAX_KEEP: Final = SESSION_GAP
+MIN_GAPS: Final = 10
+# An expected stretch this long holds several sessions (an evening, working hours): it is
+# held through; a shorter one (a routine) is let go once a use came in it.
+LONG_STRETCH: Final = timedelta(hours=1)
+# A stretch goes on across a dip this long between expected bins.
+BRIDGE: Final = timedelta(minutes=30)
+MAX_GAPS: Final = 500
+
+
+class PatternClass(StrEnum):
+    """How a model is used, which decides how it is warmed."""
+
+    NEW = "new"  # too little history: kept through sessions only
+    RHYTHMIC = "rhythmic"  # uses that repeat at times of the day: warmed ahead of them
+    SPORADIC = "sporadic"  # uses at no time that repeats: kept through sessions only
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What the planner says at one moment about one model."""
+
+    pattern: PatternClass
+    # Warm now, and until when (None: not warm now).
+    warm: bool
+    warm_until: datetime | None
+    # The expected stretch we are in, or the next one: its start and end.
+    window_start: datetime | None
+    window_end: datetime | None
+    # When its next use is expected: now's stretch (if no use came in it yet), else the
+    # next stretch's start.
+    next_use: datetime | None
+    # How long a use is kept warm after it (its session's gaps).
+    keep: timedelta
+
+
+def _bin_of(when: datetime) -> int:
+    return (when.hour * 60 + when.minute) // 10
+
+
+def _day_start(when: datetime) -> datetime:
+    return when.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _weekend(when: datetime) -> bool:
+    return when.weekday() >= 5
+
+
+@dataclass
+class UsagePlanner:
+    """One model's uses and what they teach; serializable to the store.
+
+    ``observe`` records a use (a real request, never one of our own warm-ups);
+    ``plan`` answers at a time (it folds the days that ended since into the rhythm).
+    """
+
+    uses: list[datetime] = field(default_factory=list)
+    # Shares of days with a use in each bin: per kind of day, and per weekday.
+    by_kind: dict[str, list[float]] = field(
+        default_factory=lambda: {"weekday": [0.0] * BINS_PER_DAY, "weekend": [0.0] * BINS_PER_DAY}
+    )
+    by_weekday: list[list[float]] = field(
+        default_factory=lambda: [[0.0] * BINS_PER_DAY for _ in range(7)]
+    )
+    # The first day not folded in yet (its start), and how many days were folded.
+    folded_until: datetime | None = None
+    days: int = 0
+    # Gaps between uses within sessions (seconds), the latest last.
+    gaps: list[float] = field(default_factory=list)
+
+    # ------------------------------------------------------------------ learning
+
+    def observe(self, when: datetime) -> None:
+        """Record a use at ``when`` (uses may come a little out of order)."""
+        if self.folded_until is None:
+            self.folded_until = _day_start(when)
+        if when < self.folded_until:
+            return  # a day already folded: too late to count
+        index = bisect_right(self.uses, when)
+        before = self.uses[index - 1] if index else None
+        self.uses.insert(index, when)
+        if before is not None and timedelta(0) < when - before < SESSION_GAP:
+            self.gaps = [*self.gaps, (when - before).total_seconds()][-MAX_GAPS:]
+        if len(self.uses) > MAX_USES:
+            del self.uses[: len(self.uses) - MAX_USES]
+
+    def advance(self, now: datetime) -> None:
+        """Fold every day that ended before ``now`` into the rhythm; forget old uses."""
+        if self.folded_until is None:
+            self.folded_until = _day_start(now)
+            return
+        today = _day_start(now)
+        day = self.folded_until
+        while day < today:
+            following = _day_start(day + timedelta(hours=36))  # a DST day has 23 or 25 h
+            self._fold(day, following)
+            day = following
+        self.folded_until = day
+        cut = bisect_left(self.uses, now - HISTORY)
+        if cut:
+            del self.uses[:cut]
+
+    def _fold(self, day: datetime, following: datetime) -> None:
+        hits = [False] * BINS_PER_DAY
+        for use in self.uses[bisect_left(self.uses, day) : bisect_left(self.uses, following)]:
+            hits[_bin_of(use)] = True
+        kind = self.by_kind["weekend" if _weekend(day) else "weekday"]
+        weekday = self.by_weekday[day.weekday()]
+        for index, hit in enumerate(hits):
+            kind[index] += DAY_WEIGHT * (hit - kind[index])
+            weekday[index] += WEEK_WEIGHT * (hit - weekday[index])
+        self.days += 1
+
+    # ------------------------------------------------------------------ answers
+
+    def share(self, when: datetime) -> float:
+        """Return how likely a use is in ``when``'s bin, from the rhythm learnt so far."""
+        index = _bin_of(when)
+        kind = self.by_kind["weekend" if _weekend(when) else "weekday"][index]
+        return (kind + self.by_weekday[when.weekday()][index]) / 2
+
+    @property
+    def keep(self) -> timedelta:
+        """Return how long a use is kept: its session's gaps (95th percentile, plus 10 %)."""
+        if len(self.gaps) < MIN_GAPS:
+            return DEFAULT_KEEP
+        ordered = sorted(self.gaps)
+        p95 = ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+        return min(max(timedelta(seconds=p95 * 1.1), MIN_KEEP), MAX_KEEP)
+
+    def pattern(self) -> PatternClass:
+        """Return the model's pattern class."""
+        if self.days < MIN_DAYS:
+            return PatternClass.NEW
+        if any(s >= EXPECT for s in self.by_kind["weekday"] + self.by_kind["weekend"]):
+            return PatternClass.RHYTHMIC
+        if any(s >= EXPECT for row in self.by_weekday for s in row):
+            return PatternClass.RHYTHMIC
+        return PatternClass.SPORADIC
+
+    def _window(self, now: datetime, lead: timedelta) -> tuple[datetime, datetime] | None:
+        """Return the expected stretch now is in (from ``lead`` before it), or the next one.
+
+        Looked for over the next day; a stretch is a run of expected bins, going on across
+        a dip of up to ``BRIDGE``; one that has ended is passed over.
+        """
+        start_bin = _day_start(now) + BIN * _bin_of(now)
+        step = start_bin - BIN * math.ceil(lead / BIN)
+        horizon = start_bin + timedelta(days=1)
+        while step < horizon:
+            if self.share(step) < EXPECT:
+                step += BIN
+                continue
+            # Back to the stretch's first bin (it may have begun before now), then its end.
+            begin = step
+            while begin > start_bin - timedelta(hours=6) and self._expected_within(
+                begin - BRIDGE, begin
+            ):
+                begin = self._first_expected(begin - BRIDGE, begin)
+            end = step + BIN
+            while end < step + timedelta(hours=12) and self._expected_within(end, end + BRIDGE):
+                end = self._last_expected(end, end + BRIDGE) + BIN
+            if end > now:
+                return begin, end
+            step = end
+        return None
+
+    def _expected_within(self, begin: datetime, end: datetime) -> bool:
+        step = begin
+        while step < end:
+            if self.share(step) >= EXPECT:
+                return True
+            step += BIN
+        return False
+
+    def _first_expected(self, begin: datetime, end: datetime) -> datetime:
+        step = begin
+        while self.share(step) < EXPECT:
+            step += BIN
+        return step
+
+    def _last_expected(self, begin: datetime, end: datetime) -> datetime:
+        step = end - BIN
+        while self.share(step) < EXPECT:
+            step -= BIN
+        return step
+
+    def plan(self, now: datetime, lead: timedelta = timedelta(0)) -> Plan:
+        """Return whether the model should be warm at ``now``, until when, and what is next.
+
+        ``lead``: how long before an expected stretch to start warming (the model's
+        cold-load time plus a margin).
+        """
+        self.advance(now)
+        pattern, keep = self.pattern(), self.keep
+        index = bisect_right(self.uses, now)
+        last = self.uses[index - 1] if index else None
+        session_until = last + keep if last is not None else None
+        warm_until = session_until if session_until is not None and session_until > now else None
+        window = self._window(now, lead) if pattern is PatternClass.RHYTHMIC else None
+        next_use: datetime | None = None
+        window_start = window_end = None
+        if window is not None:
+            window_start, window_end = window
+            # A routine (a short stretch) happened once a use came in it; a long stretch
+            # holds several sessions: it is held through.
+            used = (
+                last is not None
+                and last >= window_start
+                and window_end - window_start < LONG_STRETCH
+            )
+            ahead = window_start - lead <= now < window_end
+            if ahead and not used:
+                warm_until = max(warm_until or window_end, window_end)
+            if not used or window_start > now:
+                next_use = max(window_start, now) if window_start <= now else window_start
+        return Plan(
+            pattern=pattern,
+            warm=warm_until is not None,
+            warm_until=warm_until,
+            window_start=window_start,
+            window_end=window_end,
+            next_use=next_use,
+            keep=keep,
+        )
+
+    # ------------------------------------------------------------------ the store
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the planner's state as stored (JSON types)."""
+        return {
+            "uses": [u.isoformat() for u in self.uses],
+            "by_kind": {k: [round(v, 4) for v in row] for k, row in self.by_kind.items()},
+            "by_weekday": [[round(v, 4) for v in row] for row in self.by_weekday],
+            "folded_until": self.folded_until.isoformat() if self.folded_until else None,
+            "days": self.days,
+            "gaps": [round(g, 1) for g in self.gaps],
+        }
+
+    @classmethod
+    def from_dict(cls, values: object) -> UsagePlanner:
+        """Read a stored state; raise ``ValueError`` when it does not read."""
+        if not isinstance(values, Mapping):
+            raise ValueError("not a planner's state")
+        uses = sorted(_times(values.get("uses")))[-MAX_USES:]
+        by_kind = values.get("by_kind")
+        if not isinstance(by_kind, Mapping):
+            raise ValueError("by_kind is not a mapping")
+        weekday_rows = values.get("by_weekday")
+        if not isinstance(weekday_rows, list) or len(weekday_rows) != 7:
+            raise ValueError("by_weekday is not seven rows")
+        folded = values.get("folded_until")
+        days = values.get("days")
+        if not isinstance(days, int) or isinstance(days, bool) or days < 0:
+            raise ValueError("days is not a count")
+        return cls(
+            uses=uses,
+            by_kind={kind: _shares(by_kind.get(kind)) for kind in ("weekday", "weekend")},
+            by_weekday=[_shares(row) for row in weekday_rows],
+            folded_until=next(iter(_times([folded])), None) if folded is not None else None,
+            days=days,
+            gaps=[g for g in _numbers(values.get("gaps")) if 0 < g < 86400][-MAX_GAPS:],
+        )
+
+
+def _times(values: object) -> list[datetime]:
+    if not isinstance(values, list):
+        raise ValueError("not a list of times")
+    found: list[datetime] = []
+    for value in values:
+        if not isinstance(value, str):
+            raise ValueError("a time is not text")
+        when = datetime.fromisoformat(value)
+        if when.tzinfo is None:
+            raise ValueError("a time without its zone")
+        found.append(when)
+    return found
+
+
+def _numbers(values: object) -> Iterable[float]:
+    if not isinstance(values, list):
+        raise ValueError("not a list of numbers")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            raise ValueError("not a number")
+        yield float(value)
+
+
+def _shares(values: object) -> list[float]:
+    shares = list(_numbers(values))
+    if len(shares) != BINS_PER_DAY or not all(0.0 <= s <= 1.0 for s in shares):
+        raise ValueError("not a day of shares")
+    return shares

@@ -1,0 +1,150 @@
+"""The learned-warming planner (pure, the clock passed in): rhythm, sessions, habits, store."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from hypothesis import given
+import pytest
+
+from custom_components.llm_warmth.core.warm_plan import (
+    DEFAULT_KEEP,
+    EXPECT,
+    MAX_KEEP,
+    PatternClass,
+    UsagePlanner,
+)
+
+from . import malformed
+
+ZONE = ZoneInfo("Europe/Amsterdam")
+MONDAY = datetime(2026, 9, 7, tzinfo=ZONE)
+LEAD = timedelta(seconds=90)
+
+
+def day(index: int) -> datetime:
+    """Return the start of the trace's ``index``-th day (local midnight)."""
+    when = MONDAY + timedelta(days=index)
+    return datetime(when.year, when.month, when.day, tzinfo=ZONE)
+
+
+def at(index: int, hour: int, minute: int, second: int = 0) -> datetime:
+    return day(index).replace(hour=hour, minute=minute, second=second)
+
+
+def mornings(planner: UsagePlanner, days: range, hour: int, minute: int) -> None:
+    """Weekday mornings: a use at the time, and two more a few minutes later."""
+    for index in days:
+        if day(index).weekday() < 5:
+            for offset in (0, 3, 5):
+                planner.observe(at(index, hour, minute) + timedelta(minutes=offset))
+        planner.advance(day(index + 1))
+
+
+def test_a_new_model_is_kept_through_its_sessions_only() -> None:
+    planner = UsagePlanner()
+    planner.observe(at(0, 7, 0))
+    plan = planner.plan(at(0, 7, 3), LEAD)
+    assert plan.pattern is PatternClass.NEW
+    assert plan.warm_until == at(0, 7, 0) + DEFAULT_KEEP
+    assert not planner.plan(at(0, 7, 6), LEAD).warm
+    assert planner.plan(at(0, 7, 6), LEAD).next_use is None
+
+
+def test_a_morning_routine_is_warmed_ahead_and_let_go_once_it_happened() -> None:
+    planner = UsagePlanner()
+    mornings(planner, range(14), 6, 45)
+    monday = 14
+    # Before the stretch (06:40-07:00) less the lead: cold, and the next use is told.
+    early = planner.plan(at(monday, 6, 30), LEAD)
+    assert early.pattern is PatternClass.RHYTHMIC
+    assert not early.warm
+    assert early.next_use == at(monday, 6, 40)
+    # From the lead before it, warm until its end.
+    ahead = planner.plan(at(monday, 6, 38, 30), LEAD)
+    assert ahead.warm
+    assert (ahead.window_start, ahead.warm_until) == (at(monday, 6, 40), at(monday, 7, 0))
+    # The routine happened: kept through the session's keep only, not to the stretch's end.
+    planner.observe(at(monday, 6, 42))
+    assert planner.plan(at(monday, 6, 45), LEAD).warm_until == at(monday, 6, 42) + planner.keep
+    assert not planner.plan(at(monday, 6, 50), LEAD).warm
+    # Not at that time on a weekend.
+    saturday = planner.plan(at(19, 6, 38, 30), LEAD)
+    assert not saturday.warm
+
+
+def test_a_changed_habit_is_learnt_within_two_weeks() -> None:
+    planner = UsagePlanner()
+    mornings(planner, range(21), 6, 45)  # three weeks at 06:45
+    mornings(planner, range(21, 35), 5, 50)  # a new job: two weeks at 05:50
+    monday = 35
+    assert planner.plan(at(monday, 5, 48, 40), LEAD).warm
+    assert not planner.plan(at(monday, 6, 38, 40), LEAD).warm
+    assert planner.share(at(monday, 6, 45)) < EXPECT < planner.share(at(monday, 5, 55))
+
+
+def test_the_keep_follows_the_sessions_gaps() -> None:
+    planner = UsagePlanner()
+    assert planner.keep == DEFAULT_KEEP
+    start = at(0, 18, 0)
+    for index in range(20):
+        planner.observe(start + timedelta(minutes=2 * index))
+    assert planner.keep == timedelta(minutes=2.2)
+    # Gaps of a session's length or more are between sessions, not within one.
+    for index in range(20):
+        planner.observe(at(1, 8, 0) + timedelta(hours=index))
+    assert planner.keep == timedelta(minutes=2.2)
+    long = UsagePlanner()
+    for index in range(20):
+        long.observe(start + timedelta(minutes=29 * index))
+    assert long.keep == MAX_KEEP
+
+
+def test_days_fold_across_a_change_of_summer_time() -> None:
+    """2026-10-25 has 25 hours in Amsterdam: the fold still takes each day once."""
+    planner = UsagePlanner()
+    planner.observe(datetime(2026, 10, 24, 7, 0, tzinfo=ZONE))
+    planner.observe(datetime(2026, 10, 25, 7, 0, tzinfo=ZONE))
+    planner.observe(datetime(2026, 10, 26, 7, 0, tzinfo=ZONE))
+    planner.advance(datetime(2026, 10, 27, 1, 0, tzinfo=ZONE))
+    assert planner.days == 3
+    assert planner.folded_until == datetime(2026, 10, 27, tzinfo=ZONE)
+    # A use on a day already folded comes too late to count.
+    planner.observe(datetime(2026, 10, 25, 9, 0, tzinfo=ZONE))
+    assert len(planner.uses) == 3
+
+
+def test_old_uses_are_forgotten_after_eight_weeks() -> None:
+    planner = UsagePlanner()
+    planner.observe(at(0, 7, 0))
+    planner.observe(at(50, 7, 0))
+    planner.advance(at(60, 0, 0))
+    assert planner.uses == [at(50, 7, 0)]
+
+
+def test_the_state_round_trips_and_damage_is_refused() -> None:
+    planner = UsagePlanner()
+    mornings(planner, range(10), 6, 45)
+    stored = planner.as_dict()
+    read = UsagePlanner.from_dict(stored)
+    assert read.plan(at(14, 6, 38, 40), LEAD) == planner.plan(at(14, 6, 38, 40), LEAD)
+    for damage in (
+        {**stored, "days": -1},
+        {**stored, "uses": ["2026-09-07T07:00:00"]},  # no zone
+        {**stored, "by_weekday": stored["by_weekday"][:6]},
+        {**stored, "by_kind": {"weekday": [2.0] * 144, "weekend": [0.0] * 144}},
+        {**stored, "gaps": [float("nan")]},
+        "junk",
+    ):
+        with pytest.raises(ValueError, match=r"\w"):
+            UsagePlanner.from_dict(damage)
+
+
+@given(values=malformed.json_values)
+def test_any_stored_state_is_read_or_refused_with_value_error(values: object) -> None:
+    try:
+        planner = UsagePlanner.from_dict(values)
+    except ValueError:
+        return
+    planner.plan(at(3, 7, 0), LEAD)
