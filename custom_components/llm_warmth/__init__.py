@@ -42,6 +42,7 @@ from .sentences import async_load_sentences
 from .services import async_offer_models, async_setup_services
 from .storage import EntryStore
 from .ttft_targets import TtftTargets
+from .usage import UsageWatch
 from .voice import VoiceWatch, voice_subject
 
 PLATFORMS = [Platform.BINARY_SENSOR, Platform.NUMBER, Platform.SENSOR, Platform.SWITCH]
@@ -118,6 +119,9 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         voice=VoiceWatch(
             entry, store, coordinator, controller=controller, household=household, agents=agents
         ),
+        usage=UsageWatch(
+            entry, store, coordinator, agents=agents, controller=controller, household=household
+        ),
     )
     entry.async_on_unload(data.agents.async_start())
 
@@ -146,6 +150,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         controller.async_start,
         data.profiler.async_start,
         data.voice.async_start,
+        data.usage.async_start,
     ):
         entry.async_on_unload(start())
     return True

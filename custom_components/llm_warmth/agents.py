@@ -121,6 +121,23 @@ class AgentDirectory:
 
         return async_dispatcher_connect(self._hass, SIGNAL_CONFIG_ENTRY_CHANGED, entry_changed)
 
+    def agent_of_entity(
+        self, entry_id: str | None, subentry_id: str | None
+    ) -> tuple[str, Agent | None] | None:
+        """Return the model of the agent whose entity belongs to (entry, subentry).
+
+        With Home Assistant's Ollama agent itself (its request shape is known); None as the
+        agent for an OpenAI-compatible agent. None when the entity is no agent at this server.
+        """
+        for agent in self.ollama:
+            if subentry_id is not None and agent.subentry_id == subentry_id:
+                return agent.model, agent
+        for wanted in (subentry_id, None):
+            for other in self.openai_compatible:
+                if other.entry_id == entry_id and other.subentry_id == wanted:
+                    return other.model, None
+        return None
+
     def _read(self) -> bool:
         """Read the agents from the config entries; return True when they changed."""
         found = (

@@ -24,6 +24,7 @@ from .entity import (
     async_add_model_entities,
     models_with_registered,
 )
+from .usage_entities import async_add_usage_binary_sensors
 
 PARALLEL_UPDATES = 0
 
@@ -68,6 +69,7 @@ async def async_setup_entry(
     async_add_gpu_entities(
         entry, async_add_entities, lambda gpu, uuid: [GpuHeadroomLow(gpu, HEADROOM_LOW, uuid)]
     )
+    async_add_usage_binary_sensors(entry, async_add_entities)
 
 
 class ServerConnectivity(ServerEntity, BinarySensorEntity):

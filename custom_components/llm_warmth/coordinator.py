@@ -47,6 +47,7 @@ from .core.monitor import (
     ServerRestarted,
     ServerSnapshot,
 )
+from .core.own_requests import OwnRequestLog
 from .core.server_url import redact_url
 from .core.ttft import ModelTiming, Stage
 from .data import LlmWarmthConfigEntry
@@ -115,6 +116,8 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         self._poll_listeners: list[CALLBACK_TYPE] = []
         # Told each change the monitor found (loads, unloads, restarts, cold starts).
         self._change_listeners: list[ChangeListener] = []
+        # When our own requests ran: what the server shows of them is not a household's use.
+        self.own_requests = OwnRequestLog()
 
     async def async_shutdown(self) -> None:
         """Stop polling (the entry unloads; the store is written after every feature stops)."""
@@ -340,15 +343,19 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         before = self.data.held.get(model) if self.last_update_success else None
         was_resident = before is not None
         self.monitor.probe_started(model, monotonic=time.monotonic())
+        self.own_requests.started(model, self.utcnow())
         self._publish_timings()
         if not was_resident and self.last_update_success:
             # Progress of a long cold probe: poll soon, so the model shows "loading" while
             # it loads (fast polls follow while it does), not only when the reply is there.
             self._poll_soon()
         try:
-            reply = await self.client.timed_generation(
-                api, model, prompt, options=options, timeout=timeout, system=system, think=think
-            )
+            try:
+                reply = await self.client.timed_generation(
+                    api, model, prompt, options=options, timeout=timeout, system=system, think=think
+                )
+            finally:
+                self.own_requests.ended(model, self.utcnow())
             # What the request did to residency, read while it still counts as ours: a
             # runner it loaded (or replaced) shows up now, not at the next poll.
             await self.async_refresh()
@@ -380,10 +387,14 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         raises; nothing is recorded then.
         """
         self.monitor.probe_started(model, monotonic=time.monotonic())
+        self.own_requests.started(model, self.utcnow())
         self._publish_timings()
         started = time.monotonic()
         try:
-            await load()
+            try:
+                await load()
+            finally:
+                self.own_requests.ended(model, self.utcnow())
             seconds = time.monotonic() - started
             # What the request did to residency, read while it still counts as ours.
             await self.async_refresh()

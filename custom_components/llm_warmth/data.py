@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .pins import Pins
     from .storage import EntryStore
     from .ttft_targets import TtftTargets
+    from .usage import UsageWatch
     from .voice import VoiceWatch
 
 
@@ -47,6 +48,7 @@ class LlmWarmthData:
     ttft_targets: TtftTargets
     profiler: IdleProfiler
     voice: VoiceWatch
+    usage: UsageWatch
 
 
 type LlmWarmthConfigEntry = ConfigEntry[LlmWarmthData]

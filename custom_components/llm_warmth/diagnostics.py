@@ -50,6 +50,7 @@ async def async_get_config_entry_diagnostics(
         "diagnoses": runtime.diagnoses.as_stored(),
         "ttft_targets": runtime.ttft_targets.as_stored(),
         "idle_profiles": runtime.profiler.as_stored(),
+        "usage": runtime.usage.as_stored(),
         "guard": {
             "protected": runtime.household.protected,
             "clear_for_seconds": guard.guard.clear_for.total_seconds(),

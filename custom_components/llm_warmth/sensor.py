@@ -37,6 +37,7 @@ from .sensor_descriptions import (
     ServerSensorDescription,
     timing,
 )
+from .usage_entities import async_add_usage_sensors
 from .voice_entities import VOICE_SENSORS, VoiceSensor, async_add_voice_entities
 
 PARALLEL_UPDATES = 0
@@ -74,6 +75,7 @@ async def async_setup_entry(
         async_add_entities,
         lambda pipeline: (VoiceSensor(coordinator, d, pipeline) for d in VOICE_SENSORS),
     )
+    async_add_usage_sensors(entry, async_add_entities)
     # Probe figures exist once a model was probed: no wall of "unknown" before that
     # (models whose probe sensors an earlier release registered keep them).
     registered = models_with_registered(hass, entry, {d.key for d in PROBE_SENSORS})

@@ -17,6 +17,7 @@ from .core.server_url import redact_url
 from .data import LlmWarmthConfigEntry
 from .entity import Followed, ModelEntity, async_add_model_entities
 from .errors import translated_errors
+from .usage_entities import async_add_usage_switches
 from .voice_entities import WARM_ON_WAKE, WarmOnWakeSwitch, async_add_voice_entities
 
 # Turning it on loads the model: one at a time per server is plenty.
@@ -40,6 +41,7 @@ async def async_setup_entry(
         async_add_entities,
         lambda pipeline: [WarmOnWakeSwitch(coordinator, WARM_ON_WAKE, pipeline)],
     )
+    async_add_usage_switches(entry, async_add_entities)
 
 
 class KeepWarmSwitch(ModelEntity, SwitchEntity):

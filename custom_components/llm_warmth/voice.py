@@ -301,20 +301,15 @@ class VoiceWatch(Feature):
         )
 
         registry = er.async_get(self.hass)
-        by_subentry = {a.subentry_id: a for a in self._agents.ollama if a.subentry_id}
-        others = {(a.entry_id, a.subentry_id): a for a in self._agents.openai_compatible}
         found: dict[str, VoicePipeline] = {}
         for pipeline in async_get_pipelines(self.hass):
             entity = registry.async_get(pipeline.conversation_engine or "")
             if entity is None:
                 continue  # Home Assistant's own agent, or one without an entity
-            if agent := by_subentry.get(entity.config_subentry_id or ""):
-                found[pipeline.id] = VoicePipeline(pipeline.id, pipeline.name, agent.model, agent)
-            elif other := (
-                others.get((entity.config_entry_id or "", entity.config_subentry_id))
-                or others.get((entity.config_entry_id or "", None))
+            if used := self._agents.agent_of_entity(
+                entity.config_entry_id, entity.config_subentry_id
             ):
-                found[pipeline.id] = VoicePipeline(pipeline.id, pipeline.name, other.model, None)
+                found[pipeline.id] = VoicePipeline(pipeline.id, pipeline.name, *used)
         if found != self.pipelines:
             self.pipelines = found
             self.async_changed()

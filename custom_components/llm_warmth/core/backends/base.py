@@ -159,7 +159,7 @@ class ReportsRequests(Protocol):
     """A server that records each request it served, any client's (llama-swap)."""
 
     async def served_requests(
-        self, model: str, *, limit: int = 10, timeout: float | None = None
+        self, model: str | None = None, *, limit: int = 10, timeout: float | None = None
     ) -> tuple[ServedRequest, ...]:
-        """Return the latest requests served for ``model``, newest first."""
+        """Return the latest requests served (for ``model``: its), newest first."""
         ...

@@ -183,21 +183,22 @@ class LlamaSwapClient(HttpClient):
             yield resident
 
     async def served_requests(
-        self, model: str, *, limit: int = 10, timeout: float | None = None
+        self, model: str | None = None, *, limit: int = 10, timeout: float | None = None
     ) -> tuple[ServedRequest, ...]:
-        """Return the latest requests llama-swap served for ``model``, newest first.
+        """Return the latest requests llama-swap served (for ``model``: its), newest first.
 
         ``GET /api/metrics/activity?model=<model>&limit=<limit>`` (its activity log, kept in
         memory). An entry that does not read is left out; a reply that is not a page of
         entries raises ``LlmServerResponseError``.
         """
-        path = f"/api/metrics/activity?model={quote(model, safe='')}&limit={limit}"
+        query = f"model={quote(model, safe='')}&" if model is not None else ""
+        path = f"/api/metrics/activity?{query}limit={limit}"
         payload = await self._http.request("GET", path, timeout=timeout)
         data = payload.get("data")
         if not isinstance(data, list):
             raise LlmServerResponseError("/api/metrics/activity: 'data' is not a list")
         served = (_served(item) for item in data[:limit])
-        return tuple(r for r in served if r is not None and r.model == model)
+        return tuple(r for r in served if r is not None and model in (None, r.model))
 
     async def timed_generation(
         self,

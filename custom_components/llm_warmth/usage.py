@@ -1,0 +1,342 @@
+"""Usage: every use of each model, whoever sent it, and what the planner learns from them.
+
+How each use is seen, per source (README "Learned warming"):
+
+- Home Assistant's own conversation agents: an agent entity's state is the time it last
+  took a message (``ConversationEntity``, written as each message starts): each new time
+  is one use of its model, exact and seen at once. The agent is found from its entity
+  (its config entry and subentry), as the voice feature finds a pipeline's. (The chat
+  logs' subscription is not used: it tells no agent reply of a conversation's first turn.)
+- Ollama, for any other client: every request moves the model's expiry to its end plus
+  its keep; an expiry that moved forward between two polls, or a model loaded since the
+  last poll, is a use, seen at the poll (late by up to one poll interval; requests
+  between two polls count as one; one while Home Assistant's agent was heard in that time
+  is that one). A request that leaves the expiry where it was (a keep of for ever asked
+  again) is not seen; on Ollama 0.9, whose expiry moves with the clock while a request
+  runs, a request that runs across several polls counts once for each.
+- llama-swap: its activity log (``/api/metrics/activity``) tells every request with its
+  end and length: each new entry is a use at its start, read at each poll.
+- llama-server: not seen (it tells its timings only to the client that asked).
+
+The integration's own requests (probes, preloads, pins, warm-ups) are never uses: the
+coordinator notes when they run (``OwnRequestLog``) and what the server shows then is
+left out. The uses are kept about eight weeks per model, in the store (section
+``usage``), and go with the model when it is deleted from the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Final, override
+
+from homeassistant.const import EVENT_STATE_CHANGED
+from homeassistant.core import CALLBACK_TYPE, Event, EventStateChangedData, callback
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers.event import async_track_time_interval
+from homeassistant.util import dt as dt_util
+
+from .agents import AgentDirectory, agent_context
+from .const import LOGGER
+from .controller import ResidencyController
+from .coordinator import LlmWarmthCoordinator
+from .core.backends.base import GENERATION_TIMEOUT, ReportsRequests
+from .core.backends.errors import LlmServerError
+from .core.warm_plan import Plan, UsagePlanner
+from .data import LlmWarmthConfigEntry
+from .feature import ModelRecords
+from .household import HouseholdWatch
+from .storage import EntryStore
+
+SECTION: Final = "usage"
+# An expiry that moved forward by more than this between two polls: a request came.
+EXPIRY_JUMP: Final = timedelta(seconds=2)
+# How many of llama-swap's latest activity entries are read at each poll.
+ACTIVITY_PAGE: Final = 50
+# How long before an expected use warming starts beyond the model's cold load, and the
+# load assumed before one was measured.
+MARGIN: Final = timedelta(seconds=60)
+DEFAULT_LOAD: Final = timedelta(seconds=30)
+TICK: Final = timedelta(minutes=1)
+
+
+@dataclass
+class UsageRecord:
+    """A model's uses and what they taught (its planner), and its auto-warm option.
+
+    ``warmed``: loads auto-warm sent ahead of an expected use; ``refused``: those the
+    household guard refused. ``warmed_for``: the stretch last warmed for (its start).
+    """
+
+    planner: UsagePlanner = field(default_factory=UsagePlanner)
+    auto_warm: bool = False
+    warmed: int = 0
+    refused: int = 0
+    warmed_for: datetime | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the record as stored."""
+        return {
+            "planner": self.planner.as_dict(),
+            "auto_warm": self.auto_warm,
+            "warmed": self.warmed,
+            "refused": self.refused,
+            "warmed_for": self.warmed_for.isoformat() if self.warmed_for else None,
+        }
+
+    @classmethod
+    def from_dict(cls, values: object) -> UsageRecord:
+        """Read a stored record; raise ``ValueError`` when it does not read."""
+        if not isinstance(values, Mapping):
+            raise ValueError("not a usage record")
+        counts = [values.get(key, 0) for key in ("warmed", "refused")]
+        if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
+            raise ValueError("a count is not a whole number")
+        warmed_for = values.get("warmed_for")
+        when = dt_util.parse_datetime(warmed_for) if isinstance(warmed_for, str) else None
+        return cls(
+            planner=UsagePlanner.from_dict(values.get("planner")),
+            auto_warm=values.get("auto_warm") is True,
+            warmed=counts[0],
+            refused=counts[1],
+            warmed_for=when if when is not None and when.tzinfo is not None else None,
+        )
+
+
+class UsageWatch(ModelRecords[UsageRecord]):
+    """Each model's uses and its planner; the sources above feed it; auto-warm acts on it."""
+
+    def __init__(
+        self,
+        entry: LlmWarmthConfigEntry,
+        store: EntryStore,
+        coordinator: LlmWarmthCoordinator,
+        *,
+        agents: AgentDirectory,
+        controller: ResidencyController,
+        household: HouseholdWatch,
+    ) -> None:
+        """Start from the stored uses."""
+        super().__init__(
+            entry,
+            store,
+            coordinator,
+            SECTION,
+            records=(UsageRecord.from_dict, UsageRecord.as_dict),
+            what="usage history",
+        )
+        self._agents = agents
+        self._controller = controller
+        self._household = household
+        # What the last poll saw: each model's expiry, and when.
+        self._expiries: dict[str, datetime | None] = {}
+        self._polled_at: datetime | None = None
+        # The latest llama-swap activity entry read (None: none yet, read the page once).
+        self._activity_seen: int | None = None
+        # When Home Assistant's agents last used each model.
+        self._agent_used: dict[str, datetime] = {}
+
+    @override
+    @callback
+    def async_start(self) -> CALLBACK_TYPE:
+        """Follow the chat logs and the polls; return what stops it."""
+        coordinator = self._coordinator
+        if coordinator.last_update_success and coordinator.data is not None:
+            # The setup's poll is the baseline the next one is compared with.
+            self._polled_at = coordinator.utcnow()
+            self._expiries = {name: m.expires_at for name, m in coordinator.data.held.items()}
+        stops = [
+            super().async_start(),
+            self._coordinator.async_add_poll_listener(self._polled),
+            # What is expected moves with the clock: the entities look again every minute.
+            async_track_time_interval(self.hass, self._tick, TICK),
+        ]
+        stops.append(
+            self.hass.bus.async_listen(
+                EVENT_STATE_CHANGED, self._agent_state, event_filter=_is_conversation
+            )
+        )
+
+        @callback
+        def stop() -> None:
+            for each in stops:
+                each()
+
+        return stop
+
+    @callback
+    def _tick(self, _now: datetime) -> None:
+        """Warm what is due; tell the listeners (the entities) that time went on."""
+        for model, record in self._records.items():
+            if record.auto_warm:
+                self._auto_warm(model, record)
+        for listener in list(self._listeners):
+            listener()
+
+    @callback
+    def _auto_warm(self, model: str, record: UsageRecord) -> None:
+        """Load ``model`` ahead of its expected stretch, once per stretch, through the guard.
+
+        Due from the model's cold-load time plus a margin before the stretch until its
+        end, while no use came in it yet. Loaded the way its agent asks (Ollama: its
+        ``num_ctx``), kept until the stretch ends (Ollama's keep; the other servers keep
+        by their own configuration); then the server's own keep takes over.
+        """
+        coordinator = self._coordinator
+        if not coordinator.last_update_success:
+            return
+        now = coordinator.utcnow()
+        plan = self.plan(model, now)
+        if plan is None or plan.window_start is None or plan.window_end is None:
+            return
+        start, end = plan.window_start, plan.window_end
+        due = start - self.lead(model) <= now < end and plan.next_use is not None
+        if not due or record.warmed_for == start:
+            return
+        snapshot = coordinator.data
+        if model in snapshot.held or model in snapshot.loading:
+            return  # warm already (or another client's load runs)
+        record.warmed_for = start
+        try:
+            self._household.check(model, force=False)
+        except HomeAssistantError:
+            record.refused += 1
+            self.async_changed()
+            return
+        record.warmed += 1
+        self.async_changed()
+        keep = (end - now).total_seconds()
+        num_ctx, _agent = agent_context(self.entry, model)
+        kind = coordinator.client.capabilities
+        self.entry.async_create_background_task(
+            self.hass,
+            self._load(model, keep if kind.requests_set_keep_and_context else None, num_ctx),
+            f"llm_warmth auto-warm {model}",
+        )
+
+    async def _load(self, model: str, keep: float | None, num_ctx: int | None) -> None:
+        try:
+            await self._controller.preload(
+                model, keep_seconds=keep, num_ctx=num_ctx, timeout=GENERATION_TIMEOUT
+            )
+        except (LlmServerError, HomeAssistantError) as err:
+            LOGGER.warning("%s: auto-warm of %s failed: %s", self.entry.title, model, err)
+
+    @callback
+    def set_auto_warm(self, model: str, on: bool) -> None:
+        """Turn auto-warm of ``model`` on or off."""
+        self._records.setdefault(model, UsageRecord()).auto_warm = on
+        self.async_changed(save_now=True)
+        if on:
+            self._auto_warm(model, self._records[model])
+
+    # ---------------------------------------------------------------- sources
+
+    @callback
+    def _agent_state(self, event: Event[EventStateChangedData]) -> None:
+        """Record a use of the agent's model when its state moves to a new time (a message)."""
+        new, old = event.data["new_state"], event.data["old_state"]
+        if new is None or old is None or new.state == old.state:
+            return
+        at = dt_util.parse_datetime(new.state)
+        if at is None or at.tzinfo is None:
+            return  # unknown, unavailable, or not the time of a message
+        entity = er.async_get(self.hass).async_get(event.data["entity_id"])
+        used = (
+            self._agents.agent_of_entity(entity.config_entry_id, entity.config_subentry_id)
+            if entity
+            else None
+        )
+        if used is not None:
+            model = self._coordinator.resolve_model(used[0])
+            self._agent_used[model] = at
+            self.record(model, at)
+
+    @callback
+    def _polled(self) -> None:
+        """Compare the expiries with the last poll's (Ollama); read llama-swap's activity."""
+        coordinator = self._coordinator
+        if not coordinator.last_update_success:
+            return
+        now = coordinator.utcnow()
+        before, previous = self._polled_at, self._expiries
+        self._polled_at = now
+        self._expiries = {name: m.expires_at for name, m in coordinator.data.held.items()}
+        if isinstance(coordinator.client, ReportsRequests):
+            self.entry.async_create_background_task(
+                self.hass, self._read_activity(coordinator.client), "llm_warmth usage activity"
+            )
+        if before is None or not coordinator.client.capabilities.reports_expiry:
+            return
+        for model, expires in self._expiries.items():
+            if model in previous:
+                earlier = previous[model]
+                if expires is None or earlier is None:
+                    continue
+                if expires - earlier <= EXPIRY_JUMP:
+                    continue  # kept as it was
+            # Moved on by a request, or loaded since the last poll: someone used it.
+            if coordinator.own_requests.during(model, before, now):
+                continue  # ours
+            if (heard := self._agent_used.get(model)) is not None and heard >= before:
+                continue  # Home Assistant's agent, heard already
+            self.record(model, now)
+
+    async def _read_activity(self, client: ReportsRequests) -> None:
+        """Record the requests llama-swap served since the last poll (not ours)."""
+        try:
+            served = await client.served_requests(limit=ACTIVITY_PAGE)
+        except LlmServerError as err:
+            LOGGER.debug("%s: llama-swap's activity: %s", self.entry.title, err)
+            return
+        seen, self._activity_seen = (
+            self._activity_seen,
+            max((r.id for r in served), default=self._activity_seen),
+        )
+        if seen is None:
+            return  # the first page: what was before we looked is not counted
+        own = self._coordinator.own_requests
+        for request in sorted(served, key=lambda r: r.id):
+            if request.id <= seen or request.status >= 400:
+                continue
+            if own.during(request.model, request.started_at, request.ended_at):
+                continue
+            self.record(self._coordinator.resolve_model(request.model), request.started_at)
+
+    # ---------------------------------------------------------------- state
+
+    @callback
+    def record(self, model: str, at: datetime) -> None:
+        """Record a use of ``model`` at ``at`` (a household's, never one of ours)."""
+        self._records.setdefault(model, UsageRecord()).planner.observe(dt_util.as_local(at))
+        self.async_changed()
+
+    def lead(self, model: str) -> timedelta:
+        """Return how long before an expected use warming starts: its cold load, a margin."""
+        timing = self._coordinator.data.timings.get(model)
+        load = timing.load_seconds if timing and timing.load_seconds else None
+        return (timedelta(seconds=load) if load else DEFAULT_LOAD) + MARGIN
+
+    def plan(self, model: str, now: datetime | None = None) -> Plan | None:
+        """Return the planner's answer for ``model`` now (None: never used yet)."""
+        record = self._records.get(model)
+        if record is None:
+            return None
+        moment = dt_util.as_local(now or self._coordinator.utcnow())
+        return record.planner.plan(moment, self.lead(model))
+
+    def uses_today(self, model: str, now: datetime | None = None) -> int:
+        """Return how many uses of ``model`` were recorded since local midnight."""
+        record = self._records.get(model)
+        if record is None:
+            return 0
+        midnight = dt_util.start_of_local_day(dt_util.as_local(now or self._coordinator.utcnow()))
+        return sum(1 for use in record.planner.uses if use >= midnight)
+
+
+@callback
+def _is_conversation(event_data: Mapping[str, Any]) -> bool:
+    entity_id = event_data.get("entity_id")
+    return isinstance(entity_id, str) and entity_id.startswith("conversation.")

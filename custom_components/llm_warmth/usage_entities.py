@@ -1,0 +1,177 @@
+"""A model's usage entities: next expected use, uses today, usage window, Auto-warm.
+
+They appear once a use of the model was recorded (``usage``), and follow the usage
+feature: each use, and every minute (what is expected moves with the clock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any, override
+
+from homeassistant.components.binary_sensor import (
+    BinarySensorEntity,
+    BinarySensorEntityDescription,
+)
+from homeassistant.components.sensor import (
+    SensorDeviceClass,
+    SensorEntity,
+    SensorEntityDescription,
+    SensorStateClass,
+)
+from homeassistant.components.switch import SwitchEntity, SwitchEntityDescription
+from homeassistant.core import callback
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+
+from .data import LlmWarmthConfigEntry
+from .entity import Followed, ModelEntity, async_add_model_entities
+from .usage import UsageWatch
+
+NEXT_USE = SensorEntityDescription(
+    key="next_expected_use",
+    translation_key="next_expected_use",
+    device_class=SensorDeviceClass.TIMESTAMP,
+)
+USES_TODAY = SensorEntityDescription(
+    key="uses_today",
+    translation_key="uses_today",
+    state_class=SensorStateClass.TOTAL_INCREASING,
+)
+IN_WINDOW = BinarySensorEntityDescription(key="in_usage_window", translation_key="in_usage_window")
+
+
+class UsageEntity(ModelEntity):
+    """An entity of a model's usage."""
+
+    @property
+    def usage(self) -> UsageWatch:
+        """Return the entry's usage feature."""
+        return self.coordinator.config_entry.runtime_data.usage
+
+    @override
+    def followed(self) -> Iterable[Followed]:
+        """Follow the uses (and the usage feature's minute)."""
+        return (self.usage,)
+
+
+class NextExpectedUse(UsageEntity, SensorEntity):
+    """When the model's next use is expected (unknown: no rhythm learnt, or none ahead)."""
+
+    @property
+    @override
+    def native_value(self) -> datetime | None:
+        """Return the start of the expected stretch ahead (or now's, before its use)."""
+        plan = self.usage.plan(self.model)
+        return plan.next_use if plan else None
+
+
+class UsesToday(UsageEntity, SensorEntity):
+    """How many uses of the model were recorded since local midnight."""
+
+    @property
+    @override
+    def native_value(self) -> int:
+        """Return the count."""
+        return self.usage.uses_today(self.model)
+
+
+class InUsageWindow(UsageEntity, BinarySensorEntity):
+    """On while now is in a stretch of the day the model is expected to be used in."""
+
+    @property
+    @override
+    def is_on(self) -> bool:
+        """Return True inside an expected stretch."""
+        plan = self.usage.plan(self.model)
+        if plan is None or plan.window_start is None or plan.window_end is None:
+            return False
+        now = self.coordinator.utcnow()
+        return plan.window_start <= now < plan.window_end
+
+
+@callback
+def async_add_usage_sensors(
+    entry: LlmWarmthConfigEntry, async_add_entities: AddConfigEntryEntitiesCallback
+) -> None:
+    """Add a model's usage sensors once a use of it was recorded."""
+    coordinator, usage = entry.runtime_data.coordinator, entry.runtime_data.usage
+    async_add_model_entities(
+        entry,
+        async_add_entities,
+        lambda model: [
+            NextExpectedUse(coordinator, NEXT_USE, model),
+            UsesToday(coordinator, USES_TODAY, model),
+        ],
+        when=lambda _snapshot, model: model in usage,
+        when_changes=[usage],
+    )
+
+
+@callback
+def async_add_usage_binary_sensors(
+    entry: LlmWarmthConfigEntry, async_add_entities: AddConfigEntryEntitiesCallback
+) -> None:
+    """Add a model's usage-window sensor once a use of it was recorded."""
+    coordinator, usage = entry.runtime_data.coordinator, entry.runtime_data.usage
+    async_add_model_entities(
+        entry,
+        async_add_entities,
+        lambda model: [InUsageWindow(coordinator, IN_WINDOW, model)],
+        when=lambda _snapshot, model: model in usage,
+        when_changes=[usage],
+    )
+
+
+AUTO_WARM = SwitchEntityDescription(key="auto_warm", translation_key="auto_warm")
+
+
+class AutoWarmSwitch(UsageEntity, SwitchEntity):
+    """On: the model is loaded ahead of each use the planner expects (off by default).
+
+    Through the household guard; what it did is in the attributes (not recorded).
+    """
+
+    _unrecorded_attributes = frozenset({"warm_ups", "refused_by_the_guard"})
+
+    @property
+    @override
+    def is_on(self) -> bool:
+        """Return True while auto-warm is on."""
+        record = self.usage.get(self.model)
+        return record is not None and record.auto_warm
+
+    @property
+    @override
+    def extra_state_attributes(self) -> Mapping[str, Any]:
+        """Return the loads it sent and those the guard refused."""
+        record = self.usage.get(self.model)
+        return {
+            "warm_ups": record.warmed if record else 0,
+            "refused_by_the_guard": record.refused if record else 0,
+        }
+
+    @override
+    async def async_turn_on(self, **kwargs: Any) -> None:
+        """Warm the model ahead of each expected use."""
+        self.usage.set_auto_warm(self.model, True)
+
+    @override
+    async def async_turn_off(self, **kwargs: Any) -> None:
+        """Stop warming it ahead."""
+        self.usage.set_auto_warm(self.model, False)
+
+
+@callback
+def async_add_usage_switches(
+    entry: LlmWarmthConfigEntry, async_add_entities: AddConfigEntryEntitiesCallback
+) -> None:
+    """Add a model's Auto-warm switch once a use of it was recorded."""
+    coordinator, usage = entry.runtime_data.coordinator, entry.runtime_data.usage
+    async_add_model_entities(
+        entry,
+        async_add_entities,
+        lambda model: [AutoWarmSwitch(coordinator, AUTO_WARM, model)],
+        when=lambda _snapshot, model: model in usage,
+        when_changes=[usage],
+    )

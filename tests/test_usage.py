@@ -1,0 +1,279 @@
+"""Usage: every use of a model recorded, whoever sent it, never ours; what the planner says."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+
+import aiohttp
+from freezegun.api import FrozenDateTimeFactory
+from homeassistant.components import conversation
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.util import dt as dt_util
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
+from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
+
+from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN
+from custom_components.llm_warmth.usage import UsageRecord, UsageWatch
+
+from .assist import hass_config_dir_fixture, setup_assist  # noqa: F401 (a fixture)
+from .conftest import ENTRY_ID, LLAMA, QWEN, model_id, ollama_request
+from .e2e import add_server, wait_until
+from .llama_swap_emulator import LlamaSwapEmulator, SwapModel
+from .ollama_emulator import OllamaEmulator
+
+Poll = Callable[[], Awaitable[None]]
+PLEX = "binary_sensor.plex_transcoding"
+
+
+async def other_chat(url: str) -> None:
+    """Another client's chat with ``tiny`` (not streamed)."""
+    body = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}]}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{url}/v1/chat/completions", json=body) as response,
+    ):
+        response.raise_for_status()
+        await response.read()
+
+
+def uses(entry: MockConfigEntry, model: str) -> list[datetime]:
+    record = entry.runtime_data.usage.get(model)
+    return list(record.planner.uses) if record else []
+
+
+@pytest.mark.usefixtures("init_integration")
+async def test_another_clients_requests_on_ollama_are_uses_and_ours_are_not(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator, poll: Poll
+) -> None:
+    # Another client loads the model: a use, seen at the next poll.
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "prompt": "hi"})
+    await poll()
+    assert len(uses(mock_config_entry, LLAMA)) == 1
+    # A minute later it asks again: the expiry moved on further than the clock.
+    emulator.clock.advance(60)
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "prompt": "hi"})
+    await poll()
+    assert len(uses(mock_config_entry, LLAMA)) == 2
+    # Nobody asked: the clock moved, the expiry did not: nothing.
+    emulator.clock.advance(60)
+    await poll()
+    assert len(uses(mock_config_entry, LLAMA)) == 2
+    # Ours (a probe, a preload of another model) are never uses.
+    emulator.clock.advance(60)
+    await hass.services.async_call(
+        DOMAIN, "probe", {"config_entry_id": ENTRY_ID, "model": LLAMA}, blocking=True
+    )
+    await hass.services.async_call(
+        DOMAIN,
+        "preload",
+        {"config_entry_id": ENTRY_ID, "model": QWEN},
+        blocking=True,
+        return_response=True,
+    )
+    emulator.clock.advance(60)
+    await poll()
+    assert len(uses(mock_config_entry, LLAMA)) == 2
+    assert uses(mock_config_entry, QWEN) == []
+    # Kept across a restart, and in the diagnostics.
+    await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done()
+    assert len(uses(mock_config_entry, LLAMA)) == 2
+    assert hass.states.get(model_id(mock_config_entry, "sensor.llama3_2_3b_uses_today"))
+
+
+async def test_home_assistants_agent_is_heard_once_at_its_reply(
+    hass: HomeAssistant,
+    hass_client: ClientSessionGenerator,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll: Poll,
+) -> None:
+    """The agent's state tells each message at once; the poll after does not count it again."""
+    assist = await setup_assist(hass, hass_client, emulator.url, LLAMA, emulator=emulator)
+    await poll()
+    before = len(uses(init_integration, LLAMA))
+    emulator.clock.advance(60)
+    await conversation.async_converse(
+        hass, "What time is it?", None, Context(), agent_id=assist.agent_entity_id
+    )
+    assert len(uses(init_integration, LLAMA)) == before + 1
+    agent_state = hass.states.get(assist.agent_entity_id)
+    assert uses(init_integration, LLAMA)[-1] == dt_util.parse_datetime(agent_state.state)
+    emulator.clock.advance(60)
+    await poll()
+    assert len(uses(init_integration, LLAMA)) == before + 1
+
+
+async def test_llama_swaps_activity_are_uses_at_their_start_and_ours_are_not(
+    hass: HomeAssistant, socket_enabled: None
+) -> None:
+    swap = LlamaSwapEmulator([SwapModel("tiny", load_seconds=0.2)])
+    await swap.start()
+    try:
+        entry = await add_server(hass, swap.url)
+        usage = entry.runtime_data.usage
+        coordinator = entry.runtime_data.coordinator
+        # A request before the first page read is history, not counted.
+        await other_chat(swap.url)
+        await wait_until(lambda: usage._activity_seen is not None, 10, "the first page")
+        # Another client's chat: one use, at the request's start as llama-swap logged it.
+        await other_chat(swap.url)
+        await wait_until(lambda: "tiny" in usage and usage.get("tiny").planner.uses, 10, "the use")
+        logged = swap.activity[-1]
+        recorded = usage.get("tiny").planner.uses[-1]
+        ended = dt_util.parse_datetime(logged["timestamp"])
+        assert ended is not None
+        assert recorded == dt_util.as_local(ended - timedelta(milliseconds=logged["duration_ms"]))
+        # A probe of ours: llama-swap logs it; it is not a use.
+        await hass.services.async_call(
+            DOMAIN, "probe", {"config_entry_id": entry.entry_id, "model": "tiny"}, blocking=True
+        )
+        seen = len(swap.activity)
+        await wait_until(lambda: (usage._activity_seen or 0) >= seen, 10, "our probe read")
+        assert len(usage.get("tiny").planner.uses) == 1
+        assert coordinator.own_requests.during("tiny", ended, dt_util.utcnow())
+        await hass.config_entries.async_unload(entry.entry_id)
+    finally:
+        await swap.stop()
+
+
+@pytest.mark.usefixtures("init_integration")
+async def test_a_learnt_morning_shows_in_the_usage_sensors(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    """Two weeks of weekday mornings at 06:45: the next Monday's is expected, then seen.
+
+    Home Assistant's clock (the minute timer) and the coordinator's (the server's, which
+    the tests align with the emulator's) move together.
+    """
+    usage = mock_config_entry.runtime_data.usage
+    # A Monday after today (the minute timer fires only forward).
+    monday = dt_util.start_of_local_day(datetime(2026, 12, 7))
+    await learn_mornings(hass, usage, emulator, monday)
+    freezer.move_to(monday + timedelta(hours=6))
+    emulator.clock.set(monday + timedelta(hours=6))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done()
+    next_use = model_id(mock_config_entry, "sensor.llama3_2_3b_next_expected_use")
+    in_window = model_id(mock_config_entry, "binary_sensor.llama3_2_3b_in_a_usage_window")
+    today = model_id(mock_config_entry, "sensor.llama3_2_3b_uses_today")
+    expected = monday + timedelta(hours=6, minutes=40)
+    assert dt_util.parse_datetime(hass.states.get(next_use).state) == expected
+    assert hass.states.get(in_window).state == "off"
+    assert hass.states.get(today).state == "0"
+    # The entities look again every minute: at 06:41 the window is on.
+    freezer.move_to(expected + timedelta(minutes=1))
+    emulator.clock.set(expected + timedelta(minutes=1))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done()
+    # (A poll the jump in time made may have timed out on the frozen clock: poll again.)
+    await mock_config_entry.runtime_data.coordinator.async_refresh()
+    await hass.async_block_till_done()
+    assert hass.states.get(in_window).state == "on"
+    usage.record(LLAMA, emulator.clock.now())
+    await hass.async_block_till_done()
+    assert hass.states.get(today).state == "1"
+
+
+async def learn_mornings(
+    hass: HomeAssistant, usage: UsageWatch, emulator: OllamaEmulator, monday: datetime
+) -> None:
+    """Two weeks of weekday mornings at 06:45, each use at its time on the server's clock."""
+    for day in range(14):
+        start = monday - timedelta(days=14 - day)
+        if start.weekday() < 5:
+            for minutes in (45, 48, 50):
+                emulator.clock.set(start + timedelta(hours=6, minutes=minutes))
+                usage.record(LLAMA, emulator.clock.now())
+                await hass.async_block_till_done()
+
+
+async def at_minute(
+    hass: HomeAssistant, freezer: FrozenDateTimeFactory, emulator: OllamaEmulator, when: datetime
+) -> None:
+    """Move Home Assistant's and the server's clocks to ``when``; let the minute timer run."""
+    freezer.move_to(when)
+    emulator.clock.set(when)
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done(wait_background_tasks=True)
+
+
+@pytest.mark.usefixtures("init_integration")
+async def test_auto_warm_loads_ahead_of_the_expected_morning_through_the_guard(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    usage = mock_config_entry.runtime_data.usage
+    monday = dt_util.start_of_local_day(datetime(2026, 12, 7))
+    await learn_mornings(hass, usage, emulator, monday)
+    await at_minute(hass, freezer, emulator, monday + timedelta(hours=5))
+    switch = model_id(mock_config_entry, "switch.llama3_2_3b_auto_warm")
+    assert hass.states.get(switch).state == "off"  # off by default
+    await hass.services.async_call("switch", "turn_on", {"entity_id": switch}, blocking=True)
+    # Not yet: the stretch starts at 06:40, warming 90 s before it (30 s load assumed, 60).
+    before = len(emulator.requests)
+    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=37))
+    assert [r for r in emulator.requests[before:] if r.path == "/api/generate"] == []
+    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=38, seconds=40))
+    loads = [r for r in emulator.requests[before:] if r.path == "/api/generate"]
+    assert len(loads) == 1
+    assert not loads[0].json.get("prompt")  # a load, no prompt
+    # Kept until the stretch's end (07:00), then the server's own keep.
+    assert loads[0].json["keep_alive"] == pytest.approx(21 * 60 + 20, abs=2)
+    # Once per stretch.
+    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=40))
+    assert len([r for r in emulator.requests[before:] if r.path == "/api/generate"]) == 1
+    state = hass.states.get(switch)
+    assert (state.attributes["warm_ups"], state.attributes["refused_by_the_guard"]) == (1, 0)
+
+
+async def test_auto_warm_is_refused_while_the_household_needs_the_gpu(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    hass.states.async_set(PLEX, "on")
+    mock_config_entry.add_to_hass(hass)
+    hass.config_entries.async_update_entry(
+        mock_config_entry, options={**mock_config_entry.options, CONF_PROTECTED_ENTITIES: [PLEX]}
+    )
+    assert await hass.config_entries.async_setup(ENTRY_ID)
+    await hass.async_block_till_done()
+    usage = mock_config_entry.runtime_data.usage
+    monday = dt_util.start_of_local_day(datetime(2026, 12, 7))
+    await learn_mornings(hass, usage, emulator, monday)
+    usage.set_auto_warm(LLAMA, True)
+    before = len(emulator.requests)
+    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=39))
+    assert [r for r in emulator.requests[before:] if r.path == "/api/generate"] == []
+    record = usage.get(LLAMA)
+    assert (record.warmed, record.refused) == (0, 1)
+    # Kept across a restart: the option and the counts.
+    await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done()
+    record = mock_config_entry.runtime_data.usage.get(LLAMA)
+    assert (record.auto_warm, record.refused) == (True, 1)
+
+
+def test_stored_usage_records_that_do_not_read_are_refused() -> None:
+    """Every stored value is checked; a record that does not read raises ValueError."""
+    good = UsageRecord(auto_warm=True, warmed=2).as_dict()
+    assert UsageRecord.from_dict(good) == UsageRecord(auto_warm=True, warmed=2)
+    for damage in (
+        "junk",
+        {**good, "warmed": -1},
+        {**good, "refused": True},
+        {**good, "planner": 3},
+    ):
+        with pytest.raises(ValueError, match=r"\w"):
+            UsageRecord.from_dict(damage)
+    # A time without its zone is no time.
+    assert UsageRecord.from_dict({**good, "warmed_for": "2026-12-07T06:40:00"}).warmed_for is None
