@@ -26,7 +26,7 @@ left out. The uses are kept about eight weeks per model, in the store (section
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final, override
@@ -129,6 +129,8 @@ class UsageWatch(ModelRecords[UsageRecord]):
         )
         self._agents = agents
         self._controller = controller
+        # The clock the plans are made on (the coordinator's; a test may give its own).
+        self.utcnow: Callable[[], datetime] = coordinator.utcnow
         self._household = household
         # What the last poll saw: each model's expiry, and when.
         self._expiries: dict[str, datetime | None] = {}
@@ -187,7 +189,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
         coordinator = self._coordinator
         if not coordinator.last_update_success:
             return
-        now = coordinator.utcnow()
+        now = self.utcnow()
         plan = self.plan(model, now)
         if plan is None or plan.window_start is None or plan.window_end is None:
             return
@@ -260,7 +262,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
         coordinator = self._coordinator
         if not coordinator.last_update_success:
             return
-        now = coordinator.utcnow()
+        now = coordinator.utcnow()  # the server's expiries are read on this clock
         before, previous = self._polled_at, self._expiries
         self._polled_at = now
         self._expiries = {name: m.expires_at for name, m in coordinator.data.held.items()}
@@ -324,7 +326,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
         record = self._records.get(model)
         if record is None:
             return None
-        moment = dt_util.as_local(now or self._coordinator.utcnow())
+        moment = dt_util.as_local(now or self.utcnow())
         return record.planner.plan(moment, self.lead(model))
 
     def uses_today(self, model: str, now: datetime | None = None) -> int:
@@ -332,7 +334,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
         record = self._records.get(model)
         if record is None:
             return 0
-        midnight = dt_util.start_of_local_day(dt_util.as_local(now or self._coordinator.utcnow()))
+        midnight = dt_util.start_of_local_day(dt_util.as_local(now or self.utcnow()))
         return sum(1 for use in record.planner.uses if use >= midnight)
 
 

@@ -86,7 +86,7 @@ class InUsageWindow(UsageEntity, BinarySensorEntity):
         plan = self.usage.plan(self.model)
         if plan is None or plan.window_start is None or plan.window_end is None:
             return False
-        now = self.coordinator.utcnow()
+        now = self.usage.utcnow()
         return plan.window_start <= now < plan.window_end
 
 

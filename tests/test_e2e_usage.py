@@ -1,0 +1,82 @@
+"""Usage on the real Ollama, on the integration's own timers: whose requests are uses.
+
+Another client's requests (straight to the server) are recorded as uses at the poll that
+sees the expiry move on; ours (a probe, through the recording proxy) are not. Auto-warm,
+on a clock of the test's (``UsageWatch.utcnow``), loads the real server ahead of an
+expected stretch, kept only until the stretch ends, and the server lets go after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+
+from homeassistant.core import HomeAssistant
+from homeassistant.util import dt as dt_util
+import pytest
+
+from custom_components.llm_warmth.const import DOMAIN
+
+from .e2e import add_server, evict, ollama_call, wait_until
+from .recording_proxy import RecordingProxy
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_uses_are_another_clients_and_auto_warm_loads_ahead_then_lets_go(
+    hass: HomeAssistant, ollama_url: str
+) -> None:
+    proxy = RecordingProxy(ollama_url)
+    await proxy.start()
+    try:
+        entry = await add_server(hass, proxy.url)
+        coordinator, usage = entry.runtime_data.coordinator, entry.runtime_data.usage
+        model = coordinator.resolve_model("tiny")
+        await evict(ollama_url, model)
+        await wait_until(lambda: model not in coordinator.data.held, 10, "tiny gone")
+
+        def used() -> int:
+            record = usage.get(model)
+            return len(record.planner.uses) if record else 0
+
+        # Another client loads and asks (straight to the server): a use at the next poll.
+        other = {"model": model, "prompt": "hi", "options": {"num_predict": 2}}
+        await ollama_call(ollama_url, "/api/generate", other)
+        await wait_until(lambda: used() == 1, 10, "the first use")
+        await asyncio.sleep(2.5)  # its expiry moves on with the next request
+        await ollama_call(ollama_url, "/api/generate", other)
+        await wait_until(lambda: used() == 2, 10, "the second use")
+        # Ours: a probe through the proxy; the polls after it record nothing.
+        await hass.services.async_call(
+            DOMAIN, "probe", {"config_entry_id": entry.entry_id, "model": model}, blocking=True
+        )
+        polls = proxy.sent("/api/ps")
+        await wait_until(lambda: len(proxy.sent("/api/ps")) >= len(polls) + 2, 10, "two polls")
+        assert used() == 2
+
+        # Auto-warm on the test's clock: two weeks of weekday mornings at 06:45 learnt;
+        # 8 s before the expected stretch (06:40-07:00) ends, no use in it yet.
+        monday = dt_util.start_of_local_day(datetime(2026, 12, 7))
+        for day in range(14):
+            start = monday - timedelta(days=14 - day)
+            if start.weekday() < 5:
+                for minutes in (45, 48, 50):
+                    usage.record(model, start + timedelta(hours=6, minutes=minutes))
+        await evict(ollama_url, model)
+        await wait_until(lambda: model not in coordinator.data.held, 10, "tiny gone again")
+        now = monday + timedelta(hours=6, minutes=59, seconds=52)
+        usage.utcnow = lambda: now
+        started = asyncio.get_running_loop().time()
+        usage.set_auto_warm(model, True)
+        await wait_until(lambda: model in coordinator.data.held, 20, "tiny warmed")
+        loads = [r.json() for r in proxy.requests if r.path == "/api/generate"][-1:]
+        assert loads
+        assert not loads[0].get("prompt")
+        assert loads[0]["keep_alive"] == pytest.approx(8, abs=1)  # until the stretch ends
+        assert usage.get(model).warmed == 1
+        # The real server lets it go once the stretch is over (its keep runs out).
+        await wait_until(lambda: model not in coordinator.data.held, 30, "tiny let go")
+        assert asyncio.get_running_loop().time() - started >= 7
+        await hass.config_entries.async_unload(entry.entry_id)
+    finally:
+        await proxy.stop()
