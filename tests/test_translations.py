@@ -55,6 +55,7 @@ DESCRIPTIONS = {
     "NumberEntityDescription": "number",
     "SensorEntityDescription": "sensor",
     "VoiceSensorDescription": "sensor",
+    "ScoreDescription": "sensor",
 }
 # The values a repair's key is completed with (f"keep_alive_overrides_{what}" and the like).
 KEY_ENDINGS = {

@@ -76,11 +76,16 @@ async def test_another_clients_requests_on_ollama_are_uses_and_ours_are_not(
     await poll()
     assert len(uses(mock_config_entry, LLAMA)) == 2
     assert uses(mock_config_entry, QWEN) == []
-    # Kept across a restart, and in the diagnostics.
+    # The first request waited for the load: a cold start on the scoreboard; the
+    # preload of ours was no cold start (nobody waited).
+    cold = "sensor.{}_cold_starts_7_days"
+    assert hass.states.get(model_id(mock_config_entry, cold.format("llama3_2_3b"))).state == "1"
+    assert hass.states.get(model_id(mock_config_entry, cold.format("qwen3_8b"))) is None
+    # Kept across a restart.
     await hass.config_entries.async_reload(ENTRY_ID)
     await hass.async_block_till_done()
     assert len(uses(mock_config_entry, LLAMA)) == 2
-    assert hass.states.get(model_id(mock_config_entry, "sensor.llama3_2_3b_uses_today"))
+    assert hass.states.get(model_id(mock_config_entry, cold.format("llama3_2_3b"))).state == "1"
 
 
 async def test_home_assistants_agent_is_heard_once_at_its_reply(
@@ -232,6 +237,24 @@ async def test_auto_warm_loads_ahead_of_the_expected_morning_through_the_guard(
     assert len([r for r in emulator.requests[before:] if r.path == "/api/generate"]) == 1
     state = hass.states.get(switch)
     assert (state.attributes["warm_ups"], state.attributes["refused_by_the_guard"]) == (1, 0)
+    # A use at 06:42 finds it warm: scored, and the warm-up's GiB-hours end there.
+    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=42))
+    coordinator = mock_config_entry.runtime_data.coordinator
+    await coordinator.async_refresh()
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "prompt": "hi"})
+    await coordinator.async_refresh()
+    await hass.async_block_till_done()
+    helped = hass.states.get(
+        model_id(mock_config_entry, "sensor.llama3_2_3b_warm_thanks_to_auto_warm_7_days")
+    )
+    assert (helped.state, helped.attributes["today"]) == ("1", 1)
+    spent = hass.states.get(
+        model_id(mock_config_entry, "sensor.llama3_2_3b_gib_hours_spent_warming_7_days")
+    )
+    size = coordinator.data.resident[LLAMA].size_vram / 1024**3
+    assert float(spent.state) == pytest.approx(size * (200 / 3600), abs=0.01)  # 3 min 20 s
+    cold = model_id(mock_config_entry, "sensor.llama3_2_3b_cold_starts_7_days")
+    assert hass.states.get(cold).state == "0"
 
 
 async def test_auto_warm_is_refused_while_the_household_needs_the_gpu(
@@ -272,6 +295,8 @@ def test_stored_usage_records_that_do_not_read_are_refused() -> None:
         {**good, "warmed": -1},
         {**good, "refused": True},
         {**good, "planner": 3},
+        {**good, "days": {"2026-12-07": [1, 2]}},
+        {**good, "days": {"2026-12-07": [1, 2, float("inf")]}},
     ):
         with pytest.raises(ValueError, match=r"\w"):
             UsageRecord.from_dict(damage)

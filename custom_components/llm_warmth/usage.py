@@ -8,7 +8,7 @@ How each use is seen, per source (README "Learned warming"):
   (its config entry and subentry), as the voice feature finds a pipeline's. (The chat
   logs' subscription is not used: it tells no agent reply of a conversation's first turn.)
 - Ollama, for any other client: every request moves the model's expiry to its end plus
-  its keep; an expiry that moved forward between two polls, or a model loaded since the
+  its keep; an expiry that moved between two polls, or a model loaded since the
   last poll, is a use, seen at the poll (late by up to one poll interval; requests
   between two polls count as one; one while Home Assistant's agent was heard in that time
   is that one). A request that leaves the expiry where it was (a keep of for ever asked
@@ -44,6 +44,7 @@ from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import GENERATION_TIMEOUT, ReportsRequests
 from .core.backends.errors import LlmServerError
+from .core.monitor import ColdStartObserved, LoadObserved, MonitorChange
 from .core.warm_plan import Plan, UsagePlanner
 from .data import LlmWarmthConfigEntry
 from .feature import ModelRecords
@@ -51,7 +52,8 @@ from .household import HouseholdWatch
 from .storage import EntryStore
 
 SECTION: Final = "usage"
-# An expiry that moved forward by more than this between two polls: a request came.
+# An expiry that moved by more than this between two polls (on, or back by a request with
+# a shorter keep): a request came.
 EXPIRY_JUMP: Final = timedelta(seconds=2)
 # How many of llama-swap's latest activity entries are read at each poll.
 ACTIVITY_PAGE: Final = 50
@@ -60,6 +62,8 @@ ACTIVITY_PAGE: Final = 50
 MARGIN: Final = timedelta(seconds=60)
 DEFAULT_LOAD: Final = timedelta(seconds=30)
 TICK: Final = timedelta(minutes=1)
+# The days the scoreboard keeps (7 and today).
+SCORE_DAYS: Final = 8
 
 
 @dataclass
@@ -75,6 +79,12 @@ class UsageRecord:
     warmed: int = 0
     refused: int = 0
     warmed_for: datetime | None = None
+    # The warm-up held now: sent when, and until the end of which stretch (None: none).
+    holding_since: datetime | None = None
+    holding_until: datetime | None = None
+    # The scoreboard by local day (ISO date): [requests warm thanks to auto-warm, cold
+    # starts, GiB-hours spent warming], the last ``SCORE_DAYS`` days.
+    days: dict[str, list[float]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """Return the record as stored."""
@@ -83,8 +93,21 @@ class UsageRecord:
             "auto_warm": self.auto_warm,
             "warmed": self.warmed,
             "refused": self.refused,
-            "warmed_for": self.warmed_for.isoformat() if self.warmed_for else None,
+            "warmed_for": _iso(self.warmed_for),
+            "holding_since": _iso(self.holding_since),
+            "holding_until": _iso(self.holding_until),
+            "days": {day: [round(v, 4) for v in row] for day, row in self.days.items()},
         }
+
+    def tally(self, day: str, column: int, amount: float) -> None:
+        """Add ``amount`` to a column of the scoreboard's ``day``; forget older days."""
+        self.days.setdefault(day, [0.0, 0.0, 0.0])[column] += amount
+        for old in sorted(self.days)[:-SCORE_DAYS]:
+            del self.days[old]
+
+    def score(self, column: int, since: str) -> float:
+        """Return a column's sum over the days from ``since`` (an ISO date) on."""
+        return sum(row[column] for day, row in self.days.items() if day >= since)
 
     @classmethod
     def from_dict(cls, values: object) -> UsageRecord:
@@ -94,15 +117,41 @@ class UsageRecord:
         counts = [values.get(key, 0) for key in ("warmed", "refused")]
         if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
             raise ValueError("a count is not a whole number")
-        warmed_for = values.get("warmed_for")
-        when = dt_util.parse_datetime(warmed_for) if isinstance(warmed_for, str) else None
+        days = values.get("days", {})
+        if not isinstance(days, Mapping) or not all(
+            isinstance(day, str)
+            and isinstance(row, list)
+            and len(row) == 3
+            and all(
+                isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < 1e9 for v in row
+            )
+            for day, row in days.items()
+        ):
+            raise ValueError("the scoreboard does not read")
         return cls(
             planner=UsagePlanner.from_dict(values.get("planner")),
             auto_warm=values.get("auto_warm") is True,
             warmed=counts[0],
             refused=counts[1],
-            warmed_for=when if when is not None and when.tzinfo is not None else None,
+            warmed_for=_time(values.get("warmed_for")),
+            holding_since=_time(values.get("holding_since")),
+            holding_until=_time(values.get("holding_until")),
+            days={day: [float(v) for v in row] for day, row in days.items()},
         )
+
+
+def _iso(when: datetime | None) -> str | None:
+    return when.isoformat() if when else None
+
+
+def _time(value: object) -> datetime | None:
+    """Return a stored time; None for anything but a time with its zone."""
+    when = dt_util.parse_datetime(value) if isinstance(value, str) else None
+    return when if when is not None and when.tzinfo is not None else None
+
+
+# The scoreboard's columns.
+HELPED, COLD, GIB_HOURS = 0, 1, 2
 
 
 class UsageWatch(ModelRecords[UsageRecord]):
@@ -152,6 +201,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
         stops = [
             super().async_start(),
             self._coordinator.async_add_poll_listener(self._polled),
+            self._coordinator.async_add_change_listener(self._changed),
             # What is expected moves with the clock: the entities look again every minute.
             async_track_time_interval(self.hass, self._tick, TICK),
         ]
@@ -172,6 +222,10 @@ class UsageWatch(ModelRecords[UsageRecord]):
     def _tick(self, _now: datetime) -> None:
         """Warm what is due; tell the listeners (the entities) that time went on."""
         for model, record in self._records.items():
+            until = record.holding_until
+            if until is not None and self.utcnow() >= until:
+                # No use came while our warm-up held the model: all of it was spent.
+                self._close_holding(model, record, until)
             if record.auto_warm:
                 self._auto_warm(model, record)
         for listener in list(self._listeners):
@@ -208,6 +262,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
             self.async_changed()
             return
         record.warmed += 1
+        record.holding_since, record.holding_until = now, end
         self.async_changed()
         keep = (end - now).total_seconds()
         num_ctx, _agent = agent_context(self.entry, model)
@@ -277,7 +332,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
                 earlier = previous[model]
                 if expires is None or earlier is None:
                     continue
-                if expires - earlier <= EXPIRY_JUMP:
+                if abs(expires - earlier) <= EXPIRY_JUMP:
                     continue  # kept as it was
             # Moved on by a request, or loaded since the last poll: someone used it.
             if coordinator.own_requests.during(model, before, now):
@@ -311,9 +366,50 @@ class UsageWatch(ModelRecords[UsageRecord]):
 
     @callback
     def record(self, model: str, at: datetime) -> None:
-        """Record a use of ``model`` at ``at`` (a household's, never one of ours)."""
-        self._records.setdefault(model, UsageRecord()).planner.observe(dt_util.as_local(at))
+        """Record a use of ``model`` at ``at`` (a household's, never one of ours).
+
+        The first use while an auto-warm warm-up holds the model found it warm because
+        of it (when the model is held now): scored, and the warm-up's time ends there.
+        """
+        record = self._records.setdefault(model, UsageRecord())
+        record.planner.observe(dt_util.as_local(at))
+        since = record.holding_since
+        if since is not None and at >= since:
+            if model in self._coordinator.data.held:
+                record.tally(_day(at), HELPED, 1)
+            self._close_holding(model, record, at)
         self.async_changed()
+
+    def _close_holding(self, model: str, record: UsageRecord, end: datetime) -> None:
+        """Score the GiB-hours an auto-warm warm-up held the model, until ``end``."""
+        since = record.holding_since
+        record.holding_since = record.holding_until = None
+        if since is None or end <= since:
+            return
+        resident = self._coordinator.data.resident.get(model)
+        size = (resident.size_vram or resident.size or 0) if resident else 0
+        hours = (end - since).total_seconds() / 3600
+        record.tally(_day(end), GIB_HOURS, size / 1024**3 * hours)
+
+    @callback
+    def _changed(self, changes: list[MonitorChange]) -> None:
+        """Score each cold start a household request had (not one of our probes)."""
+        for change in changes:
+            if isinstance(change, LoadObserved | ColdStartObserved) and change.probe is None:
+                if isinstance(change, LoadObserved) and not change.waited:
+                    continue
+                record = self._records.setdefault(change.model, UsageRecord())
+                record.tally(_day(self.utcnow()), COLD, 1)
+                self.async_changed()
+
+    def scoreboard(self, model: str, column: int) -> tuple[float, float]:
+        """Return a scoreboard column of ``model``: today's and the last 7 days' (today too)."""
+        record = self._records.get(model)
+        if record is None:
+            return 0.0, 0.0
+        today = dt_util.as_local(self.utcnow()).date()
+        week = (today - timedelta(days=6)).isoformat()
+        return record.score(column, today.isoformat()), record.score(column, week)
 
     def lead(self, model: str) -> timedelta:
         """Return how long before an expected use warming starts: its cold load, a margin."""
@@ -342,3 +438,8 @@ class UsageWatch(ModelRecords[UsageRecord]):
 def _is_conversation(event_data: Mapping[str, Any]) -> bool:
     entity_id = event_data.get("entity_id")
     return isinstance(entity_id, str) and entity_id.startswith("conversation.")
+
+
+def _day(when: datetime) -> str:
+    """Return the household's local date of ``when`` (ISO)."""
+    return dt_util.as_local(when).date().isoformat()

@@ -7,6 +7,7 @@ feature: each use, and every minute (what is expected moves with the clock).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, override
 
@@ -26,7 +27,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .data import LlmWarmthConfigEntry
 from .entity import Followed, ModelEntity, async_add_model_entities
-from .usage import UsageWatch
+from .usage import COLD, GIB_HOURS, HELPED, UsageWatch
 
 NEXT_USE = SensorEntityDescription(
     key="next_expected_use",
@@ -39,6 +40,38 @@ USES_TODAY = SensorEntityDescription(
     state_class=SensorStateClass.TOTAL_INCREASING,
 )
 IN_WINDOW = BinarySensorEntityDescription(key="in_usage_window", translation_key="in_usage_window")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoreDescription(SensorEntityDescription):
+    """A column of the model's scoreboard: the last 7 days' sum, today's as an attribute."""
+
+    column: int
+    digits: int = 0
+
+
+SCOREBOARD = (
+    ScoreDescription(
+        key="warm_thanks_to_auto_warm",
+        translation_key="warm_thanks_to_auto_warm",
+        state_class=SensorStateClass.MEASUREMENT,
+        column=HELPED,
+    ),
+    ScoreDescription(
+        key="cold_starts_7_days",
+        translation_key="cold_starts_7_days",
+        state_class=SensorStateClass.MEASUREMENT,
+        column=COLD,
+    ),
+    ScoreDescription(
+        key="warming_gib_hours",
+        translation_key="warming_gib_hours",
+        state_class=SensorStateClass.MEASUREMENT,
+        native_unit_of_measurement="GiB·h",
+        column=GIB_HOURS,
+        digits=2,
+    ),
+)
 
 
 class UsageEntity(ModelEntity):
@@ -76,6 +109,29 @@ class UsesToday(UsageEntity, SensorEntity):
         return self.usage.uses_today(self.model)
 
 
+class ScoreSensor(UsageEntity, SensorEntity):
+    """A column of the scoreboard over the last 7 days (today included); today's apart."""
+
+    entity_description: ScoreDescription
+
+    def _shown(self, value: float) -> float | int:
+        digits = self.entity_description.digits
+        return round(value, digits) if digits else round(value)
+
+    @property
+    @override
+    def native_value(self) -> float | int:
+        """Return the last 7 days' sum."""
+        return self._shown(self.usage.scoreboard(self.model, self.entity_description.column)[1])
+
+    @property
+    @override
+    def extra_state_attributes(self) -> Mapping[str, Any]:
+        """Return today's figure."""
+        today = self.usage.scoreboard(self.model, self.entity_description.column)[0]
+        return {"today": self._shown(today)}
+
+
 class InUsageWindow(UsageEntity, BinarySensorEntity):
     """On while now is in a stretch of the day the model is expected to be used in."""
 
@@ -102,6 +158,7 @@ def async_add_usage_sensors(
         lambda model: [
             NextExpectedUse(coordinator, NEXT_USE, model),
             UsesToday(coordinator, USES_TODAY, model),
+            *(ScoreSensor(coordinator, description, model) for description in SCOREBOARD),
         ],
         when=lambda _snapshot, model: model in usage,
         when_changes=[usage],
