@@ -50,14 +50,16 @@ def automation(path: str, **inputs: Any) -> dict[str, Any]:
     return {"use_blueprint": {"path": f"llm_warmth/{path}", "input": inputs}}
 
 
-async def test_both_blueprints_are_valid(hass: HomeAssistant) -> None:
+async def test_the_blueprints_are_valid(hass: HomeAssistant) -> None:
     """Home Assistant's own loader reads them with their inputs."""
     assert await async_setup_component(hass, "automation", {})
     loaded = await automation_helpers.async_get_blueprints(hass).async_get_blueprints()
     assert sorted(loaded) == [
         "llm_warmth/free_gpu_for_household.yaml",
+        "llm_warmth/notify_slow_cold_start.yaml",
         "llm_warmth/one_moment_while_loading.yaml",
         "llm_warmth/warm_before_use.yaml",
+        "llm_warmth/warm_on_household_context.yaml",
     ]
     for blueprint in loaded.values():
         assert isinstance(blueprint, blueprint_models.Blueprint)
@@ -217,3 +219,101 @@ async def test_one_moment_is_said_while_a_slow_load_runs(
     ]
     emulator.finish_loads()
     await load
+
+
+async def test_the_household_stirring_warms_the_model(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    device_registry: dr.DeviceRegistry,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    """Arrival home, the first motion of the morning (once), and a while before the alarm."""
+    zone = dt_util.get_default_time_zone()
+    freezer.move_to(datetime(2026, 12, 8, 6, 30, tzinfo=zone))
+    emulator.clock.set(dt_util.utcnow())
+    llama = model_device(device_registry, LLAMA)
+    assert llama is not None
+    motion, alarm = "binary_sensor.kitchen_motion", "sensor.phone_next_alarm"
+    hass.states.async_set(motion, STATE_OFF)
+    hass.states.async_set("person.ann", "not_home")
+    hass.states.async_set(alarm, datetime(2026, 12, 8, 7, 0, tzinfo=zone).isoformat())
+    assert await async_setup_component(
+        hass,
+        "automation",
+        {
+            "automation": automation(
+                "warm_on_household_context.yaml",
+                model=llama.id,
+                people=["person.ann"],
+                motion=[motion],
+                alarm=alarm,
+                alarm_lead=10,
+                keep=20,
+            )
+        },
+    )
+    await hass.async_block_till_done()
+
+    def loads() -> list[Any]:
+        return keep_alives(emulator, LLAMA)
+
+    async def evicted() -> None:
+        await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+        await init_integration.runtime_data.coordinator.async_refresh()
+
+    # The first motion of the morning: loaded, kept 20 minutes; again that morning: not.
+    await evicted()
+    hass.states.async_set(motion, STATE_ON)
+    await hass.async_block_till_done()
+    await wait_until(lambda: loads()[-1] == 1200, 5, "the load at the first motion")
+    count = len(loads())
+    hass.states.async_set(motion, STATE_OFF)
+    hass.states.async_set(motion, STATE_ON)
+    await hass.async_block_till_done()
+    assert len(loads()) == count
+    # Ten minutes before the alarm: loaded.
+    await evicted()
+    count = len(loads())
+    freezer.move_to(datetime(2026, 12, 8, 6, 50, 30, tzinfo=zone))
+    emulator.clock.set(dt_util.utcnow())
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done()
+    await wait_until(lambda: len(loads()) > count, 5, "the load before the alarm")
+    count = len(loads())
+    # Someone arrives home: loaded.
+    hass.states.async_set("person.ann", "home")
+    await hass.async_block_till_done()
+    await wait_until(lambda: len(loads()) > count, 5, "the load at the arrival")
+    await hass.services.async_call("automation", "turn_off", {"entity_id": "all"}, blocking=True)
+
+
+async def test_a_slow_cold_start_is_told_with_the_last_diagnosis(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    notified = async_mock_service(hass, "notify", "family")
+    assert await async_setup_component(
+        hass,
+        "automation",
+        {
+            "automation": [
+                automation("notify_slow_cold_start.yaml", threshold=0.2, notify="notify.family"),
+                automation("notify_slow_cold_start.yaml", threshold=60, notify="notify.family"),
+            ]
+        },
+    )
+    emulator.models[LLAMA].load_delay = 0.4
+    await hass.services.async_call(
+        "llm_warmth",
+        "probe",
+        {"config_entry_id": init_integration.entry_id, "model": LLAMA},
+        blocking=True,
+    )
+    await hass.async_block_till_done()
+    # The 0.2 s threshold told it once; the 60 s one not.
+    assert len(notified) == 1
+    message = notified[0].data["message"]
+    assert "llama3.2:3b" in notified[0].data["title"]
+    assert "No diagnosis yet" in message
+    waited = float(message.split("waited ")[1].split(" s")[0])
+    assert waited >= 0.4
