@@ -136,6 +136,30 @@ async def browser(
         yield Browser(page, frontend, access_token, screenshots, tmp_path)
 
 
+async def _paste_dashboard(hass: HomeAssistant, browser: Browser, url_path: str) -> None:
+    """Paste what llm_warmth.dashboard returns into a new dashboard, as the README says.
+
+    Over the websocket the UI uses.
+    """
+    dashboard = await hass.services.async_call(
+        DOMAIN, "dashboard", {}, blocking=True, return_response=True
+    )
+    assert dashboard is not None
+    await _websocket(
+        browser.url,
+        browser.access_token,
+        {
+            "type": "lovelace/dashboards/create",
+            "url_path": url_path,
+            "title": "LLM Warmth",
+            "mode": "storage",
+            "show_in_sidebar": True,
+            "require_admin": False,
+        },
+        {"type": "lovelace/config/save", "url_path": url_path, "config": dashboard["config"]},
+    )
+
+
 async def _look(browser: Browser, path: str, expected: list[str], name: str) -> str:
     """Open a page of the test Home Assistant: see ``chromium.look``."""
     return await look(browser.page, f"{browser.url}{path}", expected, browser.screenshots / name)
@@ -165,24 +189,7 @@ async def test_dashboard_and_device_pages_in_a_browser(
     await hass.async_block_till_done()
     await async_wait_recording_done(hass)
 
-    dashboard = await hass.services.async_call(
-        DOMAIN, "dashboard", {}, blocking=True, return_response=True
-    )
-    assert dashboard is not None
-    # Pasted into a new dashboard, as the README says (over the websocket the UI uses).
-    await _websocket(
-        browser.url,
-        browser.access_token,
-        {
-            "type": "lovelace/dashboards/create",
-            "url_path": "llm-warmth",
-            "title": "LLM Warmth",
-            "mode": "storage",
-            "show_in_sidebar": True,
-            "require_admin": False,
-        },
-        {"type": "lovelace/config/save", "url_path": "llm-warmth", "config": dashboard["config"]},
-    )
+    await _paste_dashboard(hass, browser, "llm-warmth")
 
     await _look(
         browser,
@@ -231,23 +238,7 @@ async def test_the_voice_silence_graphed_in_the_dashboard(
         await asyncio.sleep(1.0)  # the graph's next point a second later
     assert turns[0].data["dominant_stage"] == "load"
     await async_wait_recording_done(hass)
-    dashboard = await hass.services.async_call(
-        DOMAIN, "dashboard", {}, blocking=True, return_response=True
-    )
-    assert dashboard is not None
-    await _websocket(
-        browser.url,
-        browser.access_token,
-        {
-            "type": "lovelace/dashboards/create",
-            "url_path": "llm-voice",
-            "title": "LLM Warmth",
-            "mode": "storage",
-            "show_in_sidebar": True,
-            "require_admin": False,
-        },
-        {"type": "lovelace/config/save", "url_path": "llm-voice", "config": dashboard["config"]},
-    )
+    await _paste_dashboard(hass, browser, "llm-voice")
     text = await _look(
         browser,
         "/llm-voice/llm-warmth",

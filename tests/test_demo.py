@@ -338,8 +338,10 @@ async def _run_both_blueprints(session: Session, server: OllamaEmulator) -> None
     (blueprints,) = await session.websocket({"type": "blueprint/list", "domain": "automation"})
     assert sorted(blueprints) == [
         "llm_warmth/free_gpu_for_household.yaml",
+        "llm_warmth/notify_slow_cold_start.yaml",
         "llm_warmth/one_moment_while_loading.yaml",
         "llm_warmth/warm_before_use.yaml",
+        "llm_warmth/warm_on_household_context.yaml",
     ]
     (devices,) = await session.websocket({"type": "config/device_registry/list"})
     (model,) = [

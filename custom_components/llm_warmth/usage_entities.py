@@ -6,7 +6,7 @@ feature: each use, and every minute (what is expected moves with the clock).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, override
@@ -23,8 +23,10 @@ from homeassistant.components.sensor import (
 )
 from homeassistant.components.switch import SwitchEntity, SwitchEntityDescription
 from homeassistant.core import callback
+from homeassistant.helpers.entity import Entity
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
+from .coordinator import LlmWarmthCoordinator
 from .data import LlmWarmthConfigEntry
 from .entity import Followed, ModelEntity, async_add_model_entities
 from .usage import COLD, GIB_HOURS, HELPED, UsageWatch
@@ -146,22 +148,35 @@ class InUsageWindow(UsageEntity, BinarySensorEntity):
         return plan.window_start <= now < plan.window_end
 
 
-@callback
-def async_add_usage_sensors(
-    entry: LlmWarmthConfigEntry, async_add_entities: AddConfigEntryEntitiesCallback
+def _add_once_used(
+    entry: LlmWarmthConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+    entities: Callable[[LlmWarmthCoordinator, str], list[Entity]],
 ) -> None:
-    """Add a model's usage sensors once a use of it was recorded."""
+    """Add a model's usage entities once a use of it was recorded."""
     coordinator, usage = entry.runtime_data.coordinator, entry.runtime_data.usage
     async_add_model_entities(
         entry,
         async_add_entities,
-        lambda model: [
+        lambda model: entities(coordinator, model),
+        when=lambda _snapshot, model: model in usage,
+        when_changes=[usage],
+    )
+
+
+@callback
+def async_add_usage_sensors(
+    entry: LlmWarmthConfigEntry, async_add_entities: AddConfigEntryEntitiesCallback
+) -> None:
+    """Add a model's usage sensors and scoreboard once a use of it was recorded."""
+    _add_once_used(
+        entry,
+        async_add_entities,
+        lambda coordinator, model: [
             NextExpectedUse(coordinator, NEXT_USE, model),
             UsesToday(coordinator, USES_TODAY, model),
             *(ScoreSensor(coordinator, description, model) for description in SCOREBOARD),
         ],
-        when=lambda _snapshot, model: model in usage,
-        when_changes=[usage],
     )
 
 
@@ -170,13 +185,10 @@ def async_add_usage_binary_sensors(
     entry: LlmWarmthConfigEntry, async_add_entities: AddConfigEntryEntitiesCallback
 ) -> None:
     """Add a model's usage-window sensor once a use of it was recorded."""
-    coordinator, usage = entry.runtime_data.coordinator, entry.runtime_data.usage
-    async_add_model_entities(
+    _add_once_used(
         entry,
         async_add_entities,
-        lambda model: [InUsageWindow(coordinator, IN_WINDOW, model)],
-        when=lambda _snapshot, model: model in usage,
-        when_changes=[usage],
+        lambda coordinator, model: [InUsageWindow(coordinator, IN_WINDOW, model)],
     )
 
 
@@ -224,11 +236,8 @@ def async_add_usage_switches(
     entry: LlmWarmthConfigEntry, async_add_entities: AddConfigEntryEntitiesCallback
 ) -> None:
     """Add a model's Auto-warm switch once a use of it was recorded."""
-    coordinator, usage = entry.runtime_data.coordinator, entry.runtime_data.usage
-    async_add_model_entities(
+    _add_once_used(
         entry,
         async_add_entities,
-        lambda model: [AutoWarmSwitch(coordinator, AUTO_WARM, model)],
-        when=lambda _snapshot, model: model in usage,
-        when_changes=[usage],
+        lambda coordinator, model: [AutoWarmSwitch(coordinator, AUTO_WARM, model)],
     )
