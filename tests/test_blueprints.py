@@ -289,19 +289,33 @@ async def test_the_household_stirring_warms_the_model(
 
 
 async def test_a_slow_cold_start_is_told_with_the_last_diagnosis(
-    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator, poll
 ) -> None:
-    notified = async_mock_service(hass, "notify", "family")
+    probes = async_mock_service(hass, "notify", "probes")
+    household = async_mock_service(hass, "notify", "household")
+    never = async_mock_service(hass, "notify", "never")
     assert await async_setup_component(
         hass,
         "automation",
         {
             "automation": [
-                automation("notify_slow_cold_start.yaml", threshold=0.2, notify="notify.family"),
-                automation("notify_slow_cold_start.yaml", threshold=60, notify="notify.family"),
+                automation(
+                    "notify_slow_cold_start.yaml",
+                    threshold=0.2,
+                    include_probes=True,
+                    notify="notify.probes",
+                ),
+                automation("notify_slow_cold_start.yaml", threshold=0, notify="notify.household"),
+                automation(
+                    "notify_slow_cold_start.yaml",
+                    threshold=600,
+                    include_probes=True,
+                    notify="notify.never",
+                ),
             ]
         },
     )
+    # A cold probe of ours: told only where probes are asked for, with its wait.
     emulator.models[LLAMA].load_delay = 0.4
     await hass.services.async_call(
         "llm_warmth",
@@ -310,10 +324,17 @@ async def test_a_slow_cold_start_is_told_with_the_last_diagnosis(
         blocking=True,
     )
     await hass.async_block_till_done()
-    # The 0.2 s threshold told it once; the 60 s one not.
-    assert len(notified) == 1
-    message = notified[0].data["message"]
-    assert "llama3.2:3b" in notified[0].data["title"]
+    assert (len(probes), len(household), len(never)) == (1, 0, 0)
+    message = probes[0].data["message"]
+    assert "llama3.2:3b" in probes[0].data["title"]
     assert "No diagnosis yet" in message
-    waited = float(message.split("waited ")[1].split(" s")[0])
-    assert waited >= 0.4
+    assert float(message.split("waited ")[1].split(" s")[0]) >= 0.4  # the server's load
+    # Another client's cold load, seen by polling: a household's cold start, told.
+    load = await start_load(emulator, QWEN, 0.3)
+    await poll()
+    await load
+    await poll()
+    await hass.async_block_till_done()
+    assert len(household) == 1
+    assert "qwen3:8b" in household[0].data["title"]
+    assert "waited at least 0.3 s" in household[0].data["message"]  # polling's lower bound

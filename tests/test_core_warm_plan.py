@@ -68,7 +68,10 @@ def test_a_morning_routine_is_warmed_ahead_and_let_go_once_it_happened() -> None
     # The routine happened: kept through the session's keep only, not to the stretch's end.
     planner.observe(at(monday, 6, 42))
     assert planner.plan(at(monday, 6, 45), LEAD).warm_until == at(monday, 6, 42) + planner.keep
-    assert not planner.plan(at(monday, 6, 50), LEAD).warm
+    after = planner.plan(at(monday, 6, 50), LEAD)
+    assert not after.warm
+    assert after.used
+    assert after.next_use == at(monday + 1, 6, 40)  # tomorrow's
     # Not at that time on a weekend.
     saturday = planner.plan(at(19, 6, 38, 30), LEAD)
     assert not saturday.warm
@@ -148,3 +151,19 @@ def test_any_stored_state_is_read_or_refused_with_value_error(values: object) ->
     except ValueError:
         return
     planner.plan(at(3, 7, 0), LEAD)
+
+
+def test_a_state_stored_in_summer_folds_at_local_midnights_after_the_change() -> None:
+    """Stored times keep their offset only: read back, the days are still local days."""
+    planner = UsagePlanner()
+    planner.observe(datetime(2026, 10, 20, 7, 0, tzinfo=ZONE))
+    planner.advance(datetime(2026, 10, 21, 1, 0, tzinfo=ZONE))
+    read = UsagePlanner.from_dict(planner.as_dict())  # "+02:00", no zone
+    read.advance(datetime(2026, 10, 28, 9, 0, tzinfo=ZONE))  # past the change (+01:00)
+    assert read.folded_until == datetime(2026, 10, 28, tzinfo=ZONE)
+    read.observe(datetime(2026, 10, 28, 8, 0, tzinfo=ZONE))  # a use of today counts
+    assert read.uses[-1] == datetime(2026, 10, 28, 8, 0, tzinfo=ZONE)
+    # A fold mark in the future (a clock that was wrong) starts again today.
+    ahead = UsagePlanner(folded_until=datetime(2027, 1, 1, tzinfo=ZONE))
+    ahead.advance(datetime(2026, 10, 28, 9, 0, tzinfo=ZONE))
+    assert ahead.folded_until == datetime(2026, 10, 28, tzinfo=ZONE)

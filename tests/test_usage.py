@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+import json
 
 import aiohttp
 from freezegun.api import FrozenDateTimeFactory
@@ -12,6 +13,9 @@ from homeassistant.core import Context, HomeAssistant
 from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
+from pytest_homeassistant_custom_component.components.diagnostics import (
+    get_diagnostics_for_config_entry,
+)
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN
@@ -45,7 +49,11 @@ def uses(entry: MockConfigEntry, model: str) -> list[datetime]:
 
 @pytest.mark.usefixtures("init_integration")
 async def test_another_clients_requests_on_ollama_are_uses_and_ours_are_not(
-    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator, poll: Poll
+    hass: HomeAssistant,
+    hass_client: ClientSessionGenerator,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll: Poll,
 ) -> None:
     # Another client loads the model: a use, seen at the next poll.
     await ollama_request(emulator, "/api/generate", {"model": LLAMA, "prompt": "hi"})
@@ -81,6 +89,11 @@ async def test_another_clients_requests_on_ollama_are_uses_and_ours_are_not(
     cold = "sensor.{}_cold_starts_7_days"
     assert hass.states.get(model_id(mock_config_entry, cold.format("llama3_2_3b"))).state == "1"
     assert hass.states.get(model_id(mock_config_entry, cold.format("qwen3_8b"))) is None
+    # The diagnostics count the uses; they do not tell when the household was at home.
+    diagnostics = await get_diagnostics_for_config_entry(hass, hass_client, mock_config_entry)
+    assert diagnostics["usage"][LLAMA]["uses"] == 2
+    assert diagnostics["usage"][LLAMA]["scoreboard_7_days"] == [0, 1, 0]
+    assert str(emulator.clock.now().year) not in json.dumps(diagnostics["usage"])
     # Kept across a restart.
     await hass.config_entries.async_reload(ENTRY_ID)
     await hass.async_block_till_done()
@@ -97,9 +110,10 @@ async def test_home_assistants_agent_is_heard_once_at_its_reply(
 ) -> None:
     """The agent's state tells each message at once; the poll after does not count it again."""
     assist = await setup_assist(hass, hass_client, emulator.url, LLAMA, emulator=emulator)
+    # The agent's state is on Home Assistant's clock, the polls on the server's: as one.
+    emulator.clock.set(dt_util.utcnow())
     await poll()
     before = len(uses(init_integration, LLAMA))
-    emulator.clock.advance(60)
     await conversation.async_converse(
         hass, "What time is it?", None, Context(), agent_id=assist.agent_entity_id
     )
@@ -279,6 +293,14 @@ async def test_auto_warm_is_refused_while_the_household_needs_the_gpu(
     assert [r for r in emulator.requests[before:] if r.path == "/api/generate"] == []
     record = usage.get(LLAMA)
     assert (record.warmed, record.refused) == (0, 1)
+    # Asked again a minute later (still refused): counted once.
+    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=40))
+    assert (record.warmed, record.refused) == (0, 1)
+    # Plex stops: the next minute of the stretch warms it.
+    hass.states.async_set(PLEX, "off")
+    await mock_config_entry.runtime_data.coordinator.async_refresh()
+    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=41))
+    assert [r for r in emulator.requests[before:] if r.path == "/api/generate"]
     # Kept across a restart: the option and the counts.
     await hass.config_entries.async_reload(ENTRY_ID)
     await hass.async_block_till_done()

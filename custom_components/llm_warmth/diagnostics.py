@@ -50,7 +50,8 @@ async def async_get_config_entry_diagnostics(
         "diagnoses": runtime.diagnoses.as_stored(),
         "ttft_targets": runtime.ttft_targets.as_stored(),
         "idle_profiles": runtime.profiler.as_stored(),
-        "usage": runtime.usage.as_stored(),
+        # Counts only: the times of each use would tell when the household is at home.
+        "usage": runtime.usage.summary(),
         "guard": {
             "protected": runtime.household.protected,
             "clear_for_seconds": guard.guard.clear_for.total_seconds(),

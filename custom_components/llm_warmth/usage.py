@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Final, override
 
 from homeassistant.const import EVENT_STATE_CHANGED
@@ -44,7 +44,7 @@ from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import GENERATION_TIMEOUT, ReportsRequests
 from .core.backends.errors import LlmServerError
-from .core.monitor import ColdStartObserved, LoadObserved, MonitorChange
+from .core.monitor import LoadObserved, MonitorChange
 from .core.warm_plan import Plan, UsagePlanner
 from .data import LlmWarmthConfigEntry
 from .feature import ModelRecords
@@ -62,6 +62,11 @@ ACTIVITY_PAGE: Final = 50
 MARGIN: Final = timedelta(seconds=60)
 DEFAULT_LOAD: Final = timedelta(seconds=30)
 TICK: Final = timedelta(minutes=1)
+# How long after an agent's message began its turn can still show on the server, and the
+# clocks' slack; the agent messages kept per model for it.
+AGENT_TURN: Final = timedelta(minutes=2)
+SLACK: Final = timedelta(seconds=2)
+AGENT_USES_KEPT: Final = 16
 # The days the scoreboard keeps (7 and today).
 SCORE_DAYS: Final = 8
 
@@ -82,6 +87,10 @@ class UsageRecord:
     # The warm-up held now: sent when, and until the end of which stretch (None: none).
     holding_since: datetime | None = None
     holding_until: datetime | None = None
+    # The model's GPU memory (bytes) once the warm-up loaded it: what the holding costs.
+    holding_bytes: int = 0
+    # The stretch the guard refused a warm-up for (not stored: a refusal counts once).
+    refused_for: datetime | None = field(default=None, compare=False)
     # The scoreboard by local day (ISO date): [requests warm thanks to auto-warm, cold
     # starts, GiB-hours spent warming], the last ``SCORE_DAYS`` days.
     days: dict[str, list[float]] = field(default_factory=dict)
@@ -119,7 +128,7 @@ class UsageRecord:
             raise ValueError("a count is not a whole number")
         days = values.get("days", {})
         if not isinstance(days, Mapping) or not all(
-            isinstance(day, str)
+            _is_date(day)
             and isinstance(row, list)
             and len(row) == 3
             and all(
@@ -138,6 +147,17 @@ class UsageRecord:
             holding_until=_time(values.get("holding_until")),
             days={day: [float(v) for v in row] for day, row in days.items()},
         )
+
+
+def _is_date(value: object) -> bool:
+    """Return True for an ISO date (a scoreboard's day)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _iso(when: datetime | None) -> str | None:
@@ -186,8 +206,10 @@ class UsageWatch(ModelRecords[UsageRecord]):
         self._polled_at: datetime | None = None
         # The latest llama-swap activity entry read (None: none yet, read the page once).
         self._activity_seen: int | None = None
-        # When Home Assistant's agents last used each model.
-        self._agent_used: dict[str, datetime] = {}
+        # When Home Assistant's agents last used each model (their latest messages).
+        self._agent_used: dict[str, list[datetime]] = {}
+        # A read of llama-swap's activity is running (one at a time).
+        self._reading = False
 
     @override
     @callback
@@ -248,20 +270,22 @@ class UsageWatch(ModelRecords[UsageRecord]):
         if plan is None or plan.window_start is None or plan.window_end is None:
             return
         start, end = plan.window_start, plan.window_end
-        due = start - self.lead(model) <= now < end and plan.next_use is not None
+        due = start - self.lead(model) <= now < end and not plan.used
         if not due or record.warmed_for == start:
             return
         snapshot = coordinator.data
         if model in snapshot.held or model in snapshot.loading:
             return  # warm already (or another client's load runs)
-        record.warmed_for = start
         try:
             self._household.check(model, force=False)
         except HomeAssistantError:
-            record.refused += 1
-            self.async_changed()
+            # Tried again each minute of the stretch; counted once.
+            if record.refused_for != start:
+                record.refused_for = start
+                record.refused += 1
+                self.async_changed()
             return
-        record.warmed += 1
+        record.warmed_for = start
         record.holding_since, record.holding_until = now, end
         self.async_changed()
         keep = (end - now).total_seconds()
@@ -274,12 +298,22 @@ class UsageWatch(ModelRecords[UsageRecord]):
         )
 
     async def _load(self, model: str, keep: float | None, num_ctx: int | None) -> None:
+        """Send the warm-up; count it once the model is in (a failed one holds nothing)."""
+        record = self._records.get(model)
         try:
             await self._controller.preload(
                 model, keep_seconds=keep, num_ctx=num_ctx, timeout=GENERATION_TIMEOUT
             )
         except (LlmServerError, HomeAssistantError) as err:
             LOGGER.warning("%s: auto-warm of %s failed: %s", self.entry.title, model, err)
+            if record is not None:
+                record.holding_since = record.holding_until = None
+            return
+        if record is not None:
+            record.warmed += 1
+            resident = self._coordinator.data.resident.get(model)
+            record.holding_bytes = (resident.size_vram or resident.size or 0) if resident else 0
+            self.async_changed()
 
     @callback
     def set_auto_warm(self, model: str, on: bool) -> None:
@@ -308,8 +342,18 @@ class UsageWatch(ModelRecords[UsageRecord]):
         )
         if used is not None:
             model = self._coordinator.resolve_model(used[0])
-            self._agent_used[model] = at
+            self._agent_used[model] = [*self._agent_used.get(model, []), at][-AGENT_USES_KEPT:]
             self.record(model, at)
+
+    def _agent_heard(self, model: str, begin: datetime, end: datetime) -> bool:
+        """Return True when an agent's message to ``model`` began in [begin - turn, end].
+
+        A turn (a cold load, tool calls, a long reply) can end a while after its message
+        began: what the server shows of it then is that turn, heard already.
+        """
+        return any(
+            begin - AGENT_TURN <= at <= end + SLACK for at in self._agent_used.get(model, [])
+        )
 
     @callback
     def _polled(self) -> None:
@@ -321,7 +365,8 @@ class UsageWatch(ModelRecords[UsageRecord]):
         before, previous = self._polled_at, self._expiries
         self._polled_at = now
         self._expiries = {name: m.expires_at for name, m in coordinator.data.held.items()}
-        if isinstance(coordinator.client, ReportsRequests):
+        if isinstance(coordinator.client, ReportsRequests) and not self._reading:
+            self._reading = True
             self.entry.async_create_background_task(
                 self.hass, self._read_activity(coordinator.client), "llm_warmth usage activity"
             )
@@ -337,7 +382,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
             # Moved on by a request, or loaded since the last poll: someone used it.
             if coordinator.own_requests.during(model, before, now):
                 continue  # ours
-            if (heard := self._agent_used.get(model)) is not None and heard >= before:
+            if self._agent_heard(model, before, now):
                 continue  # Home Assistant's agent, heard already
             self.record(model, now)
 
@@ -348,10 +393,13 @@ class UsageWatch(ModelRecords[UsageRecord]):
         except LlmServerError as err:
             LOGGER.debug("%s: llama-swap's activity: %s", self.entry.title, err)
             return
-        seen, self._activity_seen = (
-            self._activity_seen,
-            max((r.id for r in served), default=self._activity_seen),
-        )
+        finally:
+            self._reading = False
+        seen = self._activity_seen
+        newest = max((r.id for r in served), default=None)
+        if newest is not None and seen is not None and newest < seen:
+            seen = None  # its ids began again (llama-swap restarted): a new first page
+        self._activity_seen = newest if newest is not None else seen
         if seen is None:
             return  # the first page: what was before we looked is not counted
         own = self._coordinator.own_requests
@@ -360,6 +408,8 @@ class UsageWatch(ModelRecords[UsageRecord]):
                 continue
             if own.during(request.model, request.started_at, request.ended_at):
                 continue
+            if self._agent_heard(request.model, request.started_at, request.ended_at):
+                continue  # Home Assistant's agent, heard from its entity already
             self.record(self._coordinator.resolve_model(request.model), request.started_at)
 
     # ---------------------------------------------------------------- state
@@ -382,12 +432,10 @@ class UsageWatch(ModelRecords[UsageRecord]):
 
     def _close_holding(self, model: str, record: UsageRecord, end: datetime) -> None:
         """Score the GiB-hours an auto-warm warm-up held the model, until ``end``."""
-        since = record.holding_since
+        since, size = record.holding_since, record.holding_bytes
         record.holding_since = record.holding_until = None
         if since is None or end <= since:
             return
-        resident = self._coordinator.data.resident.get(model)
-        size = (resident.size_vram or resident.size or 0) if resident else 0
         hours = (end - since).total_seconds() / 3600
         record.tally(_day(end), GIB_HOURS, size / 1024**3 * hours)
 
@@ -395,12 +443,30 @@ class UsageWatch(ModelRecords[UsageRecord]):
     def _changed(self, changes: list[MonitorChange]) -> None:
         """Score each cold start a household request had (not one of our probes)."""
         for change in changes:
-            if isinstance(change, LoadObserved | ColdStartObserved) and change.probe is None:
-                if isinstance(change, LoadObserved) and not change.waited:
-                    continue
-                record = self._records.setdefault(change.model, UsageRecord())
-                record.tally(_day(self.utcnow()), COLD, 1)
-                self.async_changed()
+            # A cold start of a probe of ours (ColdStartObserved is always one) is not theirs.
+            if not isinstance(change, LoadObserved) or change.probe or not change.waited:
+                continue
+            record = self._records.setdefault(change.model, UsageRecord())
+            record.tally(_day(self.utcnow()), COLD, 1)
+            self.async_changed()
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """Return what the diagnostics show: counts, not when the household was at home."""
+        return {
+            model: {
+                "uses": len(record.planner.uses),
+                "days_learnt": record.planner.days,
+                "pattern": record.planner.pattern().value,
+                "auto_warm": record.auto_warm,
+                "warmed": record.warmed,
+                "refused": record.refused,
+                "scoreboard_7_days": [
+                    round(self.scoreboard(model, column)[1], 3)
+                    for column in (HELPED, COLD, GIB_HOURS)
+                ],
+            }
+            for model, record in self._records.items()
+        }
 
     def scoreboard(self, model: str, column: int) -> tuple[float, float]:
         """Return a scoreboard column of ``model``: today's and the last 7 days' (today too)."""

@@ -63,6 +63,8 @@ _SATELLITE_PREFIX: Final = "assist_satellite."
 READ_DELAY: Final = 0.5
 # How long the server's record of requests may take to answer after a turn.
 REQUEST_RECORD_TIMEOUT: Final = 10.0
+# How much of the slowest recent prompt warm-up is kept at each new one.
+PREFIX_FADE: Final = 0.8
 # The satellite states (``AssistSatelliteState``) this feature reads.
 _LISTENING, _PROCESSING, _IDLE = "listening", "processing", "idle"
 
@@ -222,6 +224,11 @@ class _Run:
     server: ServerSide | None = None
     figures_before: tuple[float | None, float | None] = (None, None)
     timers: list[CALLBACK_TYPE] = field(default_factory=list)
+
+    @property
+    def agent_started(self) -> bool:
+        """Return True once the pipeline's agent started (it may start during an await)."""
+        return self.intent_started is not None
 
 
 class VoiceWatch(Feature):
@@ -436,9 +443,15 @@ class VoiceWatch(Feature):
             self.async_changed()
             return
         satellite = er.async_get(self.hass).async_get(run.satellite)
-        system = await agent_system_prompt(
-            self.hass, agent, satellite.device_id if satellite else None
-        )
+        try:
+            system = await agent_system_prompt(
+                self.hass, agent, satellite.device_id if satellite else None
+            )
+        except HomeAssistantError as err:  # the agent's prompt template does not render
+            LOGGER.debug("%s: the agent's prompt for a warm-up: %s", self.entry.title, err)
+            return
+        if run.agent_started:
+            return  # the agent asked meanwhile
         coordinator = self._coordinator
         options = probe_options(agent.num_ctx, {"num_predict": 1})
 
@@ -462,7 +475,11 @@ class VoiceWatch(Feature):
             return
         finally:
             run.prefix_ended = time.monotonic()
-        counts.prefix_seconds = round(run.prefix_ended - run.prefix_started, 3)
+        # The slowest recent warm-up, fading: one served from the prompt cache says little
+        # of the next after the cache was lost.
+        took = run.prefix_ended - run.prefix_started
+        kept = counts.prefix_seconds * PREFIX_FADE if counts.prefix_seconds else 0.0
+        counts.prefix_seconds = round(max(took, kept), 3)
         self.async_changed()
 
     @callback
@@ -514,7 +531,8 @@ class VoiceWatch(Feature):
         client = self._coordinator.client
         if server is not None and isinstance(client, ReportsRequests):
             # The server keeps its own record of the agent's request: read it first.
-            self.entry.async_create_task(
+            # A background task: unloading the entry cancels it rather than wait for it.
+            self.entry.async_create_background_task(
                 self.hass,
                 self._tell_with_request(run, turn, server, client),
                 f"llm_warmth voice turn of {run.model}",

@@ -86,11 +86,13 @@ class Plan:
     # The expected stretch we are in, or the next one: its start and end.
     window_start: datetime | None
     window_end: datetime | None
-    # When its next use is expected: now's stretch (if no use came in it yet), else the
-    # next stretch's start.
+    # When its next use is expected: the start of now's stretch while no use came in it
+    # yet, else of the next stretch (None: none expected within a day).
     next_use: datetime | None
     # How long a use is kept warm after it (its session's gaps).
     keep: timedelta
+    # A use came in now's stretch already (a routine that happened).
+    used: bool = False
 
 
 def _bin_of(when: datetime) -> int:
@@ -129,8 +131,18 @@ class UsagePlanner:
 
     # ------------------------------------------------------------------ learning
 
+    def _anchor(self, zone_of: datetime) -> None:
+        """Read ``folded_until`` in the zone of ``zone_of`` (a stored time has an offset only).
+
+        A day's start read back with the offset it was written with would, after a change
+        of summer time, fold days at 23:00 or 01:00 local time.
+        """
+        if self.folded_until is not None and zone_of.tzinfo is not None:
+            self.folded_until = _day_start(self.folded_until.astimezone(zone_of.tzinfo))
+
     def observe(self, when: datetime) -> None:
         """Record a use at ``when`` (uses may come a little out of order)."""
+        self._anchor(when)
         if self.folded_until is None:
             self.folded_until = _day_start(when)
         if when < self.folded_until:
@@ -145,10 +157,14 @@ class UsagePlanner:
 
     def advance(self, now: datetime) -> None:
         """Fold every day that ended before ``now`` into the rhythm; forget old uses."""
+        self._anchor(now)
         if self.folded_until is None:
             self.folded_until = _day_start(now)
             return
         today = _day_start(now)
+        self.folded_until = min(
+            self.folded_until, today
+        )  # written while a clock was wrong: start again today
         day = self.folded_until
         while day < today:
             following = _day_start(day + timedelta(hours=36))  # a DST day has 23 or 25 h
@@ -259,6 +275,7 @@ class UsagePlanner:
         window = self._window(now, lead) if pattern is PatternClass.RHYTHMIC else None
         next_use: datetime | None = None
         window_start = window_end = None
+        used = False
         if window is not None:
             window_start, window_end = window
             # A routine (a short stretch) happened once a use came in it; a long stretch
@@ -271,8 +288,10 @@ class UsagePlanner:
             ahead = window_start - lead <= now < window_end
             if ahead and not used:
                 warm_until = max(warm_until or window_end, window_end)
-            if not used or window_start > now:
-                next_use = max(window_start, now) if window_start <= now else window_start
+            next_use = window_start
+            if used:
+                following = self._window(window_end, timedelta(0))
+                next_use = following[0] if following else None
         return Plan(
             pattern=pattern,
             warm=warm_until is not None,
@@ -281,6 +300,7 @@ class UsagePlanner:
             window_end=window_end,
             next_use=next_use,
             keep=keep,
+            used=used,
         )
 
     # ------------------------------------------------------------------ the store
