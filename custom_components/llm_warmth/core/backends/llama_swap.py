@@ -297,9 +297,10 @@ def _tokens_seconds(count: int | None, per_second: object) -> float | None:
     """Return ``count`` tokens' seconds at ``per_second``; None where either is not told."""
     if count is None or count < 0 or isinstance(per_second, bool):
         return None
-    if not isinstance(per_second, int | float) or not 0 < per_second < 1e9:
+    if not isinstance(per_second, int | float) or not 1e-3 <= per_second < 1e9:
         return 0.0 if count == 0 else None
-    return round(count / per_second, 3)
+    seconds = count / per_second
+    return round(seconds, 3) if seconds <= _MAX_REQUEST_MS / 1000 else None
 
 
 def _model_type(item: Mapping[str, Any]) -> object:
