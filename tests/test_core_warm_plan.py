@@ -12,6 +12,10 @@ from custom_components.llm_warmth.core.warm_plan import (
     DEFAULT_KEEP,
     EXPECT,
     MAX_KEEP,
+    MIN_DAYS,
+    MIN_GAPS,
+    MIN_KEEP,
+    SESSION_GAP,
     PatternClass,
     UsagePlanner,
 )
@@ -113,9 +117,80 @@ def test_days_fold_across_a_change_of_summer_time() -> None:
     planner.advance(datetime(2026, 10, 27, 1, 0, tzinfo=ZONE))
     assert planner.days == 3
     assert planner.folded_until == datetime(2026, 10, 27, tzinfo=ZONE)
-    # A use on a day already folded comes too late to count.
+    # A use on a day already folded is kept, and that day learnt again with it.
     planner.observe(datetime(2026, 10, 25, 9, 0, tzinfo=ZONE))
-    assert len(planner.uses) == 3
+    assert len(planner.uses) == 4
+    planner.advance(datetime(2026, 10, 27, 1, 0, tzinfo=ZONE))
+    assert planner.days == 3
+    sunday_nine = datetime(2026, 10, 25, 9, 0, tzinfo=ZONE)
+    assert planner.by_weekday[6][planner_bin(sunday_nine)] > 0
+
+
+def planner_bin(when: datetime) -> int:
+    return (when.hour * 60 + when.minute) // 10
+
+
+def test_history_older_than_the_first_recorded_day_is_kept_and_learnt() -> None:
+    """A use today first, then two weeks of mornings before it (a late or imported record).
+
+    Every use counts: the mornings are expected on the Monday after, as when they were
+    recorded in order (until 2026-12 the earlier days were dropped: 8 of 32 kept).
+    """
+    in_order, late = UsagePlanner(), UsagePlanner()
+    mornings(in_order, range(14), 6, 45)
+    late.observe(at(13, 12, 0))  # first: a Sunday, the last day of the history
+    late.advance(day(13))
+    for index in range(14):
+        if day(index).weekday() < 5:
+            for offset in (0, 3, 5):
+                late.observe(at(index, 6, 45) + timedelta(minutes=offset))
+    assert len(late.uses) == 31
+    plan = late.plan(at(14, 6, 30), LEAD)
+    assert plan.pattern is PatternClass.RHYTHMIC
+    assert plan.next_use == in_order.plan(at(14, 6, 30), LEAD).next_use == at(14, 6, 40)
+    assert late.days == in_order.days == 14
+
+
+def test_a_gap_of_a_whole_session_is_between_sessions() -> None:
+    """SESSION_GAP itself separates two sessions; a second less is within one."""
+    within, between = UsagePlanner(), UsagePlanner()
+    for index in range(MIN_GAPS):
+        within.observe(at(0, 8, 0) + index * (SESSION_GAP - timedelta(seconds=1)))
+        between.observe(at(0, 8, 0) + index * SESSION_GAP)
+    assert len(within.gaps) == MIN_GAPS - 1
+    assert between.gaps == []
+    assert within.keep == DEFAULT_KEEP  # one gap short of MIN_GAPS
+    within.observe(at(0, 8, 0) + MIN_GAPS * (SESSION_GAP - timedelta(seconds=1)))
+    assert within.keep == MAX_KEEP
+
+
+def test_the_keep_is_the_95th_percentile_of_the_gaps() -> None:
+    """20 gaps: the 19th smallest (index ceil(0.95 * 20) - 1 = 18), not the largest."""
+    planner = UsagePlanner()
+    planner.gaps = [200.0] * 18 + [300.0, 1000.0]
+    assert planner.keep == timedelta(seconds=330)
+    planner.gaps = [200.0] * 19 + [1000.0]
+    assert planner.keep == timedelta(seconds=220)
+    planner.gaps = [10.0] * 20
+    assert planner.keep == MIN_KEEP
+
+
+def test_saturday_and_sunday_are_the_weekend() -> None:
+    planner = UsagePlanner()
+    mornings(planner, range(14), 6, 45)  # weekday mornings only
+    friday, saturday, sunday = at(18, 6, 50), at(19, 6, 50), at(20, 6, 50)
+    assert (friday.weekday(), saturday.weekday(), sunday.weekday()) == (4, 5, 6)
+    assert planner.share(friday) >= EXPECT
+    assert planner.share(saturday) == planner.share(sunday) == 0.0
+
+
+def test_the_rhythm_is_trusted_from_min_days_on() -> None:
+    planner = UsagePlanner()
+    for index in range(MIN_DAYS):
+        planner.observe(at(index, 7, 0))
+        planner.advance(day(index + 1))
+        expected = PatternClass.NEW if index + 1 < MIN_DAYS else PatternClass.RHYTHMIC
+        assert (planner.days, planner.pattern()) == (index + 1, expected)
 
 
 def test_old_uses_are_forgotten_after_eight_weeks() -> None:

@@ -29,6 +29,9 @@ from .ollama_emulator import OllamaEmulator
 
 Poll = Callable[[], Awaitable[None]]
 PLEX = "binary_sensor.plex_transcoding"
+# The tests of learnt mornings start on this clock, whatever the day they run: a Friday
+# 12:00 UTC, before the Monday they learn up to.
+BEFORE_THE_MORNINGS = "2026-11-20 12:00:00+00:00"
 
 
 async def other_chat(url: str) -> None:
@@ -159,6 +162,7 @@ async def test_llama_swaps_activity_are_uses_at_their_start_and_ours_are_not(
 
 
 @pytest.mark.usefixtures("init_integration")
+@pytest.mark.freeze_time(BEFORE_THE_MORNINGS)
 async def test_a_learnt_morning_shows_in_the_usage_sensors(
     hass: HomeAssistant,
     mock_config_entry: MockConfigEntry,
@@ -223,6 +227,7 @@ async def at_minute(
 
 
 @pytest.mark.usefixtures("init_integration")
+@pytest.mark.freeze_time(BEFORE_THE_MORNINGS)
 async def test_auto_warm_loads_ahead_of_the_expected_morning_through_the_guard(
     hass: HomeAssistant,
     mock_config_entry: MockConfigEntry,
@@ -271,6 +276,7 @@ async def test_auto_warm_loads_ahead_of_the_expected_morning_through_the_guard(
     assert hass.states.get(cold).state == "0"
 
 
+@pytest.mark.freeze_time(BEFORE_THE_MORNINGS)
 async def test_auto_warm_is_refused_while_the_household_needs_the_gpu(
     hass: HomeAssistant,
     mock_config_entry: MockConfigEntry,

@@ -146,7 +146,9 @@ class UsagePlanner:
         if self.folded_until is None:
             self.folded_until = _day_start(when)
         if when < self.folded_until:
-            return  # a day already folded: too late to count
+            # A day folded already (a use recorded late, or history older than the first
+            # recorded day): the use is kept and the rhythm learnt again from the uses.
+            self._relearn(_day_start(when))
         index = bisect_right(self.uses, when)
         before = self.uses[index - 1] if index else None
         self.uses.insert(index, when)
@@ -154,6 +156,18 @@ class UsagePlanner:
             self.gaps = [*self.gaps, (when - before).total_seconds()][-MAX_GAPS:]
         if len(self.uses) > MAX_USES:
             del self.uses[: len(self.uses) - MAX_USES]
+
+    def _relearn(self, since: datetime) -> None:
+        """Forget the rhythm; the next ``advance`` folds every day again from ``since``.
+
+        The uses kept (``HISTORY``) are what it is learnt from: a day older than them
+        weighs less than 0.75 ** 40 in the blend today.
+        """
+        first = _day_start(self.uses[0]) if self.uses else since
+        self.folded_until = min(since, first)
+        self.by_kind = {kind: [0.0] * BINS_PER_DAY for kind in ("weekday", "weekend")}
+        self.by_weekday = [[0.0] * BINS_PER_DAY for _ in range(7)]
+        self.days = 0
 
     def advance(self, now: datetime) -> None:
         """Fold every day that ended before ``now`` into the rhythm; forget old uses."""
