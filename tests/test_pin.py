@@ -10,7 +10,6 @@ from homeassistant.const import STATE_OFF, STATE_ON
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError, Unauthorized
 from homeassistant.util import dt as dt_util
-import probatio as vol
 import pytest
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
@@ -225,8 +224,19 @@ async def test_pin_refusals_are_translated(
         with pytest.raises(ServiceValidationError) as err:
             await call(hass, "pin", config_entry_id=ENTRY_ID, **data)
         assert err.value.translation_key == key
-    with pytest.raises(vol.Invalid, match="at most"):
-        await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA, **{"for": {"days": 10**7}})
+    for duration, key in (
+        ({"days": 10**7}, "duration_too_long"),
+        (10**15, "duration_too_long"),
+        ({"days": 10**9}, "duration_too_long"),
+        ("-00:30:00", "duration_too_short"),
+        ({"seconds": 0}, "duration_too_short"),
+    ):
+        with pytest.raises(ServiceValidationError) as err:
+            await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA, **{"for": duration})
+        assert (err.value.translation_key, err.value.translation_placeholders["field"]) == (
+            key,
+            "for",
+        )
     assert not any(r.path == "/api/generate" for r in emulator.requests)  # nothing was sent
     emulator.inject("/api/generate", status=500, body="boom")
     with pytest.raises(HomeAssistantError) as failed:

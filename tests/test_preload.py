@@ -12,7 +12,6 @@ from homeassistant.const import STATE_ON
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError, Unauthorized
 from homeassistant.util import dt as dt_util
-import probatio as vol
 import pytest
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
@@ -103,9 +102,13 @@ async def test_preload_refusals_are_translated(
         with pytest.raises(ServiceValidationError) as err:
             await preload(hass, config_entry_id=ENTRY_ID, **data)
         assert err.value.translation_key == key
-    # A keep under a second would be keep_alive 0: an unload.
-    with pytest.raises(vol.Invalid):
-        await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, keep_for={"seconds": 0})
+    # A keep under a second would be keep_alive 0 (an unload); a negative one means nothing.
+    for keep_for in ({"seconds": 0}, "-00:01:00", {"seconds": 0.5}):
+        with pytest.raises(ServiceValidationError) as short:
+            await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, keep_for=keep_for)
+        assert short.value.translation_key == "duration_too_short"
+        assert short.value.translation_placeholders["field"] == "keep_for"
+    assert short.value.translation_placeholders["seconds"] == "0.5"
 
     emulator.inject("/api/generate", status=500, body="boom")
     with pytest.raises(HomeAssistantError) as failed:
@@ -131,9 +134,12 @@ async def test_a_far_future_keep_is_refused_in_words_before_anything_is_sent(
             await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, keep_until=keep_until)
         assert err.value.translation_key == "keep_too_far"
         assert err.value.translation_placeholders["days"] == "3650"
-    for keep_for in ({"days": 10_000_000}, {"days": 3651}):
-        with pytest.raises(vol.Invalid, match="at most"):
+    # Past what Python's time can count too (Home Assistant's reader overflows on them).
+    for keep_for in ({"days": 10_000_000}, {"days": 3651}, 10**15, {"days": 10**9}):
+        with pytest.raises(ServiceValidationError) as far:
             await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, keep_for=keep_for)
+        assert far.value.translation_key == "duration_too_long"
+        assert far.value.translation_placeholders == {"field": "keep_for", "days": "3650"}
     assert len(generate_requests(emulator)) == sent  # nothing reached the server
     # Ten years is the most, and is asked for as it is.
     answer = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, keep_for={"days": 3650})

@@ -66,7 +66,21 @@ NEXT_TURN_PROMPT: Final = "What time is it?"
 # and every clock can count it (Ollama drops a model at once when asked for more than
 # about 9.2e9 s, Python's dates end in 9999). For ever is keep_forever, or a pin without end.
 MAX_KEEP: Final = timedelta(days=3650)
-_DURATION = vol.All(cv.positive_time_period, vol.Range(min=timedelta(seconds=1), max=MAX_KEEP))
+MIN_KEEP: Final = timedelta(seconds=1)
+
+
+def _duration(value: Any) -> timedelta:
+    """Read a duration in any of Home Assistant's forms; its range is checked in words later.
+
+    One beyond what Python can count (10**15 s, 10**9 days) reads as ``timedelta.max``:
+    Home Assistant's reader builds the ``timedelta`` first and raises ``OverflowError``.
+    """
+    try:
+        duration: timedelta = cv.time_period(value)
+    except OverflowError:
+        return timedelta.max
+    return duration
+
 
 EVICT_SCHEMA = vol.Schema(
     {
@@ -81,7 +95,7 @@ PRELOAD_SCHEMA = vol.Schema(
     {
         **TARGET_FIELDS,
         # How long to keep it (Ollama's keep_alive): one of these, or the server's default.
-        vol.Exclusive(ATTR_KEEP_FOR, "keep"): _DURATION,
+        vol.Exclusive(ATTR_KEEP_FOR, "keep"): _duration,
         vol.Exclusive(ATTR_KEEP_UNTIL, "keep"): cv.datetime,
         vol.Exclusive(ATTR_KEEP_FOREVER, "keep"): vol.All(cv.boolean, True),
         vol.Optional(ATTR_NUM_CTX): NUM_CTX,
@@ -100,7 +114,7 @@ PIN_SCHEMA = vol.Schema(
         **TARGET_FIELDS,
         # Until unpinned, or until a time (or for a while from now).
         vol.Exclusive(ATTR_UNTIL, "end"): cv.datetime,
-        vol.Exclusive(ATTR_FOR, "end"): _DURATION,
+        vol.Exclusive(ATTR_FOR, "end"): _duration,
         # The household guard releases the lowest priority first.
         vol.Optional(ATTR_PRIORITY, default=0): vol.All(
             vol.Coerce(int), vol.Range(min=PRIORITY_MIN, max=PRIORITY_MAX)
@@ -183,7 +197,7 @@ def _keep_seconds(call: ServiceCall, entry: LlmWarmthConfigEntry) -> float | Non
     if ATTR_KEEP_FOREVER in call.data:
         seconds: float | None = -1
     elif ATTR_KEEP_FOR in call.data:
-        seconds = call.data[ATTR_KEEP_FOR].total_seconds()
+        seconds = _checked_duration(call, ATTR_KEEP_FOR).total_seconds()
     elif ATTR_KEEP_UNTIL in call.data:
         seconds = (_end(call, ATTR_KEEP_UNTIL) - dt_util.utcnow()).total_seconds()
     else:
@@ -287,11 +301,32 @@ def _guard_check(entry: LlmWarmthConfigEntry, model: str, *, force: bool) -> Non
 def _pin_end(call: ServiceCall) -> datetime | None:
     """Return when the pin ends (None: when unpinned)."""
     if ATTR_FOR in call.data:
-        duration: timedelta = call.data[ATTR_FOR]
-        return dt_util.utcnow() + duration
+        return dt_util.utcnow() + _checked_duration(call, ATTR_FOR)
     if ATTR_UNTIL not in call.data:
         return None
     return _end(call, ATTR_UNTIL)
+
+
+def _checked_duration(call: ServiceCall, key: str) -> timedelta:
+    """Return the call's duration at ``key``; refuse, in words, one out of its range.
+
+    At least a second (0 would be an unload, a negative one means nothing), at most
+    ``MAX_KEEP``: refused before anything is sent.
+    """
+    given: timedelta = call.data[key]
+    if given < MIN_KEEP:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="duration_too_short",
+            translation_placeholders={"field": key, "seconds": f"{given.total_seconds():g}"},
+        )
+    if given > MAX_KEEP:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="duration_too_long",
+            translation_placeholders={"field": key, "days": str(MAX_KEEP.days)},
+        )
+    return given
 
 
 def _end(call: ServiceCall, key: str) -> datetime:
