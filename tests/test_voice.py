@@ -6,6 +6,7 @@ the harness (``tests/assist.py``) speaks to a satellite that walks through its s
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
@@ -26,7 +27,13 @@ from pytest_homeassistant_custom_component.components.recorder.common import (
 
 from custom_components.llm_warmth import async_remove_config_entry_device, logbook
 from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN, EVENT_VOICE_TURN
-from custom_components.llm_warmth.voice import READ_DELAY, WakeCounts, voice_subject
+from custom_components.llm_warmth.voice import (
+    GIB,
+    READ_DELAY,
+    WAKE_KEEP,
+    WakeCounts,
+    voice_subject,
+)
 
 from .assist import Assist, assist_fixture, hass_config_dir_fixture, pipeline_debug_broken  # noqa: F401
 from .conftest import ENTRY_ID, LLAMA, ollama_request
@@ -159,7 +166,9 @@ async def test_warm_on_wake_loads_the_agents_model_while_the_user_speaks(
     assert paths[0][0] == "/api/generate"
     assert paths[0][1] is None
     load = sent[0].json
-    assert (load["keep_alive"], load["options"]["num_ctx"]) == (-1, 4096)
+    # Kept briefly (a wake no command follows lets it go), with the agent's context; the
+    # agent's own request then sets the agent's keep (for ever, Home Assistant's default).
+    assert (load["keep_alive"], load["options"]["num_ctx"]) == (WAKE_KEEP, 4096)
     # Then the agent's system prompt with one short turn, as the agent asks (its context
     # and think, no keep_alive: the model keeps the agent's), before the agent's own turn:
     # the agent's prompt begins with it, so the server's prompt cache serves that part.
@@ -171,6 +180,7 @@ async def test_warm_on_wake_loads_the_agents_model_while_the_user_speaks(
     assert system["content"].startswith("You are a voice assistant.")
     assert (ours["options"], ours["think"]) == ({"num_predict": 1, "num_ctx": 4096}, False)
     assert "keep_alive" not in ours
+    assert agents["keep_alive"] == -1
     data = turns[-1].data
     assert data["warm_prefix"] == "ready"
     counts = hass.config_entries.async_get_entry(ENTRY_ID).runtime_data.voice.counts
@@ -387,16 +397,38 @@ async def test_the_prompt_warm_up_is_sent_only_when_it_ends_before_the_agent_sta
             if r.path in ("/api/generate", "/api/chat")
         ]
 
-    # Resident: no load, only the prompt's warm-up, ended before the agent's turn.
+    loaded = async_capture_events(hass, f"{DOMAIN}_model_loaded")
+
+    async def lose_the_prompt_cache() -> None:
+        """Another client unloads the model and loads it again: its prompt cache is new."""
+        await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+        await runtime.coordinator.async_refresh()
+        await ollama_request(emulator, "/api/generate", {"model": LLAMA, "prompt": "hi"})
+        # Told once polling saw the new runner settle (its expiry still).
+        loads = len(loaded)
+        for _ in range(5):
+            await runtime.coordinator.async_refresh()
+            if len(loaded) > loads:
+                break
+        assert len(loaded) > loads
+
+    # The last turn of this satellite ran on this load: the server holds the prompt.
+    assert await turn() == ["agent's"]
+    assert turns[-1].data["warm_prefix"] == "held"
+    assert turns[-1].data["warmed_on_wake"] is False
+    assert counts.prefix_held == 1
+    # Loaded again since: no load, only the prompt's warm-up, ended before the agent's.
+    await lose_the_prompt_cache()
     assert await turn() == ["ours", "agent's"]
     assert turns[-1].data["warm_prefix"] == "ready"
-    assert turns[-1].data["warmed_on_wake"] is False
     # Its last warm-up took longer than the agent has ever waited after a wake: left out.
+    await lose_the_prompt_cache()
     counts.prefix_seconds = 60.0
     assert await turn() == ["agent's"]
     assert turns[-1].data["warm_prefix"] == "skipped"
     assert counts.prefix_skipped == 1
     # Unmeasured, it is sent; the agent's turn came while it ran: counted.
+    await lose_the_prompt_cache()
     counts.prefix_seconds = None
     emulator.models[LLAMA].prefill_delay = 3.0
     assert await turn(speech_ms=200) == ["ours", "agent's"]
@@ -404,11 +436,12 @@ async def test_the_prompt_warm_up_is_sent_only_when_it_ends_before_the_agent_sta
     assert (counts.prefix_sent, counts.prefix_overlapped) == (2, 1)
     assert counts.prefix_seconds is not None
     assert counts.prefix_seconds >= 3.0
-    assert len(counts.wake_to_intent) == 4
+    assert len(counts.wake_to_intent) == 5
     switch = hass.states.get(voice_entity(hass, assist, "voice_warm_on_wake", "switch"))
     assert switch.attributes["prompt_warm_ups_sent"] == 2
     assert switch.attributes["prompt_warm_ups_left_out"] == 1
     assert switch.attributes["prompt_warm_ups_overlapped"] == 1
+    assert switch.attributes["prompt_warm_ups_held"] == 1
     assert switch.attributes["last_prompt_warm_up_seconds"] == counts.prefix_seconds
 
 
@@ -427,8 +460,38 @@ async def test_stored_wake_counts_that_do_not_read_start_from_nothing() -> None:
         }
     )
     assert read == WakeCounts(wake_to_intent=[1.5, 2.25])
-    kept = WakeCounts(True, 2, 3.5, 1, 1, 4, 1, 1, 0.8, [1.0, 2.0])
+    kept = WakeCounts(
+        enabled=True,
+        helped=2,
+        hidden_seconds=3.5,
+        too_late=1,
+        refused=1,
+        prefix_sent=4,
+        prefix_skipped=1,
+        prefix_overlapped=1,
+        prefix_held=2,
+        wasted=3,
+        wasted_gib_seconds=12.5,
+        prefix_seconds=0.8,
+        wake_to_intent=[1.0, 2.0],
+    )
     assert WakeCounts.from_dict(kept.as_dict()) == kept
+    # A stored figure is seconds under a day (the totals under their own bound).
+    bounds = WakeCounts.from_dict(
+        {
+            "wake_to_intent": [86399.5, 86400],
+            "prefix_seconds": 86400,
+            "hidden_seconds": 1e9,
+            "wasted_gib_seconds": -1,
+        }
+    )
+    assert bounds.wake_to_intent == [86399.5]
+    assert (bounds.prefix_seconds, bounds.hidden_seconds, bounds.wasted_gib_seconds) == (
+        None,
+        0.0,
+        0.0,
+    )
+    assert WakeCounts.from_dict({"hidden_seconds": 999_999_999.5}).hidden_seconds == 999_999_999.5
 
 
 @pytest.mark.recorder
@@ -444,7 +507,11 @@ async def test_the_turns_details_and_the_warm_up_counts_are_shown_not_recorded(
             "prompt_warm_ups_sent",
             "prompt_warm_ups_left_out",
             "prompt_warm_ups_overlapped",
+            "prompt_warm_ups_held",
             "last_prompt_warm_up_seconds",
+            "wasted_warm_ups",
+            "wasted_gib_seconds",
+            "wake_keep_seconds",
         ),
     }
     for entity_id, attributes in shown.items():
@@ -458,3 +525,69 @@ async def test_the_turns_details_and_the_warm_up_counts_are_shown_not_recorded(
         for state in history[entity_id]:
             assert not set(attributes) & set(state.attributes), entity_id
         assert "friendly_name" in history[entity_id][-1].attributes
+
+
+async def test_a_false_wake_holds_the_model_briefly_and_is_counted_as_wasted(
+    hass: HomeAssistant, assist: Assist, emulator: OllamaEmulator
+) -> None:
+    """A wake no command follows: the load keeps the model WAKE_KEEP, not for ever.
+
+    Counted as a wasted warm-up with the GiB-seconds it held, until the server let it go.
+    """
+    await assist.turn()  # the first wake finds the pipeline
+    await settle(hass)
+    runtime = hass.config_entries.async_get_entry(ENTRY_ID).runtime_data
+    runtime.voice.set_enabled(assist.pipeline_id, True)
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    await runtime.coordinator.async_refresh()
+    before = len(emulator.requests)
+    woke = emulator.clock.now()
+    result = await assist.turn(text="")  # nothing was heard: no command reaches the agent
+    await settle(hass)
+    assert "intent-start" not in result.types()
+    sent = [r.json for r in emulator.requests[before:] if r.path in ("/api/generate", "/api/chat")]
+    assert [r.get("keep_alive") for r in sent] == [WAKE_KEEP, None]  # the load, the prompt
+    await runtime.coordinator.async_refresh()
+    expires = runtime.coordinator.data.resident[LLAMA].expires_at
+    assert expires is not None
+    assert timedelta(seconds=WAKE_KEEP - 5) < expires - woke < timedelta(seconds=WAKE_KEEP + 30)
+    counts = runtime.voice.counts[assist.pipeline_id]
+    assert (counts.wasted, counts.wasted_gib_seconds) == (1, 0.0)  # still held
+    size = runtime.coordinator.data.resident[LLAMA].size_vram
+    # The server lets it go: the hold is scored, by the model's size.
+    held_from = asyncio.get_running_loop().time()
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    await runtime.coordinator.async_refresh()
+    held_for = asyncio.get_running_loop().time() - held_from
+    assert counts.wasted_gib_seconds > 0
+    assert counts.wasted_gib_seconds / (size / GIB) < held_for + 10
+    switch = hass.states.get(voice_entity(hass, assist, "voice_warm_on_wake", "switch"))
+    assert switch.attributes["wasted_warm_ups"] == 1
+    assert switch.attributes["wake_keep_seconds"] == WAKE_KEEP
+    # A turn that follows its wake is no waste.
+    await assist.turn(text="tell me about the weather")
+    await settle(hass)
+    assert counts.wasted == 1
+
+
+async def test_two_satellites_waking_together_send_one_load_and_one_prompt_warm_up(
+    hass: HomeAssistant, assist: Assist, emulator: OllamaEmulator
+) -> None:
+    await assist.turn()  # the first wake finds the pipeline (the only one of this server)
+    await settle(hass)
+    runtime = hass.config_entries.async_get_entry(ENTRY_ID).runtime_data
+    runtime.voice.set_enabled(assist.pipeline_id, True)
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    await runtime.coordinator.async_refresh()
+    # The agent starts 5 s after a wake: a warm-up never measured fits.
+    runtime.voice.counts[assist.pipeline_id].wake_to_intent = [5.0]
+    before = len(emulator.requests)
+    for satellite in ("assist_satellite.kitchen", "assist_satellite.hall"):
+        hass.states.async_set(satellite, "idle")
+        hass.states.async_set(satellite, "listening")
+    await hass.async_block_till_done(wait_background_tasks=True)
+    sent = [r.json for r in emulator.requests[before:] if r.path in ("/api/generate", "/api/chat")]
+    loads = [r for r in sent if "messages" not in r]
+    prompts = [r for r in sent if "messages" in r]
+    assert (len(loads), len(prompts)) == (1, 1)
+    assert runtime.voice.counts[assist.pipeline_id].prefix_held == 1

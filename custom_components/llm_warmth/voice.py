@@ -38,6 +38,8 @@ from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import GENERATION_TIMEOUT, ReportsRequests
 from .core.backends.errors import LlmServerError
 from .core.backends.types import ServedRequest
+from .core.monitor import LoadObserved, MonitorChange, ServerRestarted
+from .core.residency import ModelUnloaded
 from .core.voice import (
     WAKE_TO_INTENT_KEPT,
     Explained,
@@ -65,6 +67,11 @@ READ_DELAY: Final = 0.5
 REQUEST_RECORD_TIMEOUT: Final = 10.0
 # How much of the slowest recent prompt warm-up is kept at each new one.
 PREFIX_FADE: Final = 0.8
+# How long a load at the wake keeps the model (Ollama's keep_alive) until the agent's own
+# request sets the agent's keep: a wake that no command follows (a false wake) lets the
+# model go after this, not with the agent's keep (Home Assistant's default: for ever).
+WAKE_KEEP: Final = 120.0
+GIB: Final = 1024**3
 # The satellite states (``AssistSatelliteState``) this feature reads.
 _LISTENING, _PROCESSING, _IDLE = "listening", "processing", "idle"
 
@@ -103,6 +110,13 @@ class WakeCounts:
     prefix_sent: int = 0
     prefix_skipped: int = 0
     prefix_overlapped: int = 0
+    # Left out because the server holds the prompt already (this satellite's last turn
+    # ran on this load of the model) or another satellite's warm-up of it runs.
+    prefix_held: int = 0
+    # Wakes no command followed that loaded the model (false wakes), and the GiB-seconds
+    # each then held it until the server let it go (or the next wake used it).
+    wasted: int = 0
+    wasted_gib_seconds: float = 0.0
     # The last prefix warm-up's seconds, and the latest turns' seconds from wake to agent.
     prefix_seconds: float | None = None
     wake_to_intent: list[float] = field(default_factory=list)
@@ -118,6 +132,9 @@ class WakeCounts:
             "prefix_sent": self.prefix_sent,
             "prefix_skipped": self.prefix_skipped,
             "prefix_overlapped": self.prefix_overlapped,
+            "prefix_held": self.prefix_held,
+            "wasted": self.wasted,
+            "wasted_gib_seconds": round(self.wasted_gib_seconds, 3),
             "prefix_seconds": self.prefix_seconds,
             "wake_to_intent": list(self.wake_to_intent),
         }
@@ -155,6 +172,9 @@ class WakeCounts:
             prefix_sent=max(count("prefix_sent"), 0),
             prefix_skipped=max(count("prefix_skipped"), 0),
             prefix_overlapped=max(count("prefix_overlapped"), 0),
+            prefix_held=max(count("prefix_held"), 0),
+            wasted=max(count("wasted"), 0),
+            wasted_gib_seconds=seconds(values.get("wasted_gib_seconds"), most=1e12) or 0.0,
             prefix_seconds=seconds(values.get("prefix_seconds")),
             wake_to_intent=wake_to_intent[-WAKE_TO_INTENT_KEPT:],
         )
@@ -218,6 +238,8 @@ class _Run:
     prefix_started: float | None = None
     prefix_ended: float | None = None
     prefix_skipped: bool = False
+    # Left out: the server holds the prompt, or another satellite's warm-up of it runs.
+    prefix_held: bool = False
     intent_started: float | None = None
     # The load time warming at the wake hid from the turn (None: no load at the wake).
     hidden: float | None = None
@@ -261,6 +283,12 @@ class VoiceWatch(Feature):
         self._runs: dict[str, _Run] = {}
         self._timers: set[CALLBACK_TYPE] = set()
         self._unreadable = False
+        # Per model: the (pipeline, satellite) whose prompt the server served last on this
+        # load of the model, and the models a prompt warm-up is running for.
+        self._prefix_held: dict[str, tuple[str, str]] = {}
+        self._prefix_running: set[str] = set()
+        # Per model: a false wake's load held now (monotonic since, bytes, pipeline).
+        self._wasted: dict[str, tuple[float, int, str]] = {}
         # Stopped (the entry unloads): a turn still being read is not told.
         self._stopped = False
 
@@ -283,6 +311,8 @@ class VoiceWatch(Feature):
                 EVENT_STATE_CHANGED, self._state_changed, event_filter=_is_satellite
             ),
             self._agents.async_add_listener(self._read_pipelines),
+            self._coordinator.async_add_change_listener(self._residency_changed),
+            self._coordinator.async_add_poll_listener(self._polled),
         )
 
         @callback
@@ -293,6 +323,8 @@ class VoiceWatch(Feature):
                 cancel()
             self._timers.clear()
             self._runs.clear()
+            self._wasted.clear()
+            self._prefix_held.clear()
             self._stopped = True
             ir.async_delete_issue(self.hass, DOMAIN, self.issue_id)
 
@@ -374,6 +406,7 @@ class VoiceWatch(Feature):
         coordinator = self._coordinator
         model = coordinator.resolve_model(pipeline.model)
         run = self._runs[satellite] = _Run(pipeline, model, satellite)
+        self._close_wasted(model)  # a false wake's load serves this turn from now on
         if not self.enabled(pipeline.id):
             return
         snapshot = coordinator.data
@@ -404,7 +437,7 @@ class VoiceWatch(Feature):
             try:
                 done = await self._controller.preload(
                     run.model,
-                    keep_seconds=agent.keep_alive if agent else None,
+                    keep_seconds=self._wake_keep(agent),
                     num_ctx=agent.num_ctx if agent else None,
                     timeout=GENERATION_TIMEOUT,
                 )
@@ -418,6 +451,21 @@ class VoiceWatch(Feature):
                 run.load_started = max(run.load_started or 0.0, run.load_ended - done.seconds)
         if agent is not None:
             await self._warm_prefix(run, agent)
+
+    def _wake_keep(self, agent: Agent | None) -> float | None:
+        """Return the keep a load at the wake asks for: short, until the agent's own asks.
+
+        Home Assistant's Ollama agent sends its keep with every request (last writer
+        wins), so the turn's own keep applies once a command reaches it; until then, and
+        after a false wake, the model is held ``WAKE_KEEP`` (or the agent's keep, when
+        shorter). An agent that sends no keep (OpenAI-compatible) keeps the server's own,
+        and so does a server whose requests set no keep.
+        """
+        if agent is None or not self._coordinator.client.capabilities.requests_set_keep_and_context:
+            return None
+        if agent.keep_alive is not None and 0 <= agent.keep_alive < WAKE_KEEP:
+            return agent.keep_alive
+        return WAKE_KEEP
 
     async def _warm_prefix(self, run: _Run, agent: Agent) -> None:
         """Send the agent's system prompt with one short turn, where it ends in time.
@@ -433,6 +481,14 @@ class VoiceWatch(Feature):
         counts = self.counts.setdefault(run.pipeline.id, WakeCounts())
         if run.intent_started is not None:
             return  # the agent asked already: its own request warms the prefix
+        held = self._prefix_held.get(run.model) == (run.pipeline.id, run.satellite)
+        if held or run.model in self._prefix_running:
+            # The server's prompt cache holds it (this satellite's last turn ran on this
+            # load), or another satellite's warm-up runs: another would only queue.
+            counts.prefix_held += 1
+            run.prefix_held = True
+            self.async_changed()
+            return
         if not prefix_warm_fits(
             prefix_seconds=counts.prefix_seconds,
             wake_to_intent=counts.wake_to_intent,
@@ -442,6 +498,15 @@ class VoiceWatch(Feature):
             run.prefix_skipped = True
             self.async_changed()
             return
+        # One warm-up per model at a time, from here (the prompt is read with an await).
+        self._prefix_running.add(run.model)
+        try:
+            await self._send_prefix(run, agent, counts)
+        finally:
+            self._prefix_running.discard(run.model)
+
+    async def _send_prefix(self, run: _Run, agent: Agent, counts: WakeCounts) -> None:
+        """Render the agent's system prompt and send it with one short turn; time it."""
         satellite = er.async_get(self.hass).async_get(run.satellite)
         try:
             system = await agent_system_prompt(
@@ -475,6 +540,8 @@ class VoiceWatch(Feature):
             return
         finally:
             run.prefix_ended = time.monotonic()
+        if not run.agent_started:
+            self._prefix_held[run.model] = (run.pipeline.id, run.satellite)
         # The slowest recent warm-up, fading: one served from the prompt cache says little
         # of the next after the cache was lost.
         took = run.prefix_ended - run.prefix_started
@@ -513,9 +580,14 @@ class VoiceWatch(Feature):
         run = self._runs.pop(satellite, None)
         if run is None:
             return
+        if run.intent_started is None and run.load_ended is not None:
+            self._wasted_wake(run)
         turn = self._read_turn(satellite)
         if turn is None or turn.pipeline not in (None, run.pipeline.id):
             return
+        if run.intent_started is not None and turn.error is None:
+            # The agent's request ran on this load: the server's prompt cache holds it.
+            self._prefix_held[run.model] = (run.pipeline.id, run.satellite)
         server = self._server_side(run)
         if run.load_started is not None and run.intent_started is not None:
             outcome = wake_outcome(
@@ -571,6 +643,49 @@ class VoiceWatch(Feature):
         self.last[run.pipeline.id] = record
         self._fire(run.pipeline, record)
         self.async_changed()
+
+    def _wasted_wake(self, run: _Run) -> None:
+        """Count a wake no command followed whose load holds the model, and follow the hold."""
+        counts = self.counts.setdefault(run.pipeline.id, WakeCounts())
+        counts.wasted += 1
+        resident = self._coordinator.data.resident.get(run.model)
+        size = (resident.size_vram or resident.size or 0) if resident else 0
+        if run.model in self._coordinator.data.held and run.load_ended is not None:
+            self._wasted[run.model] = (run.load_ended, size, run.pipeline.id)
+        self.async_changed()
+
+    def _close_wasted(self, model: str) -> None:
+        """Add the GiB-seconds a false wake's load held ``model`` until now."""
+        if (held := self._wasted.pop(model, None)) is None:
+            return
+        since, size, pipeline_id = held
+        counts = self.counts.setdefault(pipeline_id, WakeCounts())
+        counts.wasted_gib_seconds += size / GIB * max(time.monotonic() - since, 0.0)
+        self.async_changed()
+
+    @callback
+    def _polled(self) -> None:
+        """End a false wake's hold once a poll no longer sees the model held."""
+        coordinator = self._coordinator
+        if not coordinator.last_update_success:
+            return
+        for model in [m for m in self._wasted if m not in coordinator.data.held]:
+            self._close_wasted(model)
+
+    @callback
+    def _residency_changed(self, changes: list[MonitorChange]) -> None:
+        """Forget what a load held once it is gone; end a false wake's hold there."""
+        for change in changes:
+            if isinstance(change, ServerRestarted):
+                self._prefix_held.clear()
+                for model in list(self._wasted):
+                    self._close_wasted(model)
+            elif isinstance(change, ModelUnloaded | LoadObserved):
+                # Gone, or loaded again (a new runner's prompt cache is empty).
+                if isinstance(change, ModelUnloaded) or change.model not in self._prefix_running:
+                    self._prefix_held.pop(change.model, None)
+                if isinstance(change, ModelUnloaded):
+                    self._close_wasted(change.model)
 
     def _server_side(self, run: _Run) -> ServerSide | None:
         """Return what the server did: the load the turn waited for, and who measured it."""
@@ -697,6 +812,8 @@ def _request_details(request: ServedRequest | None) -> dict[str, Any] | None:
 def _prefix_outcome(run: _Run) -> str | None:
     """Return what became of the warm-up of the agent's prompt prefix for a turn."""
     if run.prefix_started is None:
+        if run.prefix_held:
+            return "held"
         return "skipped" if run.prefix_skipped else None
     ended, intent = run.prefix_ended, run.intent_started
     if ended is not None and (intent is None or ended <= intent):

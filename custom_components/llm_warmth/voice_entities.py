@@ -29,7 +29,7 @@ from .coordinator import LlmWarmthCoordinator
 from .core.voice import VoiceStage, VoiceTurn
 from .data import LlmWarmthConfigEntry
 from .entity import Followed, LlmWarmthEntity
-from .voice import VoicePipeline, VoiceRecord, VoiceWatch, WakeCounts, voice_subject
+from .voice import WAKE_KEEP, VoicePipeline, VoiceRecord, VoiceWatch, WakeCounts, voice_subject
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,7 +201,11 @@ class WarmOnWakeSwitch(VoiceEntity, SwitchEntity):
             "prompt_warm_ups_sent",
             "prompt_warm_ups_left_out",
             "prompt_warm_ups_overlapped",
+            "prompt_warm_ups_held",
             "last_prompt_warm_up_seconds",
+            "wasted_warm_ups",
+            "wasted_gib_seconds",
+            "wake_keep_seconds",
         }
     )
 
@@ -220,7 +224,12 @@ class WarmOnWakeSwitch(VoiceEntity, SwitchEntity):
             "prompt_warm_ups_sent": counts.prefix_sent,
             "prompt_warm_ups_left_out": counts.prefix_skipped,
             "prompt_warm_ups_overlapped": counts.prefix_overlapped,
+            "prompt_warm_ups_held": counts.prefix_held,
             "last_prompt_warm_up_seconds": counts.prefix_seconds,
+            # Wakes no command followed whose load held the model, and for how long.
+            "wasted_warm_ups": counts.wasted,
+            "wasted_gib_seconds": round(counts.wasted_gib_seconds, 3),
+            "wake_keep_seconds": WAKE_KEEP,
         }
 
     @override
