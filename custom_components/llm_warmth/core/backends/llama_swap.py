@@ -258,6 +258,9 @@ class LlamaSwapClient(HttpClient):
 # a broken entry, not a request.
 _MAX_REQUEST_MS: Final = 86_400_000
 _MAX_TOKENS: Final = 1_000_000_000
+# llama-swap's duration holds the upstream's prompt and generation times, truncated to the
+# millisecond; each figure read from its rates is rounded to the millisecond.
+_WORK_ROUNDING_SECONDS: Final = 0.003
 
 
 def _served(item: object) -> ServedRequest | None:
@@ -278,16 +281,22 @@ def _served(item: object) -> ServedRequest | None:
         prompt = optional_bounded_int(tokens, "input_tokens", _MAX_TOKENS, -1)
         cached = optional_bounded_int(tokens, "cache_tokens", _MAX_TOKENS, -1)
         output = optional_bounded_int(tokens, "output_tokens", _MAX_TOKENS, -1)
+        seconds = bounded_int(item.get("duration_ms"), "duration_ms", _MAX_REQUEST_MS) / 1000
+        prefill = _tokens_seconds(prompt, tokens.get("prompt_per_second"))
+        generation = _tokens_seconds(output, tokens.get("tokens_per_second"))
+        if (prefill or 0.0) + (generation or 0.0) > seconds + _WORK_ROUNDING_SECONDS:
+            # More work than the request's time: its rates are not this request's.
+            prefill = generation = None
         return ServedRequest(
             id=bounded_int(item.get("id"), "id", 2**62),
             model=required_str(item, "model"),
             ended_at=ended,
-            seconds=bounded_int(item.get("duration_ms"), "duration_ms", _MAX_REQUEST_MS) / 1000,
+            seconds=seconds,
             status=bounded_int(item.get("resp_status_code"), "resp_status_code", 999),
             prompt_tokens=prompt if prompt is not None and prompt >= 0 else None,
             cached_tokens=cached if cached is not None and cached >= 0 else None,
-            prefill_seconds=_tokens_seconds(prompt, tokens.get("prompt_per_second")),
-            generation_seconds=_tokens_seconds(output, tokens.get("tokens_per_second")),
+            prefill_seconds=prefill,
+            generation_seconds=generation,
         )
     except ValueError:
         return None
