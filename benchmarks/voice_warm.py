@@ -1,62 +1,100 @@
 """The silence after a spoken command, with and without warm on wake, on a real Ollama.
 
-Part 1 runs cold turns of the kit's ``big`` model (1.24 GB behind the throttled disk,
-evicted and dropped from the page cache before each turn) through a real Assist pipeline
-in a test Home Assistant, with Home Assistant's own Ollama agent: 3 s of speech in real
-time, then 3 s of speech-to-text. It prints the silence (end of speech to the reply's
-audio asked for) without and with warm on wake, median and spread, and the share of the
-cold load that warming hid (the turn's hidden seconds over our load's own seconds).
+Part 1 runs turns of the kit's ``big`` model (1.24 GB behind the throttled disk) through a
+real Assist pipeline in a test Home Assistant, with Home Assistant's own Ollama agent: 3 s
+of speech in real time, then 3 s of speech-to-text (``tests/bench_voice_warm.py``). In
+pairs, each one turn with warm on wake off (the control arm) and one with it on, the
+order of the two drawn at random per pair (``--seed``, printed):
+
+- cold pairs: the model evicted and dropped from the page cache before each turn. Per
+  pair the silence saved (the control's silence less the warmed turn's), and that saving
+  as a share of the control arm's load (Ollama's own ``load_duration`` of the control
+  turn's agent request); the turns whose model was resident at the agent's start, per arm.
+- resident pairs: the model resident in both arms (loaded with the agent's settings; the
+  fixed prefix of the agent's prompt, up to Home Assistant's time of day, read by the
+  turn before). Per pair the silence with warm on wake less the
+  silence without: the resident-turn cost, and how many pairs were slower with it.
 
 Part 2 measures what the prompt warm-up costs on a server with one slot (Ollama's default
 ``OLLAMA_NUM_PARALLEL=1``): the first token of an agent-like turn after a load-only
 warm-up, after a prompt warm-up that had ended, and when the turn comes 0.3 s into one.
 
-    PREFIX=/opt/llm-warmth-servers BIG=1 SLOW_DISK_MBPS=200 scripts/llm_servers start
-    eval "$(scripts/llm_servers env)"
-    .venv/bin/python -m benchmarks.voice_warm [--runs 5] [--slot-runs 2] [--server VAR]
+It prints its world first (the server, the model's size, the disk's read limit, the cold
+load measured, the machine's CPUs and load at the start and the end, and what else used
+the CPUs meanwhile), then each figure with its goal, met or not. It asserts nothing.
 
-It prints; it asserts nothing.
+    PREFIX=/opt/llm-warmth-servers BIG=1 SLOW_DISK_MBPS=200 scripts/llm_servers start
+    eval "$(PREFIX=/opt/llm-warmth-servers scripts/llm_servers env)"
+    .venv/bin/python -m benchmarks.voice_warm [--runs 5] [--resident-runs N] [--slot-runs 2]
+        [--seed N] [--server VAR] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Callable
 import json
 import os
 from pathlib import Path
+import random
 from statistics import median
 import subprocess
 import sys
 import tempfile
 import time
 from typing import Any
+from urllib.parse import urlsplit
+import urllib.request
 
 import aiohttp
 
+from benchmarks.world import Machine, listening_pid, read_throttle, verdict
+
 ROOT = Path(__file__).resolve().parent.parent
+MODEL = "big-voice:latest"  # tests/voice_runs.py: big's weights, replies of 8 tokens
 # An agent's system prompt: instructions and a dozen exposed entities (about 680 tokens
 # with the kit's small vocabulary), and a turn after it.
 SYSTEM = "You are a voice assistant for a home. " + " ".join(
     f"Entity light.room_{i} is named Room {i} light and is in area Room {i}." for i in range(12)
 )
 NUM_CTX = 2048
+# The resident-turn cost that counts as none: within this of zero, median of the pairs.
+RESIDENT_TOLERANCE = 0.2
+# Ollama's load_duration of a request that found its model loaded (a few ms, more on a
+# busy machine): below this the agent waited for no load.
+NO_LOAD = 0.5
+LABEL = 46
 
 
-def spread(values: list[float]) -> str:
-    """Return 'median (min-max)' of seconds."""
-    return f"{median(values):6.2f} ({min(values):.2f}-{max(values):.2f})"
+def spread(values: list[float], unit: str = "s", *, signed: bool = False) -> str:
+    """Return 'median (min to max)' of ``values``."""
+    if not values:
+        return "no figure"
+    form = ("+" if signed else "") + (".0f" if unit == "%" else ".2f")
+    low, high = min(values), max(values)
+    return f"{median(values):{form}} ({low:{form}} to {high:{form}}) {unit}"
 
 
-def part_one(runs: int, server: str) -> None:
-    """Run the turns in pytest (the test Home Assistant), then print their table."""
+def row(label: str, figure: str, goal: str = "", met: bool | None = None) -> str:
+    """Return one line: the figure, its goal and whether it was met."""
+    tail = f"goal: {goal}" if goal else ""
+    if met is not None:
+        tail += f" -> {verdict(met)}"
+    return f"  {label:{LABEL}} {figure:>28}   {tail}".rstrip()
+
+
+def run_turns(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the turns in pytest (the test Home Assistant); return what it wrote."""
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "turns.json"
         env = {
             **os.environ,
             "LLM_WARMTH_BENCH_OUT": str(out),
-            "LLM_WARMTH_BENCH_RUNS": str(runs),
-            "LLM_WARMTH_BENCH_SERVER": server,
+            "LLM_WARMTH_BENCH_RUNS": str(args.runs),
+            "LLM_WARMTH_BENCH_RESIDENT_RUNS": str(args.resident_runs),
+            "LLM_WARMTH_BENCH_SEED": str(args.seed),
+            "LLM_WARMTH_BENCH_SERVER": args.server,
         }
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
         command += ["-o", "addopts=", "--timeout=0", "tests/bench_voice_warm.py"]
@@ -66,25 +104,161 @@ def part_one(runs: int, server: str) -> None:
         if done.returncode != 0 or not out.exists():
             print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
             raise SystemExit("the voice turns did not run (above: what pytest said)")
-        result = json.loads(out.read_text())
-    turns: list[dict[str, Any]] = result["turns"]
-    without = [t for t in turns if not t["warm_on_wake"]]
-    warmed = [t for t in turns if t["warm_on_wake"]]
-    print(
-        f"\n{result['server']}, model big (1.24 GB, 200 MiB/s disk, not in page cache), "
-        f"{result['speech_seconds']:g} s of speech, {result['stt_seconds']:g} s of "
-        f"speech-to-text; {runs} turns each, interleaved\n"
-    )
-    print(f"{'':34} {'median (min-max) s':>22}")
-    print(f"{'silence, without warm on wake':34} {spread([t['silence'] for t in without]):>22}")
-    print(f"{'silence, with warm on wake':34} {spread([t['silence'] for t in warmed]):>22}")
-    loads = [t["agent_load_server_seconds"] for t in without]
-    print(f"{'cold load (Ollama load_duration)':34} {spread(loads):>22}")
-    shares = [t["hidden"] / t["our_load_seconds"] for t in warmed if t["our_load_seconds"]]
-    hidden = median(shares) * 100 if shares else float("nan")
-    print(f"{'share of the cold load hidden':34} {hidden:>14.0f} % (median)")
-    ready = sum(1 for t in warmed if t["resident_at_intent_start"])
-    print(f"{'warm at the agent start':34} {ready:>14} of {len(warmed)}")
+        result: dict[str, Any] = json.loads(out.read_text())
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1))
+        return result
+
+
+def by_pair(turns: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Return each pair's (warm on wake off, on) turns."""
+    pairs: dict[int, dict[bool, dict[str, Any]]] = {}
+    for turn in turns:
+        pairs.setdefault(turn["pair"], {})[turn["warm_on_wake"]] = turn
+    return [(arms[False], arms[True]) for _, arms in sorted(pairs.items()) if len(arms) == 2]
+
+
+def orders_line(pairs: list[tuple[dict[str, Any], dict[str, Any]]], off: str = "control") -> str:
+    """Return how many pairs ran warm on wake off first."""
+    first = sum(1 for turn, _ in pairs if turn["position"] == 0)
+    return f"{off} first in {first}, warm on wake first in {len(pairs) - first}"
+
+
+def resident_count(turns: list[dict[str, Any]]) -> int:
+    return sum(1 for t in turns if t["resident_at_intent_start"])
+
+
+def cold_table(result: dict[str, Any]) -> list[str]:
+    """Return the cold pairs' table."""
+    pairs = by_pair(result["turns"])
+    n = len(pairs)
+    control = [off for off, _ in pairs]
+    warmed = [on for _, on in pairs]
+    saved = [off["silence"] - on["silence"] for off, on in pairs]
+    loads = [off["agent_load_server_seconds"] for off in control]
+    shares = [
+        100 * s / load for s, load in zip(saved, loads, strict=True) if load is not None and load
+    ]
+    saving = median(saved) if saved else float("nan")
+    share = median(shares) if shares else float("nan")
+    agent_loads = [on["agent_load_server_seconds"] for on in warmed]
+    return [
+        f"cold pairs: {n}, the model evicted and out of the page cache before each turn; "
+        f"{orders_line(pairs)}",
+        f"  {'':{LABEL}} {'median (min to max)':>28}",
+        row("silence, control (warm on wake off)", spread([t["silence"] for t in control])),
+        row("silence, warm on wake", spread([t["silence"] for t in warmed])),
+        row("  agent's first words, control", spread([t["agent_first_text"] for t in control])),
+        row("  agent's first words, warm on wake", spread([t["agent_first_text"] for t in warmed])),
+        row(
+            "silence saved (control - warmed, per pair)",
+            spread(saved, signed=True),
+            "> 0 s",
+            saving > 0,
+        ),
+        row(
+            "  pairs that saved silence",
+            f"{sum(1 for s in saved if s > 0)} of {n}",
+            f"{n} of {n}",
+            all(s > 0 for s in saved),
+        ),
+        row(
+            "control arm's load (Ollama load_duration)",
+            spread([x for x in loads if x is not None]),
+        ),
+        row(
+            "saving / control arm's load (per pair)",
+            spread(shares, "%"),
+            "> 50 % (more than half the load)",
+            share > 50,
+        ),
+        row(
+            "warmed arm's agent load (Ollama load_duration)",
+            spread([x for x in agent_loads if x is not None]),
+            f"< {NO_LOAD:g} s each (ours had loaded it)",
+            all(x is not None and x < NO_LOAD for x in agent_loads),
+        ),
+        row(
+            "resident at the agent's start, warm on wake",
+            f"{resident_count(warmed)} of {n}",
+            f"{n} of {n}",
+            resident_count(warmed) == n,
+        ),
+        row(
+            "resident at the agent's start, control",
+            f"{resident_count(control)} of {n}",
+            f"0 of {n} (a check: it was cold)",
+            resident_count(control) == 0,
+        ),
+    ]
+
+
+def resident_table(result: dict[str, Any]) -> list[str]:
+    """Return the resident pairs' table: the resident-turn cost."""
+    pairs = by_pair(result["resident"])
+    n = len(pairs)
+    if not n:
+        return ["resident pairs: none run"]
+    off = [a for a, _ in pairs]
+    on = [b for _, b in pairs]
+    cost = [b["silence"] - a["silence"] for a, b in pairs]
+    relative = [100 * c / a["silence"] for c, (a, _) in zip(cost, pairs, strict=True)]
+    slower = sum(1 for c in cost if c > 0)
+    middle = median(cost)
+    return [
+        f"resident pairs: {n}, the model resident in both arms (the prompt's fixed prefix read "
+        f"by the turn before); {orders_line(pairs, 'off')}",
+        f"  {'':{LABEL}} {'median (min to max)':>28}",
+        row("silence, warm on wake off", spread([t["silence"] for t in off])),
+        row("silence, warm on wake on", spread([t["silence"] for t in on])),
+        row("  agent's first words, off", spread([t["agent_first_text"] for t in off])),
+        row("  agent's first words, on", spread([t["agent_first_text"] for t in on])),
+        row(
+            "resident-turn cost (on - off, per pair)",
+            spread(cost, signed=True),
+            f"within +-{RESIDENT_TOLERANCE:g} s",
+            abs(middle) <= RESIDENT_TOLERANCE,
+        ),
+        row("  the same, of the off turn's silence", spread(relative, "%", signed=True)),
+        row(
+            "  pairs slower with warm on wake",
+            f"{slower} of {n}",
+            f"fewer than {n} (not slower every time)",
+            slower < n,
+        ),
+        row(
+            "agent's prompt read (Ollama), off",
+            spread([t.get("agent_prompt_server_seconds") or 0.0 for t in off]),
+        ),
+        row(
+            "agent's prompt read (Ollama), on",
+            spread([t.get("agent_prompt_server_seconds") or 0.0 for t in on]),
+        ),
+        row(
+            "loads warm on wake sent for the resident model",
+            str(sum(t["loads_sent"] for t in on)),
+            "0",
+            sum(t["loads_sent"] for t in on) == 0,
+        ),
+        row(
+            "requests to the server in a turn, off / on",
+            " / ".join(f"{median(t.get('requests_sent', 0) for t in arm):g}" for arm in (off, on)),
+            "on no more than off",
+            median(t.get("requests_sent", 0) for t in on)
+            <= median(t.get("requests_sent", 0) for t in off),
+        ),
+        row(
+            "prompt warm-ups it sent (warm_prefix)",
+            f"{sum(t['prompt_warm_ups_sent'] for t in on)} in {n} turns",
+        ),
+        row("  its warm_prefix per turn", ", ".join(str(t["warm_prefix"]) for t in on)[:28]),
+        row(
+            "resident at the agent's start, off / on",
+            f"{resident_count(off)} / {resident_count(on)} of {n}",
+            f"{n} / {n} (a check: it was resident)",
+            resident_count(off) == resident_count(on) == n,
+        ),
+    ]
 
 
 async def _chat(
@@ -120,14 +294,12 @@ async def _reload(session: aiohttp.ClientSession, url: str, model: str) -> None:
         await response.read()
 
 
-async def part_two(runs: int, url: str, model: str) -> None:
+async def part_two(runs: int, url: str, model: str) -> list[str]:
     """Time an agent's turn after a load, after a prompt warm-up, and during one."""
     after_load, after_warm, during_warm, warm_up = [], [], [], []
     turn = "turn on the kitchen light"
     timeout = aiohttp.ClientTimeout(total=900)
     async with aiohttp.ClientSession(timeout=timeout) as session:
-        async with session.get(f"{url}/api/version") as response:
-            version = (await response.json())["version"]
         for _ in range(runs):
             await _reload(session, url, model)
             after_load.append(await _chat(session, url, model, turn, None))
@@ -139,34 +311,96 @@ async def part_two(runs: int, url: str, model: str) -> None:
             await asyncio.sleep(0.3)
             during_warm.append(await _chat(session, url, model, turn, None) + 0.3)
             await warming
-    print(
-        f"\nOllama {version} (one slot), model {model}, an agent's system prompt of a dozen "
-        f"entities; {runs} runs; seconds from the warm-up's start (or the turn's) to the "
-        "turn's first token\n"
-    )
-    print(f"{'':46} {'median (min-max) s':>22}")
-    print(f"{'turn after a load-only warm-up':46} {spread(after_load):>22}")
-    print(f"{'the prompt warm-up itself':46} {spread(warm_up):>22}")
-    print(f"{'turn after a prompt warm-up that ended':46} {spread(after_warm):>22}")
-    print(f"{'turn that came 0.3 s into a prompt warm-up':46} {spread(during_warm):>22}")
+    return [
+        f"one slot: {runs} runs, an agent's system prompt of a dozen entities (num_ctx "
+        f"{NUM_CTX}); seconds from the warm-up's start (or the turn's) to the turn's first token",
+        f"  {'':{LABEL}} {'median (min to max)':>28}",
+        row("turn after a load-only warm-up", spread(after_load), "none: the reference"),
+        row("the prompt warm-up itself", spread(warm_up), "none: its length"),
+        row(
+            "turn after a prompt warm-up that ended",
+            spread(after_warm),
+            "below the turn after a load-only warm-up",
+            median(after_warm) < median(after_load),
+        ),
+        row(
+            "turn that came 0.3 s into a prompt warm-up",
+            spread(during_warm),
+            "none: why one is sent only when it ends in time",
+        ),
+    ]
+
+
+def model_size(url: str, model: str) -> str:
+    """Return the model's size as the server lists it."""
+    with urllib.request.urlopen(f"{url}/api/tags", timeout=10) as reply:
+        models = json.load(reply)["models"]
+    sizes = [m["size"] for m in models if m.get("name") in {model, "big:latest"}]
+    return f"{sizes[0] / 1e9:.2f} GB" if sizes else "not listed"
 
 
 def main() -> None:
-    """Run both parts and print their tables."""
+    """Run the parts and print the world, then their tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="turns without and with (each)")
+    parser.add_argument("--runs", type=int, default=5, help="cold pairs (one turn off, one on)")
+    parser.add_argument(
+        "--resident-runs", type=int, default=None, help="resident pairs (default: --runs)"
+    )
     parser.add_argument("--slot-runs", type=int, default=2, help="runs of part 2 (0: skip)")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="the arms' order per pair (default: drawn)"
+    )
+    parser.add_argument("--json", type=Path, help="also write every turn's figures here")
     parser.add_argument(
         "--server",
         default="LLM_WARMTH_OLLAMA_CURRENT_URL",
         help="the variable naming the Ollama's URL (scripts/llm_servers env)",
     )
     args = parser.parse_args()
-    if not os.environ.get(args.server):
+    if args.resident_runs is None:
+        args.resident_runs = args.runs
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(10**6)
+    url = os.environ.get(args.server, "").rstrip("/")
+    if not url:
         raise SystemExit(f"{args.server} is not set: see this script's docstring")
-    part_one(args.runs, args.server)
-    if args.slot_runs:
-        asyncio.run(part_two(args.slot_runs, os.environ[args.server], "big-voice:latest"))
+    server_pid = listening_pid(urlsplit(url).port or 11434)
+    machine = Machine(server_pid=server_pid)
+    print(
+        f"voice_warm: {args.runs} cold pairs, {args.resident_runs} resident pairs, "
+        f"{args.slot_runs} one-slot runs, seed {args.seed}; {machine.start_line()}",
+        file=sys.stderr,
+        flush=True,
+    )
+    result = run_turns(args)
+    slot = asyncio.run(part_two(args.slot_runs, url, MODEL)) if args.slot_runs else []
+    control_loads = [
+        off["agent_load_server_seconds"]
+        for off, _ in by_pair(result["turns"])
+        if off["agent_load_server_seconds"] is not None
+    ]
+    world = [
+        f"world: {result['server']} at {url} (one slot), model big as {result['model']} "
+        f"({model_size(url, result['model'])}), Home Assistant's Ollama agent through a "
+        "real Assist pipeline",
+        "world: disk of the server: "
+        + (read_throttle(server_pid) if server_pid else "server's process not seen"),
+        f"world: cold load measured (the control arm's Ollama load_duration): "
+        f"{spread(control_loads)}",
+        f"world: {result['speech_seconds']:g} s of speech in real time, "
+        f"{result['stt_seconds']:g} s of speech-to-text; arms' order drawn per pair, "
+        f"seed {args.seed} (--seed)",
+        machine.start_line(),
+        *machine.end_lines(),
+    ]
+    print("\n".join(world))
+    tables: list[Callable[[dict[str, Any]], list[str]]] = [cold_table, resident_table]
+    for table in tables:
+        print()
+        print("\n".join(table(result)))
+    if slot:
+        print()
+        print("\n".join(slot))
 
 
 if __name__ == "__main__":
