@@ -231,6 +231,9 @@ async def _read_stream(
                 }
             except ValueError as err:
                 raise LlmServerResponseError(f"{path}: unexpected final chunk: {err}") from err
+            if metrics.get("prompt_cached_count", 0) > metrics.get("prompt_eval_count", MAX_TOKENS):
+                # The cached tokens are a part of the prompt's: more of them is no figure.
+                del metrics["prompt_cached_count"]
             return TimedReply(
                 sent_ns=sent,
                 headers_ns=headers,
