@@ -308,12 +308,13 @@ def join_request(turn: VoiceTurn, requests: Iterable[ServedRequest]) -> ServedRe
         return None
     latest = turn.first_text_at or turn.intent_end_at or turn.ended_at
     tolerance = timedelta(seconds=JOIN_TOLERANCE)
+    # Differences, not shifted times: a turn's time may lie next to the ends of Python's.
     found = [
         r
         for r in requests
         if r.status == 200
-        and start - tolerance <= r.started_at
-        and (latest is None or r.started_at <= latest + tolerance)
+        and r.started_at - start >= -tolerance
+        and (latest is None or r.started_at - latest <= tolerance)
         and r.ended_at >= start
     ]
     return min(found, key=lambda r: abs(r.started_at - start), default=None)
