@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 import json
@@ -22,7 +23,7 @@ from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN
 from custom_components.llm_warmth.usage import UsageRecord, UsageWatch
 
 from .assist import hass_config_dir_fixture, setup_assist  # noqa: F401 (a fixture)
-from .conftest import ENTRY_ID, LLAMA, QWEN, model_id, ollama_request
+from .conftest import ENTRY_ID, LLAMA, QWEN, model_id, ollama_request, start_load
 from .e2e import add_server, wait_until
 from .llama_swap_emulator import LlamaSwapEmulator, SwapModel
 from .ollama_emulator import OllamaEmulator
@@ -330,3 +331,163 @@ def test_stored_usage_records_that_do_not_read_are_refused() -> None:
             UsageRecord.from_dict(damage)
     # A time without its zone is no time.
     assert UsageRecord.from_dict({**good, "warmed_for": "2026-12-07T06:40:00"}).warmed_for is None
+
+
+async def test_on_ollama_0_30_an_agents_turn_on_a_cold_model_is_shown_loading(
+    hass: HomeAssistant,
+    hass_client: ClientSessionGenerator,
+    init_integration: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll: Poll,
+) -> None:
+    """0.34.4 lists no loading model; the agent's turn began and its model is not resident.
+
+    That is a load in progress: Warmth says loading at once, with when it should be ready
+    (the turn's start plus the model's last exact load), until polling lists the model.
+    """
+    coordinator = init_integration.runtime_data.coordinator
+    emulator.clock.set(dt_util.utcnow())  # the agent's state and the polls on one clock
+    await emulator.stop()
+    await poll()
+    emulator.version = "0.34.4"
+    await emulator.start()
+    await poll()
+    assert not coordinator.monitor.capabilities.lists_while_loading
+    emulator.models[LLAMA].load_delay = 0.2
+    answer = await hass.services.async_call(
+        DOMAIN,
+        "preload",
+        {"config_entry_id": ENTRY_ID, "model": LLAMA},
+        blocking=True,
+        return_response=True,
+    )
+    assert answer is not None
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    await poll()
+    warmth = "sensor.ollama_test_llama3_2_3b"
+    assert hass.states.get(warmth).state == "cold"
+    assist = await setup_assist(hass, hass_client, emulator.url, LLAMA, emulator=emulator)
+    emulator.hold_loads()
+    # A plain task: the polls' block_till_done must not wait for the held load.
+    turn = asyncio.create_task(
+        conversation.async_converse(
+            hass, "What time is it?", None, Context(), agent_id=assist.agent_entity_id
+        )
+    )
+    await wait_until(lambda: hass.states.get(warmth).state == "loading", 5, "loading shown")
+    state = hass.states.get(warmth)
+    since = coordinator.data.loading_since[LLAMA]
+    # Since the turn began, on the server's clock (the coordinator's).
+    assert abs(since - coordinator.utcnow()) < timedelta(seconds=1)
+    expected = since + timedelta(seconds=float(answer["load_seconds"]))  # type: ignore[arg-type]
+    assert state.attributes["ready_expected_at"] == expected.isoformat()
+    # Polls that still do not list it keep it loading; once listed, it is warm.
+    await poll()
+    assert hass.states.get(warmth).state == "loading"
+    emulator.finish_loads()
+    await turn
+    await poll()
+    await wait_until(lambda: hass.states.get(warmth).state != "loading", 5, "loaded")
+    assert hass.states.get(warmth).state in ("warm", "kept_warm")
+    assert hass.states.get(warmth).attributes["ready_expected_at"] is None
+
+
+async def warmed_ahead(
+    hass: HomeAssistant,
+    freezer: FrozenDateTimeFactory,
+    emulator: OllamaEmulator,
+    entry: MockConfigEntry,
+) -> datetime:
+    """Learn the mornings, turn auto-warm on, and let it warm ahead of Monday's 06:40."""
+    usage = entry.runtime_data.usage
+    monday = dt_util.start_of_local_day(datetime(2026, 12, 7))
+    await learn_mornings(hass, usage, emulator, monday)
+    await at_minute(hass, freezer, emulator, monday + timedelta(hours=5))
+    switch = model_id(entry, "switch.llama3_2_3b_auto_warm")
+    await hass.services.async_call("switch", "turn_on", {"entity_id": switch}, blocking=True)
+    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=38, seconds=40))
+    assert usage.get(LLAMA).warmed == 1
+    await entry.runtime_data.coordinator.async_refresh()
+    assert LLAMA in entry.runtime_data.coordinator.data.held
+    return monday
+
+
+def scores(hass: HomeAssistant, entry: MockConfigEntry) -> tuple[str, str]:
+    """Return today's requests warm thanks to auto-warm, and cold starts."""
+    helped = "sensor.llama3_2_3b_warm_thanks_to_auto_warm_7_days"
+    cold = "sensor.llama3_2_3b_cold_starts_7_days"
+    return (
+        hass.states.get(model_id(entry, helped)).state,
+        hass.states.get(model_id(entry, cold)).state,
+    )
+
+
+@pytest.mark.freeze_time(BEFORE_THE_MORNINGS)
+@pytest.mark.usefixtures("init_integration")
+@pytest.mark.parametrize("seen_gone", [True, False], ids=["evicted_seen", "reloaded_between"])
+async def test_a_request_that_waited_for_a_load_is_never_also_warm_thanks_to_auto_warm(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    freezer: FrozenDateTimeFactory,
+    seen_gone: bool,
+) -> None:
+    """Auto-warm's model is evicted before the household's request, which cold-loads it.
+
+    Whether a poll saw it gone or not, that request is one cold start, not also a use
+    warm thanks to auto-warm; the warm-up's GiB-hours end when it was gone.
+    """
+    await warmed_ahead(hass, freezer, emulator, mock_config_entry)
+    coordinator = mock_config_entry.runtime_data.coordinator
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    if seen_gone:
+        await coordinator.async_refresh()
+        assert mock_config_entry.runtime_data.usage.get(LLAMA).holding_since is None
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "prompt": "hi"})
+    for _ in range(3):
+        await coordinator.async_refresh()
+    await hass.async_block_till_done()
+    helped, cold = scores(hass, mock_config_entry)
+    assert helped == "0"
+    if seen_gone:  # polling saw the load the request waited for
+        assert cold == "1"
+
+
+@pytest.mark.usefixtures("init_integration")
+async def test_auto_warm_sends_nothing_while_another_clients_load_runs_and_turns_off(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """On the usage's own clock (the test's): due at 06:38:40, while a load runs."""
+    usage = mock_config_entry.runtime_data.usage
+    monday = dt_util.start_of_local_day(datetime(2026, 12, 7))
+    await learn_mornings(hass, usage, emulator, monday)
+    now = monday + timedelta(hours=6, minutes=38, seconds=40)
+    usage.utcnow = lambda: now
+    # Another client's load runs when the warm-up is due: nothing is sent alongside it.
+    load = await start_load(emulator, LLAMA, None)
+    await mock_config_entry.runtime_data.coordinator.async_refresh()
+    assert LLAMA in mock_config_entry.runtime_data.coordinator.data.loading
+    before = len(emulator.requests)
+    switch = model_id(mock_config_entry, "switch.llama3_2_3b_auto_warm")
+    await hass.services.async_call("switch", "turn_on", {"entity_id": switch}, blocking=True)
+    await hass.async_block_till_done()
+    assert [r for r in emulator.requests[before:] if r.path == "/api/generate"] == []
+    assert usage.get(LLAMA).warmed == 0
+    emulator.finish_loads()
+    await load
+    # Off is off (and stays so across a reload).
+    await hass.services.async_call("switch", "turn_off", {"entity_id": switch}, blocking=True)
+    assert hass.states.get(switch).state == "off"
+    assert usage.get(LLAMA).auto_warm is False
+    await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done()
+    assert hass.states.get(switch).state == "off"
+
+
+def test_the_scoreboard_keeps_the_last_eight_days() -> None:
+    record = UsageRecord()
+    first = datetime(2026, 11, 1).date()
+    for index in range(10):
+        record.tally((first + timedelta(days=index)).isoformat(), 0, 1)
+    assert sorted(record.days) == [(first + timedelta(days=i)).isoformat() for i in range(2, 10)]
+    assert record.score(0, (first + timedelta(days=3)).isoformat()) == 7

@@ -27,6 +27,7 @@ from .const import (
     EVENT_MODEL_UNLOADED,
     EVENT_SERVER_RESTARTED,
     FAST_POLL_LIMIT,
+    HEARD_LOAD_SECONDS,
     LOGGER,
     SETTLING_SCAN_INTERVAL,
 )
@@ -321,6 +322,30 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
     def resolve_model(self, model: str) -> str:
         """Return the server's name for ``model`` ("llama3.2" -> "llama3.2:latest")."""
         return self.monitor.resolve_model(model)
+
+    @callback
+    def async_note_agent_turn(self, model: str) -> None:
+        """Note that an agent of this server began a turn with ``model`` just now.
+
+        Where the server lists a model only once loaded (Ollama 0.30 and newer), a model
+        not resident then is loading for that turn: shown as loading (with when it should
+        be ready, by its last exact load) until polling lists it, for at most twice its
+        last load or two minutes.
+        """
+        if self.data is None or not self.last_update_success:
+            return
+        timing = self.data.timings.get(model)
+        last = timing.load_seconds if timing and timing.load_seconds else 0.0
+        monotonic = time.monotonic()
+        snapshot = self.monitor.load_heard(
+            model,
+            now=self.utcnow(),
+            monotonic=monotonic,
+            until=monotonic + max(2 * last, HEARD_LOAD_SECONDS),
+        )
+        if snapshot is not None:
+            self.async_set_updated_data(snapshot)
+            self._arm_fast_poll()
 
     async def async_probe(
         self,

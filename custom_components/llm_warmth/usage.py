@@ -89,6 +89,9 @@ class UsageRecord:
     holding_until: datetime | None = None
     # The model's GPU memory (bytes) once the warm-up loaded it: what the holding costs.
     holding_bytes: int = 0
+    # The warm-up's load answered (not stored): from then on, a model no longer held is
+    # no longer held by it.
+    holding_loaded: bool = field(default=False, compare=False)
     # The stretch the guard refused a warm-up for (not stored: a refusal counts once).
     refused_for: datetime | None = field(default=None, compare=False)
     # The scoreboard by local day (ISO date): [requests warm thanks to auto-warm, cold
@@ -311,6 +314,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
             return
         if record is not None:
             record.warmed += 1
+            record.holding_loaded = record.holding_since is not None
             resident = self._coordinator.data.resident.get(model)
             record.holding_bytes = (resident.size_vram or resident.size or 0) if resident else 0
             self.async_changed()
@@ -343,6 +347,9 @@ class UsageWatch(ModelRecords[UsageRecord]):
         if used is not None:
             model = self._coordinator.resolve_model(used[0])
             self._agent_used[model] = [*self._agent_used.get(model, []), at][-AGENT_USES_KEPT:]
+            if abs(dt_util.utcnow() - at) <= SLACK:  # the agent's state is on this clock
+                # Its request goes out now: a model not resident loads for it.
+                self._coordinator.async_note_agent_turn(model)
             self.record(model, at)
 
     def _agent_heard(self, model: str, begin: datetime, end: datetime) -> bool:
@@ -365,6 +372,10 @@ class UsageWatch(ModelRecords[UsageRecord]):
         before, previous = self._polled_at, self._expiries
         self._polled_at = now
         self._expiries = {name: m.expires_at for name, m in coordinator.data.held.items()}
+        for model, record in self._records.items():
+            if record.holding_loaded and model not in coordinator.data.held:
+                # Evicted (or expired) before a use came: the warm-up holds it no more.
+                self._close_holding(model, record, now)
         if isinstance(coordinator.client, ReportsRequests) and not self._reading:
             self._reading = True
             self.entry.async_create_background_task(
@@ -434,6 +445,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
         """Score the GiB-hours an auto-warm warm-up held the model, until ``end``."""
         since, size = record.holding_since, record.holding_bytes
         record.holding_since = record.holding_until = None
+        record.holding_loaded = False
         if since is None or end <= since:
             return
         hours = (end - since).total_seconds() / 3600
@@ -447,7 +459,12 @@ class UsageWatch(ModelRecords[UsageRecord]):
             if not isinstance(change, LoadObserved) or change.probe or not change.waited:
                 continue
             record = self._records.setdefault(change.model, UsageRecord())
-            record.tally(_day(self.utcnow()), COLD, 1)
+            now = self.utcnow()
+            record.tally(_day(now), COLD, 1)
+            if record.holding_since is not None:
+                # The household waited for a load: whatever our warm-up held is gone, and
+                # the use this load shows is no use warm thanks to it (not both).
+                self._close_holding(change.model, record, now)
             self.async_changed()
 
     def summary(self) -> dict[str, dict[str, Any]]:

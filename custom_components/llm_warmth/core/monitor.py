@@ -8,7 +8,7 @@ coordinator reads the server, hands the readings over and turns the changes into
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from .backends.base import Capabilities
@@ -267,6 +267,29 @@ class ServerMonitor:
             probing=self._tracker.requesting(),
             loading_since=snapshot.loading_since,
         )
+
+    def load_heard(
+        self, model: str, *, now: datetime, monotonic: float, until: float
+    ) -> ServerSnapshot | None:
+        """Note a request we did not send that loads ``model`` (``ResidencyTracker``).
+
+        Return the snapshot with the model loading since now, or None when that changes
+        nothing (the server shows loads itself, or the model is resident).
+        """
+        snapshot = self._last
+        if snapshot is None or not self._tracker.load_heard(
+            model, monotonic=monotonic, until=until
+        ):
+            return None
+        self._last = replace(
+            self.with_timings(snapshot),
+            loading=self._tracker.loading(),
+            loading_since={
+                **snapshot.loading_since,
+                model: now - timedelta(seconds=self._tracker.loading_for(monotonic)[model]),
+            },
+        )
+        return self._last
 
     def resolve_model(self, model: str) -> str:
         """Return the server's name for ``model`` ("llama3.2" -> "llama3.2:latest")."""

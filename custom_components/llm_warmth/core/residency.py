@@ -181,6 +181,10 @@ class ResidencyTracker:
         # Loads our requests announced before any poll saw the runner, and until when a
         # first sighting is that load (monotonic); later it is somebody else's.
         self._expected: dict[str, float] = {}
+        # Loads that a request we know of but did not send (an agent's turn began) makes,
+        # on a server that lists a model only once loaded: model -> (since, until),
+        # monotonic. Loading until polling lists the model, or until ``until``.
+        self._heard: dict[str, tuple[float, float]] = {}
 
     def use_capabilities(self, capabilities: Capabilities) -> None:
         """Follow what the server reports (its version told more than its kind)."""
@@ -191,7 +195,7 @@ class ResidencyTracker:
     @property
     def settling(self) -> bool:
         """Return True while a load or an unload waits for the next poll to be understood."""
-        return bool(self._pending) or any(
+        return bool(self._pending or self._heard) or any(
             t.phase is not Phase.LOADED for t in self._models.values()
         )
 
@@ -214,6 +218,7 @@ class ResidencyTracker:
         busy = {n for n, t in self._models.items() if t.phase is Phase.LOADING}
         if not self._listed_while_loading:
             busy |= {m for m, own in self._own.items() if own.running and m not in self._models}
+            busy |= self._heard.keys() - self._models.keys()
         return frozenset(busy)
 
     def loading_for(self, monotonic: float) -> dict[str, float]:
@@ -228,6 +233,8 @@ class ResidencyTracker:
         for model in self.loading() - seen.keys():
             if (own := self._own.get(model)) is not None:
                 seen[model] = monotonic - own.started_at
+            elif (heard := self._heard.get(model)) is not None:
+                seen[model] = monotonic - heard[0]
         return {model: max(seconds, 0.0) for model, seconds in seen.items()}
 
     def observe(
@@ -277,7 +284,22 @@ class ResidencyTracker:
                 self._pending[name] = _Gone(gone, monotonic)
         self._evicting &= set(seen)
         self._models = seen
+        self._heard = {
+            m: span for m, span in self._heard.items() if m not in seen and span[1] >= monotonic
+        }
         return changes
+
+    def load_heard(self, model: str, *, monotonic: float, until: float) -> bool:
+        """Note that a request we did not send began on ``model`` now (an agent's turn).
+
+        Where the server lists a model only once it is loaded, a model not resident is
+        loading for it from now: until polling lists it, or until ``until`` (the request
+        failed, or went elsewhere). Return True when that changed what is loading.
+        """
+        if self._listed_while_loading or model in self._models or model in self._heard:
+            return False
+        self._heard[model] = (monotonic, until)
+        return True
 
     def _left(
         self,
