@@ -242,3 +242,14 @@ def test_a_state_stored_in_summer_folds_at_local_midnights_after_the_change() ->
     ahead = UsagePlanner(folded_until=datetime(2027, 1, 1, tzinfo=ZONE))
     ahead.advance(datetime(2026, 10, 28, 9, 0, tzinfo=ZONE))
     assert ahead.folded_until == datetime(2026, 10, 28, tzinfo=ZONE)
+
+
+def test_a_fold_mark_years_back_folds_only_the_days_of_the_uses_kept() -> None:
+    """A first use stamped 2000 (a clock before its first sync): no 9,000 days folded."""
+    planner = UsagePlanner()
+    planner.observe(datetime(2000, 1, 3, 7, 0, tzinfo=ZONE))
+    planner.by_kind["weekday"][42] = 1.0  # a share the years would have faded
+    mornings(planner, range(14), 6, 45)
+    assert planner.days > 9000  # every day counted
+    assert planner.by_kind["weekday"][42] < EXPECT
+    assert planner.plan(at(14, 6, 30), LEAD).next_use == at(14, 6, 40)

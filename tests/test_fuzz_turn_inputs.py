@@ -1067,11 +1067,6 @@ def test_days_of_a_change_of_summer_time_keep_the_rules_in_real_time(
     assert read.plan(now, lead) == planner.plan(now, lead)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="warm_plan stores a gap to 0.1 s and reads back only gaps in (0, 86400): a gap "
-    "under 0.05 s (two uses 40 ms apart) is stored as 0.0 and lost on reading",
-)
 @FUZZ
 @example(spacing=0.04, count=2)
 @given(spacing=st.floats(0.001, 120), count=st.integers(2, 12))
@@ -1201,11 +1196,6 @@ def test_any_stored_state_is_refused_or_plans_and_reads_back_as_written(
 EXTREME_FOLD_MARKS = ("9999-12-31T23:00:00-01:00", "0001-01-01T00:00:00+01:00")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="UsagePlanner.from_dict reads a fold mark that _anchor cannot put in the "
-    "household's zone: OverflowError from plan() instead of a ValueError from from_dict",
-)
 @given(folded=st.sampled_from(EXTREME_FOLD_MARKS))
 def test_a_fold_mark_at_the_ends_of_time_is_refused_or_plans(folded: str) -> None:
     state = UsagePlanner().as_dict() | {"folded_until": folded}
@@ -1217,11 +1207,6 @@ def test_a_fold_mark_at_the_ends_of_time_is_refused_or_plans(folded: str) -> Non
     assert_sane_plan(planner, planner.plan(now), now)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="UsagePlanner.from_dict turns each stored share and gap into a float before it "
-    "checks it: an integer no float holds raises OverflowError, not ValueError",
-)
 @given(
     state=st.sampled_from(
         [

@@ -180,6 +180,15 @@ class UsagePlanner:
             self.folded_until, today
         )  # written while a clock was wrong: start again today
         day = self.folded_until
+        if day < today - HISTORY - timedelta(days=1):
+            # Days past the uses kept hold nothing to learn: they would only fade the
+            # shares to nothing (0.75 ** 56), which is where they are set, day by day no
+            # more (a mark of 1970, a clock before its first sync, folded 20,000 days).
+            skipped = _day_start(today - HISTORY)
+            self.by_kind = {kind: [0.0] * BINS_PER_DAY for kind in ("weekday", "weekend")}
+            self.by_weekday = [[0.0] * BINS_PER_DAY for _ in range(7)]
+            self.days += max((skipped - day).days, 0)
+            day = skipped
         while day < today:
             following = _day_start(day + timedelta(hours=36))  # a DST day has 23 or 25 h
             self._fold(day, following)
@@ -327,7 +336,7 @@ class UsagePlanner:
             "by_weekday": [[round(v, 4) for v in row] for row in self.by_weekday],
             "folded_until": self.folded_until.isoformat() if self.folded_until else None,
             "days": self.days,
-            "gaps": [round(g, 1) for g in self.gaps],
+            "gaps": [round(g, 3) for g in self.gaps],
         }
 
     @classmethod
@@ -343,6 +352,8 @@ class UsagePlanner:
         if not isinstance(weekday_rows, list) or len(weekday_rows) != 7:
             raise ValueError("by_weekday is not seven rows")
         folded = values.get("folded_until")
+        if folded is not None and not all(_plausible(t) for t in _times([folded])):
+            raise ValueError("the fold mark is out of this era")
         days = values.get("days")
         if not isinstance(days, int) or isinstance(days, bool) or days < 0:
             raise ValueError("days is not a count")
@@ -352,7 +363,7 @@ class UsagePlanner:
             by_weekday=[_shares(row) for row in weekday_rows],
             folded_until=next(iter(_times([folded])), None) if folded is not None else None,
             days=days,
-            gaps=[g for g in _numbers(values.get("gaps")) if 0 < g < 86400][-MAX_GAPS:],
+            gaps=[g for g in _numbers(values.get("gaps")) if 0 <= g < 86400][-MAX_GAPS:],
         )
 
 
@@ -370,13 +381,24 @@ def _times(values: object) -> list[datetime]:
     return found
 
 
+def _plausible(when: datetime) -> bool:
+    """Return True for a time every zone can show (years 2000 to 9000)."""
+    return 2000 <= when.year <= 9000
+
+
 def _numbers(values: object) -> Iterable[float]:
     if not isinstance(values, list):
         raise ValueError("not a list of numbers")
     for value in values:
-        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError("not a number")
-        yield float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ValueError("a number no float holds") from None
+        if math.isnan(number):
+            raise ValueError("not a number")
+        yield number
 
 
 def _shares(values: object) -> list[float]:
