@@ -72,8 +72,13 @@ def spread(values: list[float], unit: str = "s", *, signed: bool = False) -> str
     if not values:
         return "no figure"
     form = ("+" if signed else "") + (".0f" if unit == "%" else ".2f")
+
+    def number(value: float) -> str:
+        text = f"{value:{form}}"
+        return f"{0.0:{form}}" if float(text) == 0 else text  # no "-0"
+
     low, high = min(values), max(values)
-    return f"{median(values):{form}} ({low:{form}} to {high:{form}}) {unit}"
+    return f"{number(median(values))} ({number(low)} to {number(high)}) {unit}"
 
 
 def row(label: str, figure: str, goal: str = "", met: bool | None = None) -> str:
