@@ -1,0 +1,182 @@
+"""scripts/mutate on a tiny package of its own: which mutants it finds, kills and counts."""
+
+from pathlib import Path
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "mutate"
+
+CALC = '''"""A tiny module for the mutation tool's test."""
+
+import logging
+
+LOGGER = logging.getLogger(__name__)
+SCALE = 3
+LIMIT = 10
+
+
+def clamp(value: int, low: int = 0, high: int = LIMIT) -> int:
+    """Return ``value`` within [low, high]."""
+    if value < low:
+        return low
+    return min(value, high)
+
+
+def triple(value: int) -> int:
+    """Return three times ``value``."""
+    LOGGER.debug("tripling %s", value + 1)
+    return value * SCALE
+
+
+class Box:
+    """A box with a size."""
+
+    def __init__(self, size: int) -> None:
+        """Keep the size."""
+        self.size = size
+
+    @property
+    def big(self) -> bool:
+        """Return True for a big box."""
+        return self.size > 5
+'''
+
+# Imported by name, after the patch: a mutant of clamp or of Box.big is what they call.
+TEST_CALC = """from pkg.calc import Box, clamp, triple
+
+
+def test_clamp():
+    assert clamp(-1) == 0
+    assert clamp(50) == 10
+    assert clamp(5) == 5
+
+
+def test_triple():
+    assert triple(2) == 6
+
+
+def test_box():
+    assert Box(9).big
+    assert not Box(1).big
+"""
+
+PYPROJECT = """[tool.pytest.ini_options]
+asyncio_mode = "auto"
+asyncio_default_fixture_loop_scope = "function"
+"""
+
+
+def mutate(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args, "--root", str(root)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "calc.py").write_text(CALC)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_calc.py").write_text(TEST_CALC)
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    return tmp_path
+
+
+def test_mutants_of_a_module(project: Path) -> None:
+    listed = mutate(project, "pkg/calc.py", "--list")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert "pkg/calc.py:6:9 number 3 -> 4  [statement]" in lines
+    assert "pkg/calc.py:12:14 compare < -> <=  [code]" in lines
+    assert "pkg/calc.py:14:12 min_max min -> max  [code]" in lines
+    assert "pkg/calc.py:10:34 default 0 -> 1  [default]" in lines
+    assert "pkg/calc.py:33:9 return_none return self.size > 5 -> return None  [code]" in lines
+    # neither the logger call's argument, nor a docstring, nor an annotation, nor -> None
+    assert not [line for line in lines if re.match(r"pkg/calc.py:(1|19|26|28):", line)]
+    assert len(lines) == 13
+
+
+def test_killed_survived_and_not_applied(project: Path) -> None:
+    before = (project / "pkg" / "calc.py").read_text()
+    result = mutate(project, "pkg/calc.py", "--jobs", "2", "--verbose", "--fail-under", "90")
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr  # under --fail-under
+    assert "pkg/calc.py: tests tests/test_calc.py (by name)" in out
+    # seen through `from pkg.calc import clamp`: the test modules import after the patch
+    assert "KILLED pkg/calc.py:14:12 min_max min -> max" in out
+    assert "KILLED pkg/calc.py:33:26 compare > -> >=" not in out
+    # a module constant read at run time is patched in the module's namespace
+    assert "KILLED pkg/calc.py:6:9 number 3 -> 4" in out
+    assert "SURVIVED pkg/calc.py:33:26 compare > -> >=\n    return self.size > 5" in out
+    assert "SURVIVED pkg/calc.py:12:14 compare < -> <=" in out
+    # LIMIT is the default of clamp, bound when the module was imported
+    assert "NOT APPLIED pkg/calc.py:7:9 number 10 -> 11: LIMIT is used at import on line 10" in out
+    row = next(line for line in out.splitlines() if line.startswith("pkg/calc.py "))
+    assert row.split()[1:7] == ["13", "9", "3", "0", "1", "75.0"], row
+    assert (project / "pkg" / "calc.py").read_text() == before
+
+
+def test_since_keeps_the_changed_lines(project: Path) -> None:
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("no git")
+    env = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([git, "init", "-q"], cwd=project, check=True)
+    subprocess.run([git, *env, "add", "."], cwd=project, check=True)
+    subprocess.run([git, *env, "commit", "-qm", "x"], cwd=project, check=True)
+    calc = project / "pkg" / "calc.py"
+    calc.write_text(calc.read_text().replace("self.size > 5", "self.size > 6"))
+    listed = mutate(project, "pkg/calc.py", "--list", "--since", "HEAD")
+    assert listed.stdout.splitlines() == [
+        "pkg/calc.py:33:9 return_none return self.size > 6 -> return None  [code]",
+        "pkg/calc.py:33:26 compare > -> >=  [code]",
+        "pkg/calc.py:33:28 number 6 -> 7  [code]",
+    ]
+
+
+def test_failing_tests_stop_it(project: Path) -> None:
+    test = project / "tests" / "test_calc.py"
+    test.write_text(test.read_text().replace("== 6", "== 7"))
+    result = mutate(project, "pkg/calc.py", "--tests", str(test))
+    assert result.returncode == 2
+    assert "the tests fail without a mutant" in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="no node")
+def test_javascript(tmp_path: Path) -> None:
+    (tmp_path / "web").mkdir()
+    source = (
+        "// `a < b` in a comment stays\n"
+        "export function clamp(v, top = 10) {\n"
+        '  return v < 0 ? 0 : v > top ? top : v + "" === "x" ? 1 : v;\n'
+        "}\n"
+    )
+    (tmp_path / "web" / "calc.mjs").write_text(source)
+    (tmp_path / "tests" / "web").mkdir(parents=True)
+    (tmp_path / "tests" / "web" / "calc.test.mjs").write_text(
+        'import assert from "node:assert/strict";\n'
+        'import { test } from "node:test";\n'
+        'import { clamp } from "../../web/calc.mjs";\n'
+        'test("clamp", () => { assert.equal(clamp(-1), 0); assert.equal(clamp(50), 10); });\n'
+    )
+    result = mutate(tmp_path, "web/calc.mjs", "--jobs", "2")
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "web/calc.mjs: tests tests/web/calc.test.mjs (by name)" in out
+    assert "SURVIVED web/calc.mjs:3:12 compare < -> <=" in out
+    assert "web/calc.mjs:1:" not in out  # the comment
+    assert '"x"' not in out.split("SURVIVED", 1)[0]
+    row = next(line for line in out.splitlines() if line.startswith("web/calc.mjs "))
+    assert row.split()[1:7] == ["7", "2", "5", "0", "0", "28.6"], row
+    assert (tmp_path / "web" / "calc.mjs").read_text() == source
