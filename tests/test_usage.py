@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 import json
 
 import aiohttp
@@ -25,7 +25,7 @@ from custom_components.llm_warmth.usage import UsageRecord, UsageWatch
 from .assist import hass_config_dir_fixture, setup_assist  # noqa: F401 (a fixture)
 from .conftest import ENTRY_ID, LLAMA, QWEN, model_id, ollama_request, start_load
 from .e2e import add_server, wait_until
-from .llama_swap_emulator import LlamaSwapEmulator, SwapModel
+from .llama_swap_emulator import LlamaSwapEmulator, SwapModel, format_go_time
 from .ollama_emulator import OllamaEmulator
 
 Poll = Callable[[], Awaitable[None]]
@@ -72,6 +72,11 @@ async def test_another_clients_requests_on_ollama_are_uses_and_ours_are_not(
     emulator.clock.advance(60)
     await poll()
     assert len(uses(mock_config_entry, LLAMA)) == 2
+    # A request with a shorter keep moves the expiry back: a use all the same.
+    emulator.clock.advance(60)
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 30})
+    await poll()
+    assert len(uses(mock_config_entry, LLAMA)) == 3
     # Ours (a probe, a preload of another model) are never uses.
     emulator.clock.advance(60)
     await hass.services.async_call(
@@ -86,7 +91,7 @@ async def test_another_clients_requests_on_ollama_are_uses_and_ours_are_not(
     )
     emulator.clock.advance(60)
     await poll()
-    assert len(uses(mock_config_entry, LLAMA)) == 2
+    assert len(uses(mock_config_entry, LLAMA)) == 3
     assert uses(mock_config_entry, QWEN) == []
     # The first request waited for the load: a cold start on the scoreboard; the
     # preload of ours was no cold start (nobody waited).
@@ -95,13 +100,13 @@ async def test_another_clients_requests_on_ollama_are_uses_and_ours_are_not(
     assert hass.states.get(model_id(mock_config_entry, cold.format("qwen3_8b"))) is None
     # The diagnostics count the uses; they do not tell when the household was at home.
     diagnostics = await get_diagnostics_for_config_entry(hass, hass_client, mock_config_entry)
-    assert diagnostics["usage"][LLAMA]["uses"] == 2
+    assert diagnostics["usage"][LLAMA]["uses"] == 3
     assert diagnostics["usage"][LLAMA]["scoreboard_7_days"] == [0, 1, 0]
     assert str(emulator.clock.now().year) not in json.dumps(diagnostics["usage"])
     # Kept across a restart.
     await hass.config_entries.async_reload(ENTRY_ID)
     await hass.async_block_till_done()
-    assert len(uses(mock_config_entry, LLAMA)) == 2
+    assert len(uses(mock_config_entry, LLAMA)) == 3
     assert hass.states.get(model_id(mock_config_entry, cold.format("llama3_2_3b"))).state == "1"
 
 
@@ -157,6 +162,25 @@ async def test_llama_swaps_activity_are_uses_at_their_start_and_ours_are_not(
         await wait_until(lambda: (usage._activity_seen or 0) >= seen, 10, "our probe read")
         assert len(usage.get("tiny").planner.uses) == 1
         assert coordinator.own_requests.during("tiny", ended, dt_util.utcnow())
+        # A request that failed (llama-swap logs it with its status) is no use.
+        failed = {
+            **swap.activity[-1],
+            "id": len(swap.activity) + 1,
+            "resp_status_code": 400,
+            # Well after our probe (not ours by its time): left out by its status alone.
+            "timestamp": format_go_time(datetime.now(UTC) + timedelta(seconds=30)),
+        }
+        swap.activity.append(failed)
+        seen = len(swap.activity)
+        await wait_until(lambda: (usage._activity_seen or 0) >= seen, 10, "the failure read")
+        assert len(usage.get("tiny").planner.uses) == 1
+        # llama-swap restarted, its ids begin again: that page is a first page, and the
+        # request after it is a use (its id is below the last one read before).
+        swap.activity.clear()
+        await other_chat(swap.url)
+        await wait_until(lambda: usage._activity_seen == 1, 10, "the new first page")
+        await other_chat(swap.url)
+        await wait_until(lambda: len(usage.get("tiny").planner.uses) == 2, 10, "a use after")
         await hass.config_entries.async_unload(entry.entry_id)
     finally:
         await swap.stop()
