@@ -164,6 +164,27 @@ describe("loads and cold starts", () => {
   const server = { source: "server", unit_of_measurement: "s" };
   const polling = { source: "polling", unit_of_measurement: "s" };
 
+  it("takes a figure written within a second of the window's start as carried in", () => {
+    // The history API repeats the state at the window's start (its own time, or a few
+    // milliseconds later): no load. A figure written after that second is one.
+    const at = (ms) => loadBars([row(T0 + ms, "3.0", server)], window).length;
+    assert.equal(at(0), 0);
+    assert.equal(at(999), 0);
+    assert.equal(at(1000), 0);
+    assert.equal(at(1001), 1);
+  });
+
+  it("reads a figure in the unit its sensor states (hours, minutes, milliseconds)", () => {
+    assert.equal(durationMs(2, "h"), 2 * H);
+    assert.equal(durationMs(3, "min"), 3 * MIN);
+    assert.equal(durationMs(250, "ms"), 250);
+    assert.equal(durationMs(1.5, "d"), 36 * H);
+    assert.equal(durationMs(4, undefined), 4 * S); // seconds when none is stated
+    const hours = { source: "server", unit_of_measurement: "h" };
+    const [bar] = loadBars([row(T0 + H, "0.5", hours)], window);
+    assert.deepEqual([bar.seconds, bar.start], [1800, T0 + H - 30 * MIN]);
+  });
+
   it("draws each load as a bar of its length, ending when its figure was written", () => {
     const history = [
       row(T0, "4.2", server), // carried in at the window's start: an earlier load
