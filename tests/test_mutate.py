@@ -44,10 +44,18 @@ class Box:
     def big(self) -> bool:
         """Return True for a big box."""
         return self.size > 5
+
+
+PAIR_A, PAIR_B = 2, 3
+
+
+def pair_sum() -> int:
+    """Return the pair's sum."""
+    return PAIR_A + PAIR_B
 '''
 
 # Imported by name, after the patch: a mutant of clamp or of Box.big is what they call.
-TEST_CALC = """from pkg.calc import Box, clamp, triple
+TEST_CALC = """from pkg.calc import Box, clamp, pair_sum, triple
 
 
 def test_clamp():
@@ -58,6 +66,7 @@ def test_clamp():
 
 def test_triple():
     assert triple(2) == 6
+    assert pair_sum() == 5
 
 
 def test_box():
@@ -104,7 +113,8 @@ def test_mutants_of_a_module(project: Path) -> None:
     assert "pkg/calc.py:33:9 return_none return self.size > 5 -> return None  [code]" in lines
     # neither the logger call's argument, nor a docstring, nor an annotation, nor -> None
     assert not [line for line in lines if re.match(r"pkg/calc.py:(1|19|26|28):", line)]
-    assert len(lines) == 13
+    assert "pkg/calc.py:36:21 number 3 -> 4  [statement]" in lines
+    assert len(lines) == 17
 
 
 def test_killed_survived_and_not_applied(project: Path) -> None:
@@ -118,12 +128,13 @@ def test_killed_survived_and_not_applied(project: Path) -> None:
     assert "KILLED pkg/calc.py:33:26 compare > -> >=" not in out
     # a module constant read at run time is patched in the module's namespace
     assert "KILLED pkg/calc.py:6:9 number 3 -> 4" in out
+    assert "KILLED pkg/calc.py:36:21 number 3 -> 4" in out  # PAIR_A, PAIR_B = 2, 3
     assert "SURVIVED pkg/calc.py:33:26 compare > -> >=\n    return self.size > 5" in out
     assert "SURVIVED pkg/calc.py:12:14 compare < -> <=" in out
     # LIMIT is the default of clamp, bound when the module was imported
     assert "NOT APPLIED pkg/calc.py:7:9 number 10 -> 11: LIMIT is used at import on line 10" in out
     row = next(line for line in out.splitlines() if line.startswith("pkg/calc.py "))
-    assert row.split()[1:7] == ["13", "9", "3", "0", "1", "75.0"], row
+    assert row.split()[1:7] == ["17", "13", "3", "0", "1", "81.2"], row
     assert (project / "pkg" / "calc.py").read_text() == before
 
 
