@@ -11,6 +11,7 @@ from custom_components.llm_warmth.core.voice import (
     ServerSide,
     VoiceStage,
     VoiceTurn,
+    _told_apart,
     explain,
     join_request,
     prefix_warm_fits,
@@ -259,3 +260,85 @@ def test_the_servers_record_of_the_agents_request_is_joined_by_time() -> None:
     assert unknown.stages[VoiceStage.LOAD] == 7.8
     no_intent = turn_of([("run-start", stamp(0), {}), ("run-end", stamp(1), None)])  # type: ignore[arg-type]
     assert join_request(no_intent, [agents]) is None
+
+
+def boundary_turn(intent: float, first: float) -> VoiceTurn:
+    """A turn whose agent started ``intent`` s after T0 and spoke ``first`` s after T0."""
+    raw = [
+        ("run-start", stamp(0), {"pipeline": "p1"}),
+        ("stt-start", stamp(0.0), {}),
+        ("stt-vad-end", stamp(1.0), {}),
+        ("stt-end", stamp(1.0), {}),  # speech-to-text took no time
+        ("intent-start", stamp(intent), {"engine": "conversation.garage"}),
+        ("intent-progress", stamp(first), delta("Four")),
+        ("intent-end", stamp(first + 0.1), {}),
+        ("run-end", stamp(first + 0.2), None),
+    ]
+    return turn_of(raw)  # type: ignore[arg-type]
+
+
+def test_figures_are_to_the_millisecond_and_a_stage_of_no_time_is_told() -> None:
+    """Each figure rounds to 3 decimals; a stage that took no time is 0.0, not left out."""
+    turn = boundary_turn(1.0, 3.12345)
+    assert turn.stt == 0.0  # an end equal to its start is a figure (0), not None
+    assert turn.agent_first_text == 2.123
+    # The load and the prefill are rounded to the millisecond too.
+    known = explain(turn, ServerSide("m", False, False, 1.23456, "server"))
+    assert known.stages[VoiceStage.LOAD] == 1.235
+    assert known.stages[VoiceStage.PREFILL] == 0.888
+    # Resident: no load stage at all (not a load of 0).
+    warm = explain(turn, ServerSide("m", True, False))
+    assert VoiceStage.LOAD not in warm.stages
+    assert warm.stages[VoiceStage.PREFILL] == 2.123
+    # The server's record: a wait of none is no stage, a prefill without rates is 0.
+    request = served(1.0, 2.2, prefill_seconds=1.23456, generation_seconds=0.96544)
+    assert request.waited_seconds == 0.0
+    split = explain(turn, ServerSide("m", True, False, request=request))
+    assert VoiceStage.QUEUE not in split.stages
+    assert split.stages[VoiceStage.PREFILL] == 1.235
+    waiting = served(1.0, 2.2, prefill_seconds=0.3, generation_seconds=0.43456)
+    queued = explain(turn, ServerSide("m", True, False, request=waiting))
+    assert queued.stages[VoiceStage.QUEUE] == 1.465  # rounded: 2.2 - 0.3 - 0.43456
+    # A record told apart needs both its wait and its prefill.
+    no_wait = served(1.0, 2.2, prefill_seconds=None, generation_seconds=None)
+    assert not _told_apart(no_wait)
+    assert (
+        explain(turn, ServerSide("m", False, False, request=no_wait)).stages[VoiceStage.LOAD]
+        == 2.123
+    )
+
+
+def test_the_join_takes_requests_at_the_edges_of_its_tolerance() -> None:
+    """Arrived exactly 2 s before the agent's start, or 2 s after its first words: joined."""
+    turn = boundary_turn(4.0, 6.0)
+    assert join_request(turn, [served(2.0, 2.5)]) is not None  # 2 s before the start
+    assert join_request(turn, [served(1.999, 2.5)]) is None
+    assert join_request(turn, [served(8.0, 1.0)]) is not None  # 2 s after the first words
+    assert join_request(turn, [served(8.001, 1.0)]) is None
+    assert join_request(turn, [served(3.0, 1.0)]) is not None  # ended at the start itself
+    assert join_request(turn, [served(3.0, 0.999)]) is None
+    # Without first words: up to 2 s after the agent's end.
+    silent = turn_of(
+        [
+            ("run-start", stamp(0), {}),
+            ("intent-start", stamp(4.0), {}),
+            ("intent-end", stamp(5.0), {}),
+            ("run-end", stamp(9.0), None),
+        ]  # type: ignore[list-item]
+    )
+    assert join_request(silent, [served(7.0, 1.0)]) is not None
+    assert join_request(silent, [served(7.5, 1.0)]) is None
+
+
+def test_a_load_that_ended_as_the_agent_started_helped() -> None:
+    at_once = wake_outcome(load_started=100.0, load_ended=102.4, intent_started=102.4)
+    assert (at_once.helped, at_once.hidden_seconds) == (True, 2.4)
+    rounded = wake_outcome(load_started=100.0, load_ended=101.23456, intent_started=102.4)
+    assert rounded.hidden_seconds == 1.235
+    late = wake_outcome(load_started=100.0, load_ended=None, intent_started=101.23456)
+    assert late.hidden_seconds == 1.235
+    # A clock that went back is no hidden time, not a negative one (nor a second).
+    backwards = wake_outcome(load_started=100.0, load_ended=99.0, intent_started=102.0)
+    assert backwards.hidden_seconds == 0.0
+    before = wake_outcome(load_started=100.0, load_ended=None, intent_started=99.5)
+    assert before.hidden_seconds == 0.0
