@@ -253,3 +253,133 @@ def test_a_fold_mark_years_back_folds_only_the_days_of_the_uses_kept() -> None:
     assert planner.days > 9000  # every day counted
     assert planner.by_kind["weekday"][42] < EXPECT
     assert planner.plan(at(14, 6, 30), LEAD).next_use == at(14, 6, 40)
+
+
+# The planner's figures, written out: a change of any of them is a change of behaviour.
+
+
+def rhythm(planner: UsagePlanner, bins: dict[int, float], *, weekday: bool = True) -> None:
+    """Give the planner a learnt rhythm: these bins' shares, on every day of the kind."""
+    for index, share in bins.items():
+        planner.by_kind["weekday" if weekday else "weekend"][index] = share
+        for day_index in range(5) if weekday else range(5, 7):
+            planner.by_weekday[day_index][index] = share
+    planner.days = 14
+
+
+def test_the_planners_figures() -> None:
+    planner = UsagePlanner()
+    assert len(planner.as_dict()["by_kind"]["weekday"]) == 144  # 10-minute bins
+    assert len(planner.by_weekday) == 7
+    planner.observe(at(0, 7, 0))
+    planner.advance(day(1))  # one day folded: a quarter per kind, 0.6 per weekday
+    assert planner.by_kind["weekday"][42] == 0.25
+    assert planner.by_weekday[0][42] == 0.6
+    assert planner.share(at(7, 7, 5)) == (0.25 + 0.6) / 2
+    assert planner.plan(at(1, 7, 0)).keep == timedelta(minutes=5)
+    fresh = UsagePlanner()
+    fresh.observe(at(0, 7, 0))
+    assert fresh.plan(at(0, 7, 4, 59)).warm
+    assert not fresh.plan(at(0, 7, 5)).warm  # its keep ended at 07:05 exactly
+    assert not fresh.plan(at(0, 7, 5)).used
+
+
+def test_gaps_count_from_ten_within_half_an_hour_and_the_latest_500_are_kept() -> None:
+    planner = UsagePlanner()
+    for index in range(10):  # 9 gaps of 3 minutes
+        planner.observe(at(0, 8, 0) + timedelta(minutes=3 * index))
+    assert planner.keep == timedelta(minutes=5)
+    planner.observe(at(0, 8, 30))  # the tenth
+    assert planner.keep == timedelta(minutes=3.3)
+    planner.observe(at(0, 8, 30))  # the same instant again: no gap of nothing
+    assert len(planner.gaps) == 10
+    later = UsagePlanner()
+    later.observe(at(0, 9, 0))
+    later.observe(at(0, 9, 30) - timedelta(seconds=1))
+    later.observe(at(0, 10, 0) + timedelta(seconds=1))  # 30 min 2 s: another session
+    assert later.gaps == [1799.0]
+    many = UsagePlanner()
+    for index in range(502):
+        many.observe(at(0, 0, 0) + timedelta(seconds=10 * index))
+    assert len(many.gaps) == 500
+
+
+def test_the_latest_20000_uses_are_kept() -> None:
+    planner = UsagePlanner()
+    first = at(0, 0, 0)
+    for index in range(20_001):
+        planner.observe(first + timedelta(seconds=index))
+    assert len(planner.uses) == 20_000
+    assert planner.uses[0] == first + timedelta(seconds=1)
+
+
+def test_a_rhythm_of_one_weekday_is_rhythmic_and_none_is_sporadic() -> None:
+    planner = UsagePlanner()
+    planner.days = 5
+    assert planner.pattern() is PatternClass.SPORADIC
+    planner.by_weekday[2][42] = 0.15  # Wednesdays at 07:00, exactly expected
+    assert planner.pattern() is PatternClass.RHYTHMIC
+    planner.by_weekday[2][42] = 0.1499
+    assert planner.pattern() is PatternClass.SPORADIC
+    planner.by_kind["weekend"][42] = 0.15
+    assert planner.pattern() is PatternClass.RHYTHMIC
+
+
+def test_a_stretch_of_an_hour_is_held_through_a_shorter_one_let_go() -> None:
+    hour, short = UsagePlanner(), UsagePlanner()
+    rhythm(hour, dict.fromkeys(range(36, 42), 0.5))  # 06:00-07:00
+    rhythm(short, dict.fromkeys(range(36, 41), 0.5))  # 06:00-06:50
+    for planner in (hour, short):
+        planner.observe(at(14, 6, 0))  # a use at the stretch's very start
+    held = hour.plan(at(14, 6, 20), LEAD)
+    assert (held.used, held.warm_until) == (False, at(14, 7, 0))
+    let_go = short.plan(at(14, 6, 20), LEAD)
+    assert let_go.used
+    assert not let_go.warm
+
+
+def test_the_keep_after_a_late_use_outlasts_the_stretch() -> None:
+    planner = UsagePlanner()
+    rhythm(planner, dict.fromkeys(range(36, 42), 0.5))  # 06:00-07:00, held through
+    planner.observe(at(14, 6, 58))
+    plan = planner.plan(at(14, 6, 59), LEAD)
+    assert plan.warm_until == at(14, 6, 58) + DEFAULT_KEEP  # past 07:00
+    # At the stretch's end itself, no longer in it: the next one is tomorrow's.
+    after = planner.plan(at(14, 7, 0), LEAD)
+    assert after.window_start == at(15, 6, 0)
+
+
+def test_stored_figures_keep_four_decimals_and_the_gaps_a_millisecond() -> None:
+    planner = UsagePlanner()
+    planner.by_kind["weekday"][0] = 0.123456
+    planner.by_weekday[0][0] = 0.654321
+    planner.gaps = [1.23456]
+    stored = planner.as_dict()
+    assert stored["by_kind"]["weekday"][0] == 0.1235
+    assert stored["by_weekday"][0][0] == 0.6543
+    assert stored["gaps"] == [1.235]
+
+
+def test_stored_states_at_the_edges_of_what_reads() -> None:
+    base = UsagePlanner().as_dict()
+    assert UsagePlanner.from_dict(base | {"days": 0}).days == 0
+    gaps = UsagePlanner.from_dict(base | {"gaps": [0, 86399.9, 86400, -1]}).gaps
+    assert gaps == [0.0, 86399.9]
+    for year, reads in ((1999, False), (2000, True), (9000, True), (9001, False)):
+        mark = datetime(year, 6, 1, tzinfo=ZONE).isoformat()
+        try:
+            UsagePlanner.from_dict(base | {"folded_until": mark})
+        except ValueError:
+            assert not reads, year
+        else:
+            assert reads, year
+    row = [0.0] * 144
+    for edge, reads in ((0.0, True), (1.0, True), (1.0001, False), (-0.0001, False)):
+        try:
+            UsagePlanner.from_dict(base | {"by_weekday": [[*row[:-1], edge]] * 7})
+        except ValueError:
+            assert not reads, edge
+        else:
+            assert reads, edge
+    with pytest.raises(ValueError, match="number"):
+        UsagePlanner.from_dict(base | {"gaps": [True]})
