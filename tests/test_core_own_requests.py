@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from custom_components.llm_warmth.core.own_requests import KEPT, OwnRequestLog
+from custom_components.llm_warmth.core.own_requests import OwnRequestLog
 
 T0 = datetime(2026, 12, 2, 7, 30, tzinfo=UTC)
 M = "qwen3:8b"
@@ -49,7 +49,7 @@ def test_overlapping_requests_each_end_once() -> None:
 
 def test_only_the_latest_requests_are_kept() -> None:
     log = OwnRequestLog()
-    for index in range(KEPT + 1):
+    for index in range(33):  # 32 kept
         log.started(M, at(index * 100))
         log.ended(M, at(index * 100 + 1))
     assert log.during(M, at(0), at(1)) is False  # the oldest forgotten

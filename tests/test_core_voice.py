@@ -342,3 +342,13 @@ def test_a_load_that_ended_as_the_agent_started_helped() -> None:
     assert backwards.hidden_seconds == 0.0
     before = wake_outcome(load_started=100.0, load_ended=None, intent_started=99.5)
     assert before.hidden_seconds == 0.0
+
+
+def test_a_wait_under_a_second_is_a_stage_of_its_own() -> None:
+    turn = boundary_turn(1.0, 3.0)
+    short = explain(turn, ServerSide("m", False, False, 0.5, "server"))
+    assert short.stages[VoiceStage.LOAD] == 0.5
+    queued = served(1.0, 2.2, prefill_seconds=1.5, generation_seconds=0.2)
+    assert (
+        explain(turn, ServerSide("m", True, False, request=queued)).stages[VoiceStage.QUEUE] == 0.5
+    )
