@@ -1,5 +1,6 @@
 """The pure monitor: readings in, snapshot and changes out, clocks passed in (no hass)."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -201,3 +202,50 @@ def test_a_load_we_asked_for_is_timed_exactly_and_nobody_waited_for_it() -> None
         )
         == []
     )
+
+
+def test_a_load_heard_of_shows_loading_from_then_until_the_model_is_listed() -> None:
+    """Ollama 0.30+: an agent's turn began on a model the server does not list yet."""
+    current = replace(OLLAMA_CAPABILITIES, lists_while_loading=False)
+    monitor = ServerMonitor(current)
+    monitor.observe(version="0.34.4", resident=(), installed=None, now=at(0), monotonic=0.0)
+    snapshot = monitor.load_heard("qwen3:8b", now=at(10), monotonic=10.0, until=130.0)
+    assert snapshot is not None
+    assert snapshot.loading == frozenset({"qwen3:8b"})
+    assert snapshot.loading_since["qwen3:8b"] == at(10)
+    assert monitor.load_heard("qwen3:8b", now=at(11), monotonic=11.0, until=131.0) is None
+    later, _ = monitor.observe(
+        version=None, resident=(), installed=None, now=at(13), monotonic=13.0
+    )
+    assert later.loading_since["qwen3:8b"] == at(10)  # since the turn began, 3 s ago
+    listed, _ = monitor.observe(
+        version=None, resident=(model("qwen3:8b"),), installed=None, now=at(20), monotonic=20.0
+    )
+    assert listed.loading == frozenset()
+    # Not listed by its end: the turn went elsewhere, or failed; no longer loading.
+    monitor.load_heard("tiny", now=at(30), monotonic=30.0, until=40.0)
+    gone, _ = monitor.observe(
+        version=None, resident=(model("qwen3:8b"),), installed=None, now=at(41), monotonic=41.0
+    )
+    assert "tiny" not in gone.loading
+    # A server that lists its loads itself, or a model resident: nothing to add.
+    plain = ServerMonitor(OLLAMA_CAPABILITIES)
+    plain.observe(version="0.9.3", resident=(), installed=None, now=at(0), monotonic=0.0)
+    assert plain.load_heard("tiny", now=at(1), monotonic=1.0, until=60.0) is None
+    assert monitor.load_heard("qwen3:8b", now=at(42), monotonic=42.0, until=99.0) is None
+    assert ServerMonitor(current).load_heard("x", now=at(0), monotonic=0.0, until=9.0) is None
+
+
+def test_a_name_without_its_tag_is_the_latest_one() -> None:
+    monitor = ServerMonitor(OLLAMA_CAPABILITIES)
+    assert monitor.resolve_model("llama3.2") == "llama3.2"  # nothing known yet
+    monitor.observe(
+        version="0.9.3",
+        resident=(),
+        installed=[InstalledModel(name="llama3.2:latest"), InstalledModel(name="qwen3:8b")],
+        now=at(0),
+        monotonic=0.0,
+    )
+    assert monitor.resolve_model("llama3.2") == "llama3.2:latest"
+    assert monitor.resolve_model("qwen3") == "qwen3"  # no qwen3:latest
+    assert monitor.resolve_model("qwen3:8b") == "qwen3:8b"
