@@ -71,12 +71,13 @@ async def test_uses_are_another_clients_and_auto_warm_loads_ahead_then_lets_go(
         usage.utcnow = lambda: now
         started = asyncio.get_running_loop().time()
         usage.set_auto_warm(model, True)
-        await wait_until(lambda: model in coordinator.data.held, 20, "tiny warmed")
+        # Counted once its load answered (the polls may see it held while it loads).
+        await wait_until(lambda: usage.get(model).warmed == 1, 20, "tiny warmed")
+        assert model in coordinator.data.held
         loads = [r.json() for r in proxy.requests if r.path == "/api/generate"][-1:]
         assert loads
         assert not loads[0].get("prompt")
         assert loads[0]["keep_alive"] == pytest.approx(8, abs=1)  # until the stretch ends
-        assert usage.get(model).warmed == 1
         # The real server lets it go once the stretch is over (its keep runs out).
         await wait_until(lambda: model not in coordinator.data.held, 30, "tiny let go")
         assert asyncio.get_running_loop().time() - started >= 7

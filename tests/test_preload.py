@@ -129,7 +129,9 @@ async def test_a_far_future_keep_is_refused_in_words_before_anything_is_sent(
 ) -> None:
     """Ten million days, or the last day of 9999: refused, not an OverflowError after a send."""
     sent = len(generate_requests(emulator))
-    for keep_until in ("9999-12-31T00:00:00", "9999-12-31T23:59:59+00:00", "2040-01-01"):
+    # Ten years and a day from now (whatever today is), and the last day of 9999.
+    far = (dt_util.utcnow() + timedelta(days=3651)).isoformat()
+    for keep_until in ("9999-12-31T00:00:00", "9999-12-31T23:59:59+00:00", far):
         with pytest.raises(ServiceValidationError) as err:
             await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, keep_until=keep_until)
         assert err.value.translation_key == "keep_too_far"
