@@ -23,7 +23,7 @@ from custom_components.llm_warmth.core.monitor import (
     ServerRestarted,
 )
 from custom_components.llm_warmth.core.residency import ModelUnloaded, UnloadReason
-from custom_components.llm_warmth.core.ttft import Classification
+from custom_components.llm_warmth.core.ttft import Classification, ModelTiming
 
 T0 = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
 LOADING, LOADED, SLEEPING = (
@@ -249,3 +249,211 @@ def test_a_name_without_its_tag_is_the_latest_one() -> None:
     assert monitor.resolve_model("llama3.2") == "llama3.2:latest"
     assert monitor.resolve_model("qwen3") == "qwen3"  # no qwen3:latest
     assert monitor.resolve_model("qwen3:8b") == "qwen3:8b"
+
+
+def test_the_installed_models_are_read_each_minute_and_the_version_each_five() -> None:
+    monitor = ServerMonitor(OLLAMA_CAPABILITIES)
+    monitor.observe(version="0.9.3", resident=(), installed=(), now=at(100), monotonic=100.0)
+    assert not monitor.installed_due((), 101.0)
+    assert not monitor.installed_due((), 159.9)
+    assert monitor.installed_due((), 160.0)
+    assert not monitor.version_due(399.9)
+    assert monitor.version_due(400.0)
+
+
+def test_an_early_unload_reads_the_version_at_the_next_poll_not_at_every_one() -> None:
+    """A model gone before its expiry may be an upgrade's restart: one version read."""
+    monitor = ServerMonitor(OLLAMA_CAPABILITIES)
+    held = replace(model("tiny"), expires_at=at(3600))
+    monitor.observe(version="0.9.3", resident=(held,), installed=(), now=at(0), monotonic=0.0)
+    assert not monitor.version_due(5.0)
+    monitor.observe(version=None, resident=(), installed=None, now=at(5), monotonic=5.0)
+    assert monitor.version_due(6.0)  # gone at 5 s, an hour early, nothing in sight
+    # The poll that read the version saw the same departure: no more reads for it.
+    monitor.observe(version="0.9.3", resident=(), installed=None, now=at(6), monotonic=6.0)
+    assert not monitor.version_due(7.0)
+    same_poll = ServerMonitor(OLLAMA_CAPABILITIES)
+    same_poll.observe(version="0.9.3", resident=(held,), installed=(), now=at(0), monotonic=0.0)
+    same_poll.observe(version="0.9.3", resident=(), installed=None, now=at(5), monotonic=5.0)
+    assert not same_poll.version_due(6.0)
+
+
+def test_a_deleted_model_is_forgotten_and_the_memory_held_is_remembered() -> None:
+    monitor = ServerMonitor(OLLAMA_CAPABILITIES, timings={"a": ModelTiming(), "b": ModelTiming()})
+    monitor.observe(
+        version="0.9.3",
+        resident=(
+            replace(model("a"), size=5 * 2**30, size_vram=3 * 2**30),
+            replace(model("b"), size=2 * 2**30, size_vram=None),
+            replace(model("c", SLEEPING), size=7 * 2**30),
+            replace(model("d"), size=None, size_vram=None),
+        ),
+        installed=(InstalledModel("a"), InstalledModel("b"), InstalledModel("gone")),
+        now=at(0),
+        monotonic=0.0,
+    )
+    # What the GPU holds, else the whole size; a sleeping model holds nothing.
+    assert monitor.last_sizes == {"a": 3 * 2**30, "b": 2 * 2**30}
+    monitor.probe_started("gone", monotonic=1.0)
+    monitor.observe(
+        version=None, resident=(model("gone"),), installed=None, now=at(2), monotonic=2.0
+    )
+    monitor.probe_finished(
+        "gone", reply(load_ms=900), was_resident=False, now=at(2), monotonic=2.0,
+        announce_window=10,
+    )  # fmt: skip
+    assert set(monitor.timings) == {"a", "b", "gone"}
+    # "gone" was deleted: neither installed nor resident at the next listing.
+    monitor.observe(
+        version=None,
+        resident=(replace(model("a"), size_vram=3 * 2**30),),
+        installed=(InstalledModel("a"), InstalledModel("b")),
+        now=at(70),
+        monotonic=70.0,
+    )
+    assert set(monitor.timings) == {"a", "b"}
+    assert set(monitor.last_sizes) == {"a", "b"}
+
+
+def test_a_load_polling_saw_is_one_a_request_waited_for() -> None:
+    monitor = ServerMonitor(OLLAMA_CAPABILITIES)
+    monitor.observe(version="0.9.3", resident=(), installed=(), now=at(0), monotonic=0.0)
+    monitor.observe(
+        version=None, resident=(model("a", LOADING),), installed=None, now=at(1), monotonic=1.0
+    )
+    _, (load,) = monitor.observe(
+        version=None, resident=(model("a"),), installed=None, now=at(4), monotonic=4.0
+    )
+    assert isinstance(load, LoadObserved)
+    assert load.waited
+    # Ollama lists a model while its request loads it: the request's time, not the load's.
+    assert (load.figures.cold_request_seconds, load.figures.load_seconds) == (3.0, None)
+
+
+def test_a_model_we_unload_is_gone_on_request() -> None:
+    monitor = ServerMonitor(OLLAMA_CAPABILITIES)
+    held = replace(model("a"), expires_at=at(3600))
+    monitor.observe(version="0.9.3", resident=(held,), installed=(), now=at(0), monotonic=0.0)
+    monitor.evicting("a")
+    _, changes = monitor.observe(
+        version=None, resident=(), installed=None, now=at(1), monotonic=1.0
+    )
+    assert changes == [ModelUnloaded("a", UnloadReason.ON_REQUEST)]
+
+
+def test_a_load_we_announced_gives_no_second_event_within_its_window() -> None:
+    """Our load answered before any poll saw the model; the polls after it are ours."""
+    monitor = ServerMonitor(LLAMA_SERVER_CAPABILITIES)
+    monitor.observe(version="b1", resident=(), installed=(), now=at(0), monotonic=0.0)
+    monitor.probe_started("big", monotonic=1.0)
+    (load,) = monitor.own_load_finished(
+        "big", seconds=4.0, was_resident=False, monotonic=5.0, announce_window=10
+    )
+    assert isinstance(load, LoadObserved)
+    _, changes = monitor.observe(
+        version=None, resident=(model("big", LOADING),), installed=None, now=at(6), monotonic=6
+    )
+    assert changes == []
+    _, changes = monitor.observe(
+        version=None, resident=(model("big"),), installed=None, now=at(8), monotonic=8.0
+    )
+    assert changes == []
+    # The same for a probe's load.
+    monitor.probe_started("tiny", monotonic=9.0)
+    _, (load,) = monitor.probe_finished(
+        "tiny", reply(load_ms=1234.5678, ttft_ms=1300.25), was_resident=False, now=at(11),
+        monotonic=11.0, announce_window=10,
+    )  # fmt: skip
+    assert isinstance(load, LoadObserved)
+    assert load.figures.load_seconds == 1.235
+    assert load.figures.cold_request_seconds == 1.35  # sent to its last byte: 1300.25 + 50 ms
+    assert load.figures.cold_request_source == "client"
+    _, changes = monitor.observe(
+        version=None,
+        resident=(model("big"), model("tiny", LOADING)),
+        installed=None,
+        now=at(12),
+        monotonic=12.0,
+    )
+    assert changes == []
+    _, changes = monitor.observe(
+        version=None,
+        resident=(model("big"), model("tiny")),
+        installed=None,
+        now=at(13),
+        monotonic=13.0,
+    )
+    assert changes == []
+
+
+def test_two_requests_of_ours_that_load_the_same_model_announce_one_load() -> None:
+    monitor = ServerMonitor(LLAMA_SERVER_CAPABILITIES)
+    monitor.observe(version="b1", resident=(), installed=(), now=at(0), monotonic=0.0)
+    monitor.probe_started("big", monotonic=1.0)
+    monitor.probe_started("big", monotonic=1.5)
+    monitor.probe_started("big", monotonic=1.7)
+    first = monitor.own_load_finished(
+        "big", seconds=4.0, was_resident=False, monotonic=5.0, announce_window=10
+    )
+    assert [type(c) for c in first] == [LoadObserved]
+    # Both waited for the same load and answered after it: no second or third load.
+    assert (
+        monitor.own_load_finished(
+            "big", seconds=3.5, was_resident=False, monotonic=5.1, announce_window=10
+        )
+        == []
+    )
+    _, changes = monitor.probe_finished(
+        "big", reply(load_ms=3300, ttft_ms=3400), was_resident=False, now=at(5.2),
+        monotonic=5.2, announce_window=10,
+    )  # fmt: skip
+    assert changes == []
+
+
+def test_a_warm_probe_of_a_resident_model_changes_nothing() -> None:
+    monitor = ServerMonitor(OLLAMA_CAPABILITIES)
+    monitor.observe(version="0.9.3", resident=(model("a"),), installed=(), now=at(0), monotonic=0)
+    monitor.probe_started("a", monotonic=1.0)
+    probe, changes = monitor.probe_finished(
+        "a", reply(load_ms=1, ttft_ms=80), was_resident=True, now=at(1.1), monotonic=1.1,
+        announce_window=10,
+    )  # fmt: skip
+    assert probe.verdict.classification is not Classification.COLD
+    assert changes == []
+
+
+def test_a_load_that_began_before_our_probe_is_handed_out_when_the_probe_ends() -> None:
+    """Another client's load ran on when our probe started: its figure is polling's."""
+    monitor = ServerMonitor(OLLAMA_CAPABILITIES)
+    monitor.observe(version="0.9.3", resident=(), installed=(), now=at(0), monotonic=0.0)
+    monitor.observe(
+        version=None, resident=(model("a", LOADING),), installed=None, now=at(1), monotonic=1.0
+    )
+    monitor.probe_started("a", monotonic=2.0)
+    _, changes = monitor.observe(
+        version=None, resident=(model("a"),), installed=None, now=at(4), monotonic=4.0
+    )
+    assert changes == []  # perhaps ours: held until the probe ends
+    _, changes = monitor.probe_finished(
+        "a", reply(load_ms=2000, ttft_ms=2100), was_resident=True, now=at(4.2), monotonic=4.2,
+        announce_window=10,
+    )  # fmt: skip
+    (load,) = changes
+    assert isinstance(load, LoadObserved)
+    assert load.probe is None
+    assert (load.figures.cold_request_seconds, load.figures.cold_request_source) == (
+        3.0,
+        "polling",
+    )
+
+
+def test_a_probe_that_answered_before_any_poll_saw_its_load_reports_the_load() -> None:
+    monitor = ServerMonitor(OLLAMA_CAPABILITIES)
+    monitor.observe(version="0.9.3", resident=(), installed=(), now=at(0), monotonic=0.0)
+    monitor.probe_started("a", monotonic=1.0)
+    _, (load,) = monitor.probe_finished(
+        "a", reply(load_ms=2000, ttft_ms=2100), was_resident=False, now=at(3.2), monotonic=3.2,
+        announce_window=10,
+    )  # fmt: skip
+    assert isinstance(load, LoadObserved)
+    assert (load.figures.load_seconds, load.figures.load_source) == (2.0, "server")

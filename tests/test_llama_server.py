@@ -468,13 +468,22 @@ async def test_an_unexpected_event_stream_failure_is_logged_once_until_it_recove
     )
     mine = [r for r in caplog.records if "event stream" in r.getMessage()]
     errors = [r for r in mine if r.levelno >= logging.ERROR]
-    assert [r.getMessage().split(";")[0] for r in errors] == [
-        f"{coordinator.name}: the event stream failed"
-    ]
+    assert [r.getMessage() for r in errors] == [f"{coordinator.name}: the event stream failed"]
     assert errors[0].exc_info is not None
     again = [r for r in mine if "failed again" in r.getMessage()]
     assert len(again) == 3
     assert all(r.levelno == logging.DEBUG for r in again)
+    # Said once, when it recovered; not at the first connection before the failures.
+    assert [r.levelno for r in mine if "works again" in r.getMessage()] == [logging.INFO]
+    # Once it worked again, the next failure is news again: a second traceback.
+    failures = 3
+    server.cut_sse()
+    await wait_until(lambda: failures == 4, 5, "a failure after the recovery")
+    await wait_until(lambda: coordinator.events_connected, 5, "the stream followed again")
+    mine = [r for r in caplog.records if "event stream" in r.getMessage()]
+    errors = [r for r in mine if r.levelno >= logging.ERROR]
+    assert len(errors) == 2
+    assert errors[1].exc_info is not None
 
 
 async def test_events_pushed_while_a_poll_runs_are_not_lost(

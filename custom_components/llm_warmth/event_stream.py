@@ -11,6 +11,7 @@ from .const import EVENTS_RETRY_MAX, EVENTS_RETRY_MIN, LOGGER
 from .core.backends.base import PushesResidency
 from .core.backends.errors import LlmServerError
 from .core.backends.types import ResidentModel
+from .core.reconnect import reconnect_delay
 
 
 class ResidencyEventStream:
@@ -35,7 +36,7 @@ class ResidencyEventStream:
 
     async def async_follow(self) -> None:
         """Take each residency change the server announces; reconnect with backoff."""
-        delay = EVENTS_RETRY_MIN
+        delay: float | None = None
         # An unexpected failure is logged with its traceback once; until the stream works
         # again the same failure on every retry goes to the debug log only.
         failed_unexpectedly = False
@@ -53,24 +54,21 @@ class ResidencyEventStream:
                             LOGGER.info("%s: the event stream works again", self._name)
                             failed_unexpectedly = False
             except LlmServerError as err:
-                LOGGER.debug("%s: event stream: %s; retrying in %s s", self._name, err, delay)
+                LOGGER.debug("%s: event stream: %s", self._name, err)
             except Exception:
                 if failed_unexpectedly:
-                    LOGGER.debug(
-                        "%s: the event stream failed again; retrying in %s s",
-                        self._name,
-                        delay,
-                        exc_info=True,
-                    )
+                    LOGGER.debug("%s: the event stream failed again", self._name, exc_info=True)
                 else:
-                    LOGGER.exception(
-                        "%s: the event stream failed; retrying in %s s", self._name, delay
-                    )
+                    LOGGER.exception("%s: the event stream failed", self._name)
                     failed_unexpectedly = True
             finally:
                 self.connected = False
-            if connected_at is not None and time.monotonic() - connected_at > EVENTS_RETRY_MAX:
-                delay = EVENTS_RETRY_MIN  # it worked for a while: start the backoff afresh
+            delay = reconnect_delay(
+                delay,
+                None if connected_at is None else time.monotonic() - connected_at,
+                shortest=EVENTS_RETRY_MIN,
+                longest=EVENTS_RETRY_MAX,
+            )
+            LOGGER.debug("%s: following the events again in %s s", self._name, delay)
             self._down()  # polling takes over while the stream is down
             await asyncio.sleep(delay)
-            delay = min(2 * delay, EVENTS_RETRY_MAX)

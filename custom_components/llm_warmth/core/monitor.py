@@ -284,10 +284,7 @@ class ServerMonitor:
         self._last = replace(
             self.with_timings(snapshot),
             loading=self._tracker.loading(),
-            loading_since={
-                **snapshot.loading_since,
-                model: now - timedelta(seconds=self._tracker.loading_for(monotonic)[model]),
-            },
+            loading_since={**snapshot.loading_since, model: now},
         )
         return self._last
 
