@@ -383,3 +383,94 @@ def test_stored_states_at_the_edges_of_what_reads() -> None:
             assert reads, edge
     with pytest.raises(ValueError, match="number"):
         UsagePlanner.from_dict(base | {"gaps": [True]})
+
+
+def test_the_keep_of_ten_gaps_is_the_largest() -> None:
+    """10 gaps: ceil(0.95 * 10) - 1 = 9, the largest one."""
+    planner = UsagePlanner()
+    planner.gaps = [200.0] * 9 + [1000.0]
+    assert planner.keep == timedelta(seconds=1100)
+
+
+def test_a_use_recorded_late_is_learnt_as_if_it_came_in_order() -> None:
+    """A late use makes the planner learn again: nothing of the old shares is left over."""
+    in_order, late = UsagePlanner(), UsagePlanner()
+    for index in range(10):
+        in_order.observe(at(index, 7, 0))
+        if index != 3:
+            late.observe(at(index, 7, 0))
+        in_order.advance(day(index + 1))
+        late.advance(day(index + 1))
+    late.observe(at(3, 7, 0))  # day 3 was folded without it
+    late.advance(day(10))
+    assert late.as_dict() == in_order.as_dict()
+    assert len(late.by_weekday) == 7
+
+
+@pytest.mark.parametrize(("back", "faded"), [(56, True), (57, True), (58, False)])
+def test_a_fold_mark_past_the_history_starts_from_nothing(back: int, faded: bool) -> None:
+    """Up to 57 days back every day folds (the shares fade); further, they start at zero."""
+    today = day(100)
+    planner = UsagePlanner(folded_until=day(100 - back))
+    planner.by_kind["weekday"][42] = planner.by_kind["weekend"][42] = 1.0
+    for row in planner.by_weekday:
+        row[42] = 1.0
+    planner.advance(today)
+    assert planner.days == back
+    assert planner.folded_until == today
+    shares = [
+        *planner.by_kind["weekday"],
+        *planner.by_kind["weekend"],
+        *(share for row in planner.by_weekday for share in row),
+    ]
+    assert len(shares) == 9 * 144
+    if faded:
+        assert 0.0 < planner.by_kind["weekday"][42] < EXPECT
+        assert all(0.0 < row[42] < EXPECT for row in planner.by_weekday)
+    else:
+        assert set(shares) == {0.0}
+
+
+def test_a_stretch_is_looked_for_over_the_next_day_only() -> None:
+    """Wednesdays at 07:00 only: from Tuesday 07:00 it is a day away, not yet in sight."""
+    planner = UsagePlanner(days=14)
+    planner.by_weekday[2][42] = 0.5  # blended with its kind's nothing: 0.25, expected
+    tuesday, wednesday = at(15, 7, 0), at(16, 7, 0)
+    assert (tuesday.weekday(), wednesday.weekday()) == (1, 2)
+    assert planner.plan(tuesday).next_use is None
+    assert planner.plan(tuesday + timedelta(minutes=10)).next_use == wednesday
+    assert planner.plan(tuesday + timedelta(minutes=10)).window_end == wednesday + timedelta(
+        minutes=10
+    )
+
+
+def test_a_share_of_exactly_expect_is_expected_and_bridges_a_dip() -> None:
+    planner = UsagePlanner()
+    rhythm(planner, {42: EXPECT, 44: EXPECT})  # 07:00 and 07:20, a dip of 10 minutes
+    assert planner.share(at(14, 7, 0)) == EXPECT
+    before = planner.plan(at(14, 6, 30))
+    assert (before.window_start, before.window_end) == (at(14, 7, 0), at(14, 7, 30))
+    during = planner.plan(at(14, 7, 25))  # in the second bin: the stretch began at 07:00
+    assert (during.window_start, during.window_end) == (at(14, 7, 0), at(14, 7, 30))
+    below = UsagePlanner()
+    rhythm(below, {42: EXPECT - 0.0001})
+    assert below.plan(at(14, 6, 30)).window_start is None
+
+
+def test_a_stretch_is_traced_back_six_hours_and_ahead_twelve() -> None:
+    morning = UsagePlanner()
+    rhythm(morning, dict.fromkeys(range(72), 0.5))  # 00:00-12:00
+    plan = morning.plan(at(14, 8, 0))
+    assert (plan.window_start, plan.window_end) == (at(14, 2, 0), at(14, 12, 0))
+    always = UsagePlanner()
+    rhythm(always, dict.fromkeys(range(144), 0.5))
+    # From 08:00's bin, half-hour steps of the bridge up to 12 h: 20:10 is asked again then.
+    assert always.plan(at(14, 8, 0)).window_end == at(14, 20, 10)
+
+
+def test_without_a_lead_nothing_is_warmed_ahead_of_its_stretch() -> None:
+    planner = UsagePlanner()
+    rhythm(planner, {42: 0.5})
+    early = planner.plan(at(14, 6, 59))
+    assert (early.warm, early.next_use) == (False, at(14, 7, 0))
+    assert planner.plan(at(14, 7, 0)).warm_until == at(14, 7, 10)

@@ -92,7 +92,7 @@ class Plan:
     # How long a use is kept warm after it (its session's gaps).
     keep: timedelta
     # A use came in now's stretch already (a routine that happened).
-    used: bool = False
+    used: bool
 
 
 def _bin_of(when: datetime) -> int:
@@ -223,7 +223,7 @@ class UsagePlanner:
         if len(self.gaps) < MIN_GAPS:
             return DEFAULT_KEEP
         ordered = sorted(self.gaps)
-        p95 = ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+        p95 = ordered[math.ceil(0.95 * len(ordered)) - 1]  # the 19th of 20
         return min(max(timedelta(seconds=p95 * 1.1), MIN_KEEP), MAX_KEEP)
 
     def pattern(self) -> PatternClass:
