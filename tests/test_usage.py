@@ -20,7 +20,8 @@ from pytest_homeassistant_custom_component.components.diagnostics import (
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN
-from custom_components.llm_warmth.usage import UsageRecord, UsageWatch
+from custom_components.llm_warmth.core.usage import UsageRecord
+from custom_components.llm_warmth.usage import UsageWatch
 
 from .assist import hass_config_dir_fixture, setup_assist  # noqa: F401 (a fixture)
 from .conftest import ENTRY_ID, LLAMA, QWEN, model_id, ollama_request, start_load
@@ -506,12 +507,3 @@ async def test_auto_warm_sends_nothing_while_another_clients_load_runs_and_turns
     await hass.config_entries.async_reload(ENTRY_ID)
     await hass.async_block_till_done()
     assert hass.states.get(switch).state == "off"
-
-
-def test_the_scoreboard_keeps_the_last_eight_days() -> None:
-    record = UsageRecord()
-    first = datetime(2026, 11, 1).date()
-    for index in range(10):
-        record.tally((first + timedelta(days=index)).isoformat(), 0, 1)
-    assert sorted(record.days) == [(first + timedelta(days=i)).isoformat() for i in range(2, 10)]
-    assert record.score(0, (first + timedelta(days=3)).isoformat()) == 7

@@ -27,7 +27,6 @@ left out. The uses are kept about eight weeks per model, in the store (section
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any, Final, override
 
@@ -45,16 +44,24 @@ from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import GENERATION_TIMEOUT, ReportsRequests
 from .core.backends.errors import LlmServerError
 from .core.monitor import LoadObserved, MonitorChange
-from .core.warm_plan import Plan, UsagePlanner
+from .core.usage import (
+    COLD,
+    GIB_HOURS,
+    HELPED,
+    UsageRecord,
+    agent_heard,
+    auto_warm_stretch,
+    expiry_shows_a_use,
+    new_activity,
+    on_this_clock,
+)
+from .core.warm_plan import Plan
 from .data import LlmWarmthConfigEntry
 from .feature import ModelRecords
 from .household import HouseholdWatch
 from .storage import EntryStore
 
 SECTION: Final = "usage"
-# An expiry that moved by more than this between two polls (on, or back by a request with
-# a shorter keep): a request came.
-EXPIRY_JUMP: Final = timedelta(seconds=2)
 # How many of llama-swap's latest activity entries are read at each poll.
 ACTIVITY_PAGE: Final = 50
 # How long before an expected use warming starts beyond the model's cold load, and the
@@ -62,119 +69,8 @@ ACTIVITY_PAGE: Final = 50
 MARGIN: Final = timedelta(seconds=60)
 DEFAULT_LOAD: Final = timedelta(seconds=30)
 TICK: Final = timedelta(minutes=1)
-# How long after an agent's message began its turn can still show on the server, and the
-# clocks' slack; the agent messages kept per model for it.
-AGENT_TURN: Final = timedelta(minutes=2)
-SLACK: Final = timedelta(seconds=2)
+# The agent messages kept per model (to tell their turns on the server).
 AGENT_USES_KEPT: Final = 16
-# The days the scoreboard keeps (7 and today).
-SCORE_DAYS: Final = 8
-
-
-@dataclass
-class UsageRecord:
-    """A model's uses and what they taught (its planner), and its auto-warm option.
-
-    ``warmed``: loads auto-warm sent ahead of an expected use; ``refused``: those the
-    household guard refused. ``warmed_for``: the stretch last warmed for (its start).
-    """
-
-    planner: UsagePlanner = field(default_factory=UsagePlanner)
-    auto_warm: bool = False
-    warmed: int = 0
-    refused: int = 0
-    warmed_for: datetime | None = None
-    # The warm-up held now: sent when, and until the end of which stretch (None: none).
-    holding_since: datetime | None = None
-    holding_until: datetime | None = None
-    # The model's GPU memory (bytes) once the warm-up loaded it: what the holding costs.
-    holding_bytes: int = 0
-    # The warm-up's load answered (not stored): from then on, a model no longer held is
-    # no longer held by it.
-    holding_loaded: bool = field(default=False, compare=False)
-    # The stretch the guard refused a warm-up for (not stored: a refusal counts once).
-    refused_for: datetime | None = field(default=None, compare=False)
-    # The scoreboard by local day (ISO date): [requests warm thanks to auto-warm, cold
-    # starts, GiB-hours spent warming], the last ``SCORE_DAYS`` days.
-    days: dict[str, list[float]] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Return the record as stored."""
-        return {
-            "planner": self.planner.as_dict(),
-            "auto_warm": self.auto_warm,
-            "warmed": self.warmed,
-            "refused": self.refused,
-            "warmed_for": _iso(self.warmed_for),
-            "holding_since": _iso(self.holding_since),
-            "holding_until": _iso(self.holding_until),
-            "days": {day: [round(v, 4) for v in row] for day, row in self.days.items()},
-        }
-
-    def tally(self, day: str, column: int, amount: float) -> None:
-        """Add ``amount`` to a column of the scoreboard's ``day``; forget older days."""
-        self.days.setdefault(day, [0.0, 0.0, 0.0])[column] += amount
-        for old in sorted(self.days)[:-SCORE_DAYS]:
-            del self.days[old]
-
-    def score(self, column: int, since: str) -> float:
-        """Return a column's sum over the days from ``since`` (an ISO date) on."""
-        return sum(row[column] for day, row in self.days.items() if day >= since)
-
-    @classmethod
-    def from_dict(cls, values: object) -> UsageRecord:
-        """Read a stored record; raise ``ValueError`` when it does not read."""
-        if not isinstance(values, Mapping):
-            raise ValueError("not a usage record")
-        counts = [values.get(key, 0) for key in ("warmed", "refused")]
-        if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
-            raise ValueError("a count is not a whole number")
-        days = values.get("days", {})
-        if not isinstance(days, Mapping) or not all(
-            _is_date(day)
-            and isinstance(row, list)
-            and len(row) == 3
-            and all(
-                isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < 1e9 for v in row
-            )
-            for day, row in days.items()
-        ):
-            raise ValueError("the scoreboard does not read")
-        return cls(
-            planner=UsagePlanner.from_dict(values.get("planner")),
-            auto_warm=values.get("auto_warm") is True,
-            warmed=counts[0],
-            refused=counts[1],
-            warmed_for=_time(values.get("warmed_for")),
-            holding_since=_time(values.get("holding_since")),
-            holding_until=_time(values.get("holding_until")),
-            days={day: [float(v) for v in row] for day, row in days.items()},
-        )
-
-
-def _is_date(value: object) -> bool:
-    """Return True for an ISO date (a scoreboard's day)."""
-    if not isinstance(value, str):
-        return False
-    try:
-        date.fromisoformat(value)
-    except ValueError:
-        return False
-    return True
-
-
-def _iso(when: datetime | None) -> str | None:
-    return when.isoformat() if when else None
-
-
-def _time(value: object) -> datetime | None:
-    """Return a stored time; None for anything but a time with its zone."""
-    when = dt_util.parse_datetime(value) if isinstance(value, str) else None
-    return when if when is not None and when.tzinfo is not None else None
-
-
-# The scoreboard's columns.
-HELPED, COLD, GIB_HOURS = 0, 1, 2
 
 
 class UsageWatch(ModelRecords[UsageRecord]):
@@ -250,7 +146,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
             until = record.holding_until
             if until is not None and self.utcnow() >= until:
                 # No use came while our warm-up held the model: all of it was spent.
-                self._close_holding(model, record, until)
+                record.close_holding(until, _day(until))
             if record.auto_warm:
                 self._auto_warm(model, record)
         for listener in list(self._listeners):
@@ -270,12 +166,10 @@ class UsageWatch(ModelRecords[UsageRecord]):
             return
         now = self.utcnow()
         plan = self.plan(model, now)
-        if plan is None or plan.window_start is None or plan.window_end is None:
+        stretch = auto_warm_stretch(plan, now, self.lead(model), record.warmed_for)
+        if stretch is None:
             return
-        start, end = plan.window_start, plan.window_end
-        due = start - self.lead(model) <= now < end and not plan.used
-        if not due or record.warmed_for == start:
-            return
+        start, end = stretch
         snapshot = coordinator.data
         if model in snapshot.held or model in snapshot.loading:
             return  # warm already (or another client's load runs)
@@ -347,20 +241,14 @@ class UsageWatch(ModelRecords[UsageRecord]):
         if used is not None:
             model = self._coordinator.resolve_model(used[0])
             self._agent_used[model] = [*self._agent_used.get(model, []), at][-AGENT_USES_KEPT:]
-            if abs(dt_util.utcnow() - at) <= SLACK:  # the agent's state is on this clock
+            if on_this_clock(at, dt_util.utcnow()):  # the agent's state is on this clock
                 # Its request goes out now: a model not resident loads for it.
                 self._coordinator.async_note_agent_turn(model)
             self.record(model, at)
 
     def _agent_heard(self, model: str, begin: datetime, end: datetime) -> bool:
-        """Return True when an agent's message to ``model`` began in [begin - turn, end].
-
-        A turn (a cold load, tool calls, a long reply) can end a while after its message
-        began: what the server shows of it then is that turn, heard already.
-        """
-        return any(
-            begin - AGENT_TURN <= at <= end + SLACK for at in self._agent_used.get(model, [])
-        )
+        """Return True when an agent's message to ``model`` began its turn by then."""
+        return agent_heard(self._agent_used.get(model, []), begin, end)
 
     @callback
     def _polled(self) -> None:
@@ -375,7 +263,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
         for model, record in self._records.items():
             if record.holding_loaded and model not in coordinator.data.held:
                 # Evicted (or expired) before a use came: the warm-up holds it no more.
-                self._close_holding(model, record, now)
+                record.close_holding(now, _day(now))
         if isinstance(coordinator.client, ReportsRequests) and not self._reading:
             self._reading = True
             self.entry.async_create_background_task(
@@ -384,12 +272,8 @@ class UsageWatch(ModelRecords[UsageRecord]):
         if before is None or not coordinator.client.capabilities.reports_expiry:
             return
         for model, expires in self._expiries.items():
-            if model in previous:
-                earlier = previous[model]
-                if expires is None or earlier is None:
-                    continue
-                if abs(expires - earlier) <= EXPIRY_JUMP:
-                    continue  # kept as it was
+            if not expiry_shows_a_use(previous, model, expires):
+                continue  # kept as it was
             # Moved on by a request, or loaded since the last poll: someone used it.
             if coordinator.own_requests.during(model, before, now):
                 continue  # ours
@@ -406,17 +290,10 @@ class UsageWatch(ModelRecords[UsageRecord]):
             return
         finally:
             self._reading = False
-        seen = self._activity_seen
-        newest = max((r.id for r in served), default=None)
-        if newest is not None and seen is not None and newest < seen:
-            seen = None  # its ids began again (llama-swap restarted): a new first page
-        self._activity_seen = newest if newest is not None else seen
-        if seen is None:
-            return  # the first page: what was before we looked is not counted
+        read = new_activity(served, self._activity_seen)
+        self._activity_seen = read.newest
         own = self._coordinator.own_requests
-        for request in sorted(served, key=lambda r: r.id):
-            if request.id <= seen or request.status >= 400:
-                continue
+        for request in read.new:
             if own.during(request.model, request.started_at, request.ended_at):
                 continue
             if self._agent_heard(request.model, request.started_at, request.ended_at):
@@ -438,18 +315,8 @@ class UsageWatch(ModelRecords[UsageRecord]):
         if since is not None and at >= since:
             if model in self._coordinator.data.held:
                 record.tally(_day(at), HELPED, 1)
-            self._close_holding(model, record, at)
+            record.close_holding(at, _day(at))
         self.async_changed()
-
-    def _close_holding(self, model: str, record: UsageRecord, end: datetime) -> None:
-        """Score the GiB-hours an auto-warm warm-up held the model, until ``end``."""
-        since, size = record.holding_since, record.holding_bytes
-        record.holding_since = record.holding_until = None
-        record.holding_loaded = False
-        if since is None or end <= since:
-            return
-        hours = (end - since).total_seconds() / 3600
-        record.tally(_day(end), GIB_HOURS, size / 1024**3 * hours)
 
     @callback
     def _changed(self, changes: list[MonitorChange]) -> None:
@@ -464,7 +331,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
             if record.holding_since is not None:
                 # The household waited for a load: whatever our warm-up held is gone, and
                 # the use this load shows is no use warm thanks to it (not both).
-                self._close_holding(change.model, record, now)
+                record.close_holding(now, _day(now))
             self.async_changed()
 
     def summary(self) -> dict[str, dict[str, Any]]:
@@ -490,9 +357,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
         record = self._records.get(model)
         if record is None:
             return 0.0, 0.0
-        today = dt_util.as_local(self.utcnow()).date()
-        week = (today - timedelta(days=6)).isoformat()
-        return record.score(column, today.isoformat()), record.score(column, week)
+        return record.score(column, dt_util.as_local(self.utcnow()).date())
 
     def lead(self, model: str) -> timedelta:
         """Return how long before an expected use warming starts: its cold load, a margin."""
@@ -523,6 +388,6 @@ def _is_conversation(event_data: Mapping[str, Any]) -> bool:
     return isinstance(entity_id, str) and entity_id.startswith("conversation.")
 
 
-def _day(when: datetime) -> str:
-    """Return the household's local date of ``when`` (ISO)."""
-    return dt_util.as_local(when).date().isoformat()
+def _day(when: datetime) -> date:
+    """Return the household's local date of ``when``."""
+    return dt_util.as_local(when).date()

@@ -27,9 +27,10 @@ from homeassistant.helpers.entity import Entity
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .coordinator import LlmWarmthCoordinator
+from .core.usage import COLD, GIB_HOURS, HELPED
 from .data import LlmWarmthConfigEntry
 from .entity import Followed, ModelEntity, async_add_model_entities
-from .usage import COLD, GIB_HOURS, HELPED, UsageWatch
+from .usage import UsageWatch
 
 NEXT_USE = SensorEntityDescription(
     key="next_expected_use",

@@ -500,3 +500,134 @@ describe("configuration", () => {
     assert.equal(modelName({ warmth: "sensor.r" }, states), "sensor.r");
   });
 });
+
+describe("the card's figures at their bounds", () => {
+  it("reads every memory unit Home Assistant may give", () => {
+    const cases = [
+      ["B", 1],
+      ["kB", 1e3],
+      ["MB", 1e6],
+      ["GB", 1e9],
+      ["TB", 1e12],
+      ["KiB", 1024],
+      ["MiB", 1024 ** 2],
+      ["GiB", 1024 ** 3],
+      ["TiB", 1024 * 1024 * 1024 * 1024],
+      [undefined, 1024 ** 3],
+    ];
+    for (const [unit, bytes] of cases) assert.equal(toBytes(3, unit), 3 * bytes, unit);
+    assert.equal(toBytes(null, "GiB"), null);
+  });
+
+  it("writes seconds with a tenth below 10 s, whole below a minute, then minutes", () => {
+    assert.equal(formatSeconds(9.94), "9.9 s");
+    assert.equal(formatSeconds(10), "10 s");
+    assert.equal(formatSeconds(10.4, false), "at least 10 s");
+    assert.equal(formatSeconds(59.4), "59 s");
+    assert.equal(formatSeconds(60), "1 min");
+    assert.equal(formatSeconds(60.6), "1 min 1 s");
+    assert.equal(formatSeconds(125), "2 min 5 s");
+  });
+
+  it("writes memory in GiB from one GiB on, in MiB below", () => {
+    assert.equal(formatBytes(GIB), "1.0 GiB");
+    assert.equal(formatBytes(GIB - 1024 ** 2), "1023 MiB");
+    assert.equal(formatBytes(1.5 * GIB), "1.5 GiB");
+  });
+
+  it("takes the shortest round step that gives at most the ticks asked for", () => {
+    const steps = [
+      [1, MIN],
+      [5, 5 * MIN],
+      [10, 10 * MIN],
+      [15, 15 * MIN],
+      [30, 30 * MIN],
+      [60, H],
+      [120, 2 * H],
+      [180, 3 * H],
+      [360, 6 * H],
+      [720, 12 * H],
+      [1440, 24 * H],
+      [2880, 48 * H],
+      [10080, 7 * 24 * H],
+    ];
+    for (const [minutes, step] of steps) {
+      // A span of exactly `count` steps takes that step; a minute more takes the next one.
+      assert.equal(timeTicks(T0, T0 + 4 * minutes * MIN, 4).step, step, `${minutes} min`);
+    }
+    assert.equal(timeTicks(T0, T0 + 4 * MIN + 1, 4).step, 5 * MIN);
+    // Past the longest step: the longest, however many ticks it gives.
+    assert.equal(timeTicks(T0, T0 + 100 * 7 * 24 * H, 4).step, 7 * 24 * H);
+    // A count below one is one.
+    assert.equal(timeTicks(T0, T0 + 5 * MIN, 0).step, 5 * MIN);
+  });
+
+  it("puts ticks on the local clock's round times", () => {
+    const offset = 2 * H; // a zone two hours ahead of UTC
+    const start = Date.UTC(2026, 11, 1, 7, 20);
+    const { step, ticks } = timeTicks(start, start + 4 * 3 * H, 4, offset);
+    assert.equal(step, 3 * H);
+    // 09:20 local: the first round three hours on the local clock is 12:00 local, 10:00 UTC.
+    assert.equal(ticks[0], Date.UTC(2026, 11, 1, 10, 0));
+    assert.ok(ticks.every((t) => (t + offset) % (3 * H) === 0));
+  });
+
+  it("accepts up to a year of hours", () => {
+    const model = { warmth: "sensor.llama_warmth" };
+    assert.equal(checkConfig({ models: [model], hours_to_show: 24 * 366 }).hours_to_show, 8784);
+    assert.equal(checkConfig({ models: [model], hours_to_show: 0.5 }).hours_to_show, 0.5);
+    assert.throws(() => checkConfig({ models: [model], hours_to_show: 24 * 366 + 0.5 }), /hours/);
+    assert.throws(() => checkConfig({ models: [model], hours_to_show: -1 }), /hours/);
+    assert.throws(() => checkConfig({ models: [null] }), /models\[0\]: warmth/);
+    assert.throws(() => checkConfig({ models: ["sensor.x"] }), /models\[0\]: warmth/);
+    assert.throws(() => checkConfig({ models: [model], gpus: [null] }), /gpus\[0\]: total/);
+    assert.throws(() => checkConfig({ models: [model], gpus: ["sensor.t"] }), /gpus\[0\]: total/);
+  });
+});
+
+describe("the waterfall's remainder", () => {
+  const state = (value, unit) => ({
+    state: String(value),
+    attributes: { unit_of_measurement: unit },
+    last_updated: new Date(T0).toISOString(),
+  });
+  const rest = (ttft, prefill) =>
+    waterfall([{ model: "m", ttft: state(ttft, "ms"), prefill: state(prefill, "ms") }]).stages.find(
+      (s) => s.key === "unreported",
+    )?.ms ?? null;
+
+  it("is a stage past half a percent of the time to first token, and past 1 ms", () => {
+    assert.equal(rest(1000, 994), 6); // 0.6 %
+    assert.equal(rest(1000, 995), null); // 0.5 %: rounding
+    assert.equal(rest(100, 98.5), 1.5); // past 1 ms, though under 1 % of a short one
+    assert.equal(rest(100, 99), null);
+  });
+
+  it("takes the queue out of the load only where both are told", () => {
+    const result = waterfall([
+      { model: "m", ttft: state(900, "ms"), load: state(800, "ms"), queue: state(900, "ms") },
+    ]);
+    // A queue longer than the load it is part of: no negative stage.
+    assert.deepEqual(
+      result.stages.map((s) => [s.key, s.ms]),
+      [
+        ["queue", 900],
+        ["load", 0],
+      ],
+    );
+    const loadOnly = waterfall([{ model: "m", ttft: state(900, "ms"), load: state(800, "ms") }]);
+    assert.deepEqual(loadOnly.stages[0], {
+      key: "load",
+      label: "queue and load",
+      startMs: 0,
+      ms: 800,
+    });
+  });
+
+  it("dates a probe by its figures that carry a time only", () => {
+    const result = waterfall([
+      { model: "m", ttft: state(900, "ms"), name: "not a state", other: { state: "1" } },
+    ]);
+    assert.equal(result.updated, T0);
+  });
+});

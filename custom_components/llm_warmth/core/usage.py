@@ -1,0 +1,233 @@
+"""Usage's decisions (pure, the clock passed in): what counts as a use, and what it scores.
+
+``usage.py`` reads Home Assistant and the servers and hands what it saw here: an expiry
+that moved, an agent's message, llama-swap's activity, a warm-up that held a model. What a
+model's uses taught (its ``UsagePlanner``), its auto-warm option and its scoreboard are one
+``UsageRecord``, stored in the store's ``usage`` section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any, Final
+
+from .backends.types import ServedRequest
+from .warm_plan import Plan, UsagePlanner
+
+# An expiry that moved by more than this between two polls (on, or back by a request with
+# a shorter keep): a request came.
+EXPIRY_JUMP: Final = timedelta(seconds=2)
+# How long after an agent's message began its turn can still show on the server, and the
+# clocks' slack.
+AGENT_TURN: Final = timedelta(minutes=2)
+SLACK: Final = timedelta(seconds=2)
+# The days the scoreboard keeps (7 and today), and its columns: requests warm thanks to
+# auto-warm, cold starts, GiB-hours spent warming.
+SCORE_DAYS: Final = 8
+HELPED, COLD, GIB_HOURS = 0, 1, 2
+# The most a scoreboard cell may read as (a stored count or GiB-hours).
+MAX_SCORE: Final = 1e9
+
+
+@dataclass
+class UsageRecord:
+    """A model's uses and what they taught (its planner), and its auto-warm option.
+
+    ``warmed``: loads auto-warm sent ahead of an expected use; ``refused``: those the
+    household guard refused. ``warmed_for``: the stretch last warmed for (its start).
+    """
+
+    planner: UsagePlanner = field(default_factory=UsagePlanner)
+    auto_warm: bool = False
+    warmed: int = 0
+    refused: int = 0
+    warmed_for: datetime | None = None
+    # The warm-up held now: sent when, and until the end of which stretch (None: none).
+    holding_since: datetime | None = None
+    holding_until: datetime | None = None
+    # The model's GPU memory (bytes) once the warm-up loaded it: what the holding costs.
+    holding_bytes: int = 0
+    # The warm-up's load answered (not stored): from then on, a model no longer held is
+    # no longer held by it.
+    holding_loaded: bool = field(default=False, compare=False)
+    # The stretch the guard refused a warm-up for (not stored: a refusal counts once).
+    refused_for: datetime | None = field(default=None, compare=False)
+    # The scoreboard by local day (ISO date): one row of the columns above per day, the
+    # last ``SCORE_DAYS`` days.
+    days: dict[str, list[float]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the record as stored."""
+        return {
+            "planner": self.planner.as_dict(),
+            "auto_warm": self.auto_warm,
+            "warmed": self.warmed,
+            "refused": self.refused,
+            "warmed_for": _iso(self.warmed_for),
+            "holding_since": _iso(self.holding_since),
+            "holding_until": _iso(self.holding_until),
+            "days": {day: [round(v, 4) for v in row] for day, row in self.days.items()},
+        }
+
+    def tally(self, day: date, column: int, amount: float) -> None:
+        """Add ``amount`` to a column of the scoreboard's ``day``; forget older days."""
+        self.days.setdefault(day.isoformat(), [0.0, 0.0, 0.0])[column] += amount
+        for old in sorted(self.days)[:-SCORE_DAYS]:
+            del self.days[old]
+
+    def score(self, column: int, today: date) -> tuple[float, float]:
+        """Return a column's sum over ``today`` and over the 7 days up to it."""
+        week = (today - timedelta(days=6)).isoformat()
+        rows = [(day, row[column]) for day, row in self.days.items()]
+        return (
+            sum(v for day, v in rows if day == today.isoformat()),
+            sum(v for day, v in rows if week <= day <= today.isoformat()),
+        )
+
+    def close_holding(self, end: datetime, day: date) -> None:
+        """End the warm-up's hold at ``end`` (local ``day``): score the GiB-hours it held."""
+        since = self.holding_since
+        self.holding_since = self.holding_until = None
+        self.holding_loaded = False
+        if since is not None and end > since:
+            self.tally(day, GIB_HOURS, held_gib_hours(since, end, self.holding_bytes))
+
+    @classmethod
+    def from_dict(cls, values: object) -> UsageRecord:
+        """Read a stored record; raise ``ValueError`` when it does not read."""
+        if not isinstance(values, Mapping):
+            raise ValueError("not a usage record")
+        counts = [values.get(key, 0) for key in ("warmed", "refused")]
+        if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
+            raise ValueError("a count is not a whole number")
+        days = values.get("days", {})
+        if not isinstance(days, Mapping) or not all(
+            _is_date(day) and _is_row(row) for day, row in days.items()
+        ):
+            raise ValueError("the scoreboard does not read")
+        return cls(
+            planner=UsagePlanner.from_dict(values.get("planner")),
+            auto_warm=values.get("auto_warm") is True,
+            warmed=counts[0],
+            refused=counts[1],
+            warmed_for=_time(values.get("warmed_for")),
+            holding_since=_time(values.get("holding_since")),
+            holding_until=_time(values.get("holding_until")),
+            days={day: [float(v) for v in row] for day, row in days.items()},
+        )
+
+
+def _is_date(value: object) -> bool:
+    """Return True for an ISO date (a scoreboard's day)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_row(row: object) -> bool:
+    return (
+        isinstance(row, list)
+        and len(row) == 3
+        and all(
+            isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < MAX_SCORE
+            for v in row
+        )
+    )
+
+
+def _iso(when: datetime | None) -> str | None:
+    return None if when is None else when.isoformat()
+
+
+def _time(value: object) -> datetime | None:
+    """Return a stored time; None for anything but a time with its zone."""
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
+
+
+def held_gib_hours(since: datetime, end: datetime, size_bytes: int) -> float:
+    """Return the GiB-hours a model of ``size_bytes`` held from ``since`` to ``end``."""
+    return size_bytes / 1024**3 * max((end - since).total_seconds(), 0.0) / 3600
+
+
+def expiry_shows_a_use(
+    previous: Mapping[str, datetime | None], model: str, expires: datetime | None
+) -> bool:
+    """Return True when a model's expiry shows a request since the last poll (Ollama).
+
+    A model not held at the last poll was loaded since: used. One held then whose expiry
+    moved by more than ``EXPIRY_JUMP`` (on, or back by a shorter keep): used. An expiry
+    unknown on either side tells nothing.
+    """
+    if model not in previous:
+        return True
+    earlier = previous[model]
+    if expires is None or earlier is None:
+        return False
+    return abs(expires - earlier) > EXPIRY_JUMP
+
+
+def agent_heard(messages: Iterable[datetime], begin: datetime, end: datetime) -> bool:
+    """Return True when an agent's message began in [begin - ``AGENT_TURN``, end + slack].
+
+    A turn (a cold load, tool calls, a long reply) can end a while after its message
+    began: what the server shows of it then is that turn, heard already.
+    """
+    return any(begin - AGENT_TURN <= at <= end + SLACK for at in messages)
+
+
+def on_this_clock(at: datetime, now: datetime) -> bool:
+    """Return True when a message's time ``at`` is now, within the clocks' slack."""
+    return abs(now - at) <= SLACK
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityRead:
+    """What one page of llama-swap's activity tells: the requests new since the last."""
+
+    newest: int | None
+    new: tuple[ServedRequest, ...]
+
+
+def new_activity(served: Sequence[ServedRequest], seen: int | None) -> ActivityRead:
+    """Return the requests of ``served`` after the entry ``seen`` (None: none read yet).
+
+    The first page is the baseline: what came before we looked is not counted. Ids that
+    began again (llama-swap restarted) make this page a first page. A failed request
+    (status 400 or more) is no use.
+    """
+    newest = max((r.id for r in served), default=None)
+    if newest is not None and seen is not None and newest < seen:
+        seen = None  # its ids began again: a new first page
+    mark = newest if newest is not None else seen
+    if seen is None:
+        return ActivityRead(mark, ())
+    new = tuple(r for r in sorted(served, key=lambda r: r.id) if r.id > seen and r.status < 400)
+    return ActivityRead(mark, new)
+
+
+def auto_warm_stretch(
+    plan: Plan | None, now: datetime, lead: timedelta, warmed_for: datetime | None
+) -> tuple[datetime, datetime] | None:
+    """Return the stretch auto-warm should load the model for now, or None.
+
+    Due from ``lead`` (the model's cold load plus a margin) before an expected stretch
+    until its end, while no use came in it yet, once per stretch.
+    """
+    if plan is None or plan.window_start is None or plan.window_end is None:
+        return None
+    start, end = plan.window_start, plan.window_end
+    if start - lead <= now < end and not plan.used and warmed_for != start:
+        return start, end
+    return None

@@ -1,0 +1,190 @@
+"""Usage's decisions (pure): what counts as a use, the scoreboard, the stored record."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+
+from custom_components.llm_warmth.core.backends.types import ServedRequest
+from custom_components.llm_warmth.core.usage import (
+    AGENT_TURN,
+    COLD,
+    GIB_HOURS,
+    HELPED,
+    SLACK,
+    UsageRecord,
+    agent_heard,
+    auto_warm_stretch,
+    expiry_shows_a_use,
+    held_gib_hours,
+    new_activity,
+    on_this_clock,
+)
+from custom_components.llm_warmth.core.warm_plan import PatternClass, Plan
+
+T0 = datetime(2026, 11, 2, 7, 0, tzinfo=UTC)
+US = timedelta(microseconds=1)
+GIB = 1024**3
+
+
+def test_the_scoreboard_keeps_the_last_eight_days_and_sums_today_and_the_week() -> None:
+    record = UsageRecord()
+    first = date(2026, 11, 1)
+    for index in range(10):
+        record.tally(first + timedelta(days=index), HELPED, 1)
+    assert sorted(record.days) == [(first + timedelta(days=i)).isoformat() for i in range(2, 10)]
+    record.tally(first + timedelta(days=9), COLD, 2)
+    today = first + timedelta(days=9)
+    assert record.score(HELPED, today) == (1, 7)  # today, and the 7 days up to it
+    assert record.score(COLD, today) == (2, 2)
+    # Asked for an earlier day (a clock set back): the days after it are not in its week.
+    assert record.score(HELPED, first + timedelta(days=5)) == (1, 4)
+    assert UsageRecord().score(GIB_HOURS, today) == (0, 0)
+
+
+def test_a_warm_up_held_scores_its_gib_hours_once() -> None:
+    record = UsageRecord(holding_since=T0, holding_until=T0 + timedelta(hours=2))
+    record.holding_bytes, record.holding_loaded = 2 * GIB, True
+    record.close_holding(T0 + timedelta(minutes=30), date(2026, 11, 2))
+    assert record.days == {"2026-11-02": [0.0, 0.0, 1.0]}  # 2 GiB for half an hour
+    assert (record.holding_since, record.holding_until, record.holding_loaded) == (
+        None,
+        None,
+        False,
+    )
+    record.close_holding(T0 + timedelta(hours=1), date(2026, 11, 2))  # nothing held any more
+    assert record.days == {"2026-11-02": [0.0, 0.0, 1.0]}
+    # An end at (or before) its start holds nothing: no row of nothing either.
+    empty = UsageRecord(holding_since=T0, holding_bytes=GIB)
+    empty.close_holding(T0, date(2026, 11, 2))
+    assert (empty.days, empty.holding_since) == ({}, None)
+    assert held_gib_hours(T0, T0 + timedelta(hours=3), GIB // 2) == 1.5
+    assert held_gib_hours(T0, T0 - timedelta(hours=1), GIB) == 0.0
+
+
+def test_the_record_round_trips_and_what_does_not_read_is_refused() -> None:
+    record = UsageRecord(auto_warm=True, warmed=2, refused=1, warmed_for=T0)
+    record.holding_since, record.holding_until = T0, T0 + timedelta(minutes=40)
+    record.days = {"2026-11-02": [1.0, 0.0, 0.123456]}
+    stored = record.as_dict()
+    assert stored["days"] == {"2026-11-02": [1.0, 0.0, 0.1235]}
+    assert stored["warmed_for"] == "2026-11-02T07:00:00+00:00"
+    read = UsageRecord.from_dict(stored)
+    assert (read.auto_warm, read.warmed, read.refused) == (True, 2, 1)
+    assert (read.warmed_for, read.holding_since) == (T0, T0)
+    assert read.holding_until == T0 + timedelta(minutes=40)
+    assert read.days == {"2026-11-02": [1.0, 0.0, 0.1235]}
+    bare = UsageRecord.from_dict({"planner": stored["planner"]})
+    assert (bare.warmed, bare.refused, bare.days, bare.auto_warm) == (0, 0, {}, False)
+    assert UsageRecord.from_dict({**stored, "auto_warm": 1}).auto_warm is False
+    for row, reads in (
+        ([0, 0, 999_999_999.9], True),
+        ([0, 0, 1e9], False),
+        ([0, 0, -0.1], False),
+        ([0, True, 0], False),
+        ([0, 0], False),
+        ("0,0,0", False),
+    ):
+        values = {**stored, "days": {"2026-11-02": row}}
+        if reads:
+            assert UsageRecord.from_dict(values).days["2026-11-02"] == row
+        else:
+            with pytest.raises(ValueError, match="scoreboard"):
+                UsageRecord.from_dict(values)
+    for damage, message in (
+        ({**stored, "warmed": -1}, "count"),
+        ({**stored, "refused": 1.5}, "count"),
+        ({**stored, "warmed": True}, "count"),
+        ({**stored, "days": {"yesterday": [0, 0, 0]}}, "scoreboard"),
+        ({**stored, "days": {3: [0, 0, 0]}}, "scoreboard"),
+        ({**stored, "days": []}, "scoreboard"),
+        ([], "usage record"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            UsageRecord.from_dict(damage)
+    # A time without its zone, or not a time, is no time.
+    for value in ("2026-11-02T07:00:00", "soon", 7, None):
+        assert UsageRecord.from_dict({**stored, "warmed_for": value}).warmed_for is None
+
+
+def test_an_expiry_that_moved_or_a_model_new_since_the_last_poll_is_a_use() -> None:
+    previous = {"a": T0, "unknown": None}
+    assert expiry_shows_a_use(previous, "new", T0)  # loaded since the last poll
+    assert not expiry_shows_a_use(previous, "a", T0)
+    assert not expiry_shows_a_use(previous, "a", T0 + timedelta(seconds=2))  # the clock's jitter
+    assert expiry_shows_a_use(previous, "a", T0 + timedelta(seconds=2) + US)
+    assert expiry_shows_a_use(previous, "a", T0 - timedelta(seconds=3))  # a shorter keep
+    assert not expiry_shows_a_use(previous, "a", None)
+    assert not expiry_shows_a_use(previous, "unknown", T0)
+
+
+def test_an_agents_turn_is_heard_from_two_minutes_before_a_span_to_its_end() -> None:
+    begin, end = T0, T0 + timedelta(seconds=10)
+    assert agent_heard([begin - AGENT_TURN], begin, end)
+    assert not agent_heard([begin - AGENT_TURN - US], begin, end)
+    assert agent_heard([end + SLACK], begin, end)
+    assert not agent_heard([end + SLACK + US], begin, end)
+    assert not agent_heard([], begin, end)
+    assert agent_heard([T0 - timedelta(hours=1), begin + timedelta(seconds=5)], begin, end)
+    assert (timedelta(minutes=2), timedelta(seconds=2)) == (AGENT_TURN, SLACK)
+
+
+def test_a_message_is_on_this_clock_within_the_slack() -> None:
+    assert on_this_clock(T0 - SLACK, T0)
+    assert on_this_clock(T0 + SLACK, T0)
+    assert not on_this_clock(T0 - SLACK - US, T0)
+    assert not on_this_clock(T0 + SLACK + US, T0)
+
+
+def served(id_: int, status: int = 200) -> ServedRequest:
+    return ServedRequest(
+        id=id_, model="m", ended_at=T0 + timedelta(seconds=id_), seconds=0.5, status=status
+    )
+
+
+def test_llama_swaps_activity_counts_what_is_new_and_served() -> None:
+    first = new_activity([served(3), served(1), served(2)], None)
+    assert (first.newest, first.new) == (3, ())  # the baseline
+    page = [served(5), served(2), served(4, 400), served(6, 399), served(3)]
+    read = new_activity(page, first.newest)
+    assert read.newest == 6
+    assert [r.id for r in read.new] == [5, 6]  # in order; failed (400) and seen ones not
+    assert new_activity(page, 6).new == ()
+    # Ids that began again: llama-swap restarted, this page is a first page.
+    restarted = new_activity([served(1), served(2)], 6)
+    assert (restarted.newest, restarted.new) == (2, ())
+    # An empty page: nothing new, the mark stays.
+    assert new_activity([], 6) == new_activity([], 6)
+    assert new_activity([], 6).newest == 6
+    assert new_activity([], None).newest is None
+
+
+def plan(start: datetime | None, end: datetime | None, *, used: bool = False) -> Plan:
+    return Plan(
+        pattern=PatternClass.RHYTHMIC,
+        warm=False,
+        warm_until=None,
+        window_start=start,
+        window_end=end,
+        next_use=start,
+        keep=timedelta(minutes=5),
+        used=used,
+    )
+
+
+def test_auto_warm_is_due_from_its_lead_until_the_stretch_ends_once() -> None:
+    start, end = T0, T0 + timedelta(minutes=30)
+    lead = timedelta(seconds=90)
+    stretch = plan(start, end)
+    assert auto_warm_stretch(stretch, start - lead, lead, None) == (start, end)
+    assert auto_warm_stretch(stretch, start - lead - US, lead, None) is None
+    assert auto_warm_stretch(stretch, end - US, lead, None) == (start, end)
+    assert auto_warm_stretch(stretch, end, lead, None) is None
+    assert auto_warm_stretch(stretch, start, lead, start) is None  # warmed for it already
+    assert auto_warm_stretch(stretch, start, lead, start - timedelta(days=1)) == (start, end)
+    assert auto_warm_stretch(plan(start, end, used=True), start, lead, None) is None
+    assert auto_warm_stretch(plan(None, None), start, lead, None) is None
+    assert auto_warm_stretch(plan(start, None), start, lead, None) is None
+    assert auto_warm_stretch(plan(None, end), start, lead, None) is None
+    assert auto_warm_stretch(None, start, lead, None) is None
