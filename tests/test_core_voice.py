@@ -7,6 +7,7 @@ from hypothesis import given, strategies as st
 
 from custom_components.llm_warmth.core.backends.types import ServedRequest
 from custom_components.llm_warmth.core.voice import (
+    WAKE_KEEP,
     Explained,
     ServerSide,
     VoiceStage,
@@ -16,6 +17,7 @@ from custom_components.llm_warmth.core.voice import (
     join_request,
     prefix_warm_fits,
     run_events,
+    wake_keep,
     wake_outcome,
 )
 
@@ -352,3 +354,15 @@ def test_a_wait_under_a_second_is_a_stage_of_its_own() -> None:
     assert (
         explain(turn, ServerSide("m", True, False, request=queued)).stages[VoiceStage.QUEUE] == 0.5
     )
+
+
+def test_a_wake_keeps_the_model_briefly_never_for_ever_and_never_for_nothing() -> None:
+    assert WAKE_KEEP == 120.0
+    assert wake_keep(None) == WAKE_KEEP  # an agent that sends no keep of its own
+    assert wake_keep(-1) == WAKE_KEEP  # the Ollama agent's default: for ever
+    assert wake_keep(300) == WAKE_KEEP
+    assert wake_keep(WAKE_KEEP) == WAKE_KEEP
+    assert wake_keep(119.5) == 119.5  # the agent's own, shorter keep
+    assert wake_keep(1) == 1
+    # 0 on a load is an unload on Ollama: the model would leave before its command.
+    assert wake_keep(0) == WAKE_KEEP

@@ -27,10 +27,10 @@ from pytest_homeassistant_custom_component.components.recorder.common import (
 
 from custom_components.llm_warmth import async_remove_config_entry_device, logbook
 from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN, EVENT_VOICE_TURN
+from custom_components.llm_warmth.core.voice import WAKE_KEEP
 from custom_components.llm_warmth.voice import (
     GIB,
     READ_DELAY,
-    WAKE_KEEP,
     WakeCounts,
     voice_subject,
 )

@@ -49,6 +49,7 @@ from .core.voice import (
     join_request,
     prefix_warm_fits,
     run_events,
+    wake_keep,
     wake_outcome,
 )
 from .data import LlmWarmthConfigEntry
@@ -67,10 +68,6 @@ READ_DELAY: Final = 0.5
 REQUEST_RECORD_TIMEOUT: Final = 10.0
 # How much of the slowest recent prompt warm-up is kept at each new one.
 PREFIX_FADE: Final = 0.8
-# How long a load at the wake keeps the model (Ollama's keep_alive) until the agent's own
-# request sets the agent's keep: a wake that no command follows (a false wake) lets the
-# model go after this, not with the agent's keep (Home Assistant's default: for ever).
-WAKE_KEEP: Final = 120.0
 GIB: Final = 1024**3
 # The satellite states (``AssistSatelliteState``) this feature reads.
 _LISTENING, _PROCESSING, _IDLE = "listening", "processing", "idle"
@@ -458,14 +455,13 @@ class VoiceWatch(Feature):
         Home Assistant's Ollama agent sends its keep with every request (last writer
         wins), so the turn's own keep applies once a command reaches it; until then, and
         after a false wake, the model is held ``WAKE_KEEP`` (or the agent's keep, when
-        shorter). An agent that sends no keep (OpenAI-compatible) keeps the server's own,
-        and so does a server whose requests set no keep.
+        shorter: ``core.voice.wake_keep``). An agent that sends no keep
+        (OpenAI-compatible) keeps the server's own, and so does a server whose requests
+        set no keep.
         """
         if agent is None or not self._coordinator.client.capabilities.requests_set_keep_and_context:
             return None
-        if agent.keep_alive is not None and 0 <= agent.keep_alive < WAKE_KEEP:
-            return agent.keep_alive
-        return WAKE_KEEP
+        return wake_keep(agent.keep_alive)
 
     async def _warm_prefix(self, run: _Run, agent: Agent) -> None:
         """Send the agent's system prompt with one short turn, where it ends in time.

@@ -26,10 +26,10 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .const import DOMAIN
 from .coordinator import LlmWarmthCoordinator
-from .core.voice import VoiceStage, VoiceTurn
+from .core.voice import WAKE_KEEP, VoiceStage, VoiceTurn
 from .data import LlmWarmthConfigEntry
 from .entity import Followed, LlmWarmthEntity
-from .voice import WAKE_KEEP, VoicePipeline, VoiceRecord, VoiceWatch, WakeCounts, voice_subject
+from .voice import VoicePipeline, VoiceRecord, VoiceWatch, WakeCounts, voice_subject
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -560,6 +560,7 @@ describe("the card's figures at their bounds", () => {
     assert.equal(timeTicks(T0, T0 + 100 * 7 * 24 * H, 4).step, 7 * 24 * H);
     // A count below one is one.
     assert.equal(timeTicks(T0, T0 + 5 * MIN, 0).step, 5 * MIN);
+    assert.equal(timeTicks(T0, T0 + 2 * MIN, 0).step, 5 * MIN);
   });
 
   it("puts ticks on the local clock's round times", () => {
@@ -614,6 +615,11 @@ describe("the waterfall's remainder", () => {
         ["queue", 900],
         ["load", 0],
       ],
+    );
+    const queueOnly = waterfall([{ model: "m", ttft: state(900, "ms"), queue: state(300, "ms") }]);
+    assert.deepEqual(
+      queueOnly.stages.map((s) => s.key),
+      ["queue", "unreported"],
     );
     const loadOnly = waterfall([{ model: "m", ttft: state(900, "ms"), load: state(800, "ms") }]);
     assert.deepEqual(loadOnly.stages[0], {

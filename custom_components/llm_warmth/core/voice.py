@@ -374,3 +374,23 @@ def prefix_warm_fits(
     if prefix_seconds is None:
         return elapsed <= quickest / 2
     return elapsed + prefix_seconds <= quickest
+
+
+# How long a load at the wake keeps the model (Ollama's keep_alive, seconds) until the
+# agent's own request sets the agent's keep: a wake that no command follows (a false wake)
+# lets the model go after this, not with the agent's keep (Home Assistant's default: for
+# ever).
+WAKE_KEEP = 120.0
+
+
+def wake_keep(agent_keep: float | None) -> float:
+    """Return the keep a load at the wake asks for, given the agent's own keep (seconds).
+
+    The agent's keep when it is shorter than ``WAKE_KEEP`` and above nothing; else
+    ``WAKE_KEEP``. A keep of 0 is not sent: on Ollama a load that asks for 0 is an unload,
+    so the model loaded at the wake would leave before the command it was loaded for; a
+    negative keep (for ever) is what a false wake must not hold.
+    """
+    if agent_keep is not None and 0 < agent_keep < WAKE_KEEP:
+        return agent_keep
+    return WAKE_KEEP
