@@ -75,6 +75,8 @@ def test_the_record_round_trips_and_what_does_not_read_is_refused() -> None:
     assert (read.warmed_for, read.holding_since) == (T0, T0)
     assert read.holding_until == T0 + timedelta(minutes=40)
     assert read.days == {"2026-11-02": [1.0, 0.0, 0.1235]}
+    fresh = UsageRecord()
+    assert (fresh.holding_bytes, fresh.holding_loaded, fresh.holding_since) == (0, False, None)
     bare = UsageRecord.from_dict({"planner": stored["planner"]})
     assert (bare.warmed, bare.refused, bare.days, bare.auto_warm) == (0, 0, {}, False)
     assert UsageRecord.from_dict({**stored, "auto_warm": 1}).auto_warm is False
@@ -115,8 +117,8 @@ def test_an_expiry_that_moved_or_a_model_new_since_the_last_poll_is_a_use() -> N
     assert not expiry_shows_a_use(previous, "a", T0 + timedelta(seconds=2))  # the clock's jitter
     assert expiry_shows_a_use(previous, "a", T0 + timedelta(seconds=2) + US)
     assert expiry_shows_a_use(previous, "a", T0 - timedelta(seconds=3))  # a shorter keep
-    assert not expiry_shows_a_use(previous, "a", None)
-    assert not expiry_shows_a_use(previous, "unknown", T0)
+    assert expiry_shows_a_use(previous, "a", None) is False
+    assert expiry_shows_a_use(previous, "unknown", T0) is False
 
 
 def test_an_agents_turn_is_heard_from_two_minutes_before_a_span_to_its_end() -> None:

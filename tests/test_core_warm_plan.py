@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from hypothesis import given
@@ -474,3 +474,20 @@ def test_without_a_lead_nothing_is_warmed_ahead_of_its_stretch() -> None:
     early = planner.plan(at(14, 6, 59))
     assert (early.warm, early.next_use) == (False, at(14, 7, 0))
     assert planner.plan(at(14, 7, 0)).warm_until == at(14, 7, 10)
+
+
+def test_a_keep_across_the_change_back_from_summer_time_is_real_time() -> None:
+    """2026-10-25: 02:00-03:00 is shown twice; a 5-minute keep lasts 5 minutes."""
+    used = datetime(2026, 10, 25, 2, 58, tzinfo=ZONE)  # the first 02:58 (CEST)
+    planner = UsagePlanner()
+    planner.observe(used)
+    real = used.astimezone(UTC)
+    during = planner.plan((real + timedelta(minutes=2)).astimezone(ZONE))  # 02:00 CET
+    assert not planner.plan(datetime(2026, 10, 25, 3, 1, tzinfo=ZONE)).warm  # 63 min on
+    assert during.warm_until is not None
+    assert during.warm_until.astimezone(UTC) == real + DEFAULT_KEEP  # 02:03 CET
+    # The second 02:10 (CET) comes after the first 02:50 (CEST): in that order.
+    later = datetime(2026, 10, 25, 2, 10, fold=1, tzinfo=ZONE)
+    planner.observe(later)
+    assert planner.uses == sorted(planner.uses)
+    assert planner.uses[-1] == later.astimezone(UTC)  # an instant in a fold equals no other zone

@@ -936,11 +936,6 @@ def real(when: datetime) -> timedelta:
     return when - EPOCH.replace(tzinfo=UTC)
 
 
-def wall(when: datetime) -> timedelta:
-    """Return the household's clock reading (how the planner reckons within its zone)."""
-    return when.astimezone(ZONE).replace(tzinfo=None) - EPOCH
-
-
 def assert_sane_state(planner: UsagePlanner) -> None:
     assert len(planner.uses) <= warm_plan.MAX_USES
     assert all(a <= b for a, b in pairwise(planner.uses))
@@ -1032,25 +1027,11 @@ def test_any_history_gives_plans_whose_times_follow_their_causes(
 
 
 @FEW
-@given(base=st.sampled_from([SPRING_FORWARD, FALL_BACK]), ops=operations(2))
-def test_days_of_a_change_of_summer_time_keep_the_rules_on_the_households_clock(
-    base: datetime, ops: list[Op]
-) -> None:
-    """Across a 23-hour and a 25-hour day: no error, and the rules hold on the local clock."""
-    run_history(UsagePlanner(), base, ops, key=wall)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="warm_plan reckons on the wall clock: a keep or a stretch that crosses a change "
-    "of summer time is an hour off in real time, and differs once read back from the store",
-)
-@FEW
-# 02:58 CEST (00:58 UTC), then 03:01 CET (02:01 UTC, 63 minutes later): still warm, until
-# 03:03 CET (the 5-minute keep reckoned on the clock: 65 minutes).
+# 02:58 CEST (00:58 UTC), then 03:01 CET (02:01 UTC, 63 minutes later): no longer warm (a
+# keep reckoned on the clock would have held it until 03:03 CET, 65 minutes).
 @example(base=FALL_BACK, ops=[("observe", -120), ("plan", 3660, timedelta(0))])
-# 02:50 CEST (00:50 UTC) and 02:10 CET (01:10 UTC): kept in the clock's order, read back in
-# the instants'.
+# 02:50 CEST (00:50 UTC) and 02:10 CET (01:10 UTC): kept in the instants' order, as they
+# read back (the clock's order would put them the other way round).
 @example(base=FALL_BACK, ops=[("observe", -600), ("observe", 600)])
 # A routine at 02:50 on the days before 2026-03-29, asked at 01:59:59 CET: the stretch
 # 02:50-03:00 of a clock that skips 02:00-03:00 starts at 01:50 UTC and ends at 01:00 UTC.
@@ -1059,6 +1040,11 @@ def test_days_of_a_change_of_summer_time_keep_the_rules_on_the_households_clock(
 def test_days_of_a_change_of_summer_time_keep_the_rules_in_real_time(
     base: datetime, ops: list[Op]
 ) -> None:
+    """Across a 23-hour and a 25-hour day: keeps, gaps and stretches hold in real time.
+
+    The planner reads the household's clock for its bins only; a keep of 5 minutes is 5
+    minutes across the change, and a state read back from the store plans the same.
+    """
     planner = UsagePlanner()
     now, lead = run_history(planner, base, ops, key=real)
     stored = planner.as_dict()

@@ -36,7 +36,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from enum import StrEnum
 import math
 from typing import Any, Final
@@ -107,6 +107,20 @@ def _weekend(when: datetime) -> bool:
     return when.weekday() >= 5
 
 
+def _instant(wall: datetime) -> datetime:
+    """Return the instant (UTC) a reading of the household's clock stands for.
+
+    A reading that the clock skips (the hour a change to summer time leaves out) stands
+    for the instant after the change it would have been read at; one it shows twice (the
+    hour a change back repeats), for the first.
+    """
+    return wall.replace(fold=0).astimezone(UTC)
+
+
+def _local(when: datetime, zone: tzinfo | None) -> datetime:
+    return when.astimezone(zone)
+
+
 @dataclass
 class UsagePlanner:
     """One model's uses and what they teach; serializable to the store.
@@ -115,6 +129,8 @@ class UsagePlanner:
     ``plan`` answers at a time (it folds the days that ended since into the rhythm).
     """
 
+    # The uses' instants (UTC, in order): a keep, a gap and the order of uses are real
+    # time; only the rhythm's bins read the household's clock.
     uses: list[datetime] = field(default_factory=list)
     # Shares of days with a use in each bin: per kind of day, and per weekday.
     by_kind: dict[str, list[float]] = field(
@@ -149,11 +165,12 @@ class UsagePlanner:
             # A day folded already (a use recorded late, or history older than the first
             # recorded day): the use is kept and the rhythm learnt again from the uses.
             self._relearn(_day_start(when))
-        index = bisect_right(self.uses, when)
+        instant = when.astimezone(UTC)
+        index = bisect_right(self.uses, instant)
         before = self.uses[index - 1] if index else None
-        self.uses.insert(index, when)
-        if before is not None and timedelta(0) < when - before < SESSION_GAP:
-            self.gaps = [*self.gaps, (when - before).total_seconds()][-MAX_GAPS:]
+        self.uses.insert(index, instant)
+        if before is not None and timedelta(0) < instant - before < SESSION_GAP:
+            self.gaps = [*self.gaps, (instant - before).total_seconds()][-MAX_GAPS:]
         if len(self.uses) > MAX_USES:
             del self.uses[: len(self.uses) - MAX_USES]
 
@@ -163,7 +180,7 @@ class UsagePlanner:
         The uses kept (``HISTORY``) are what it is learnt from: a day older than them
         weighs less than 0.75 ** 40 in the blend today.
         """
-        first = _day_start(self.uses[0]) if self.uses else since
+        first = _day_start(_local(self.uses[0], since.tzinfo)) if self.uses else since
         self.folded_until = min(since, first)
         self.by_kind = {kind: [0.0] * BINS_PER_DAY for kind in ("weekday", "weekend")}
         self.by_weekday = [[0.0] * BINS_PER_DAY for _ in range(7)]
@@ -201,7 +218,7 @@ class UsagePlanner:
     def _fold(self, day: datetime, following: datetime) -> None:
         hits = [False] * BINS_PER_DAY
         for use in self.uses[bisect_left(self.uses, day) : bisect_left(self.uses, following)]:
-            hits[_bin_of(use)] = True
+            hits[_bin_of(_local(use, day.tzinfo))] = True
         kind = self.by_kind["weekend" if _weekend(day) else "weekday"]
         weekday = self.by_weekday[day.weekday()]
         for index, hit in enumerate(hits):
@@ -239,8 +256,9 @@ class UsagePlanner:
     def _window(self, now: datetime, lead: timedelta) -> tuple[datetime, datetime] | None:
         """Return the expected stretch now is in (from ``lead`` before it), or the next one.
 
-        Looked for over the next day; a stretch is a run of expected bins, going on across
-        a dip of up to ``BRIDGE``; one that has ended is passed over.
+        Looked for over the next day on the household's clock; a stretch is a run of
+        expected bins, going on across a dip of up to ``BRIDGE``; one that has ended is
+        passed over. Returned as instants (UTC).
         """
         start_bin = _day_start(now) + BIN * _bin_of(now)
         step = start_bin - BIN * math.ceil(lead / BIN)
@@ -258,8 +276,10 @@ class UsagePlanner:
             end = step + BIN
             while end < step + timedelta(hours=12) and self._expected_within(end, end + BRIDGE):
                 end = self._last_expected(end, end + BRIDGE) + BIN
-            if end > now:
-                return begin, end
+            # In real time: a stretch inside the hour a change to summer time skips is none.
+            first, last = _instant(begin), _instant(end)
+            if first < last and last > now:
+                return first, last
             step = end
         return None
 
@@ -291,10 +311,11 @@ class UsagePlanner:
         """
         self.advance(now)
         pattern, keep = self.pattern(), self.keep
-        index = bisect_right(self.uses, now)
+        moment = now.astimezone(UTC)  # reckoned in real time; answered on now's clock
+        index = bisect_right(self.uses, moment)
         last = self.uses[index - 1] if index else None
         session_until = last + keep if last is not None else None
-        warm_until = session_until if session_until is not None and session_until > now else None
+        warm_until = session_until if session_until is not None and session_until > moment else None
         window = self._window(now, lead) if pattern is PatternClass.RHYTHMIC else None
         next_use: datetime | None = None
         window_start = window_end = None
@@ -308,20 +329,24 @@ class UsagePlanner:
                 and last >= window_start
                 and window_end - window_start < LONG_STRETCH
             )
-            ahead = window_start - lead <= now < window_end
+            ahead = window_start - lead <= moment < window_end
             if ahead and not used:
                 warm_until = max(warm_until or window_end, window_end)
             next_use = window_start
             if used:
-                following = self._window(window_end, timedelta(0))
+                following = self._window(_local(window_end, now.tzinfo), timedelta(0))
                 next_use = following[0] if following else None
+
+        def shown(when: datetime | None) -> datetime | None:
+            return None if when is None else _local(when, now.tzinfo)
+
         return Plan(
             pattern=pattern,
             warm=warm_until is not None,
-            warm_until=warm_until,
-            window_start=window_start,
-            window_end=window_end,
-            next_use=next_use,
+            warm_until=shown(warm_until),
+            window_start=shown(window_start),
+            window_end=shown(window_end),
+            next_use=shown(next_use),
             keep=keep,
             used=used,
         )
@@ -344,7 +369,9 @@ class UsagePlanner:
         """Read a stored state; raise ``ValueError`` when it does not read."""
         if not isinstance(values, Mapping):
             raise ValueError("not a planner's state")
-        uses = sorted(_times(values.get("uses")))[-MAX_USES:]
+        # A use out of this era (a clock before its first sync) is none.
+        uses = sorted(t.astimezone(UTC) for t in _times(values.get("uses")) if _plausible(t))
+        uses = uses[-MAX_USES:]
         by_kind = values.get("by_kind")
         if not isinstance(by_kind, Mapping):
             raise ValueError("by_kind is not a mapping")
