@@ -507,3 +507,50 @@ async def test_auto_warm_sends_nothing_while_another_clients_load_runs_and_turns
     await hass.config_entries.async_reload(ENTRY_ID)
     await hass.async_block_till_done()
     assert hass.states.get(switch).state == "off"
+
+
+@pytest.mark.usefixtures("init_integration")
+async def test_auto_warm_turned_on_in_its_stretch_warms_at_once_unless_the_model_is_warm(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """On the usage's own clock (the test's): 06:38:40 of a learnt morning, due."""
+    usage = mock_config_entry.runtime_data.usage
+    coordinator = mock_config_entry.runtime_data.coordinator
+    monday = dt_util.start_of_local_day(datetime(2026, 12, 7))
+    await learn_mornings(hass, usage, emulator, monday)
+    now = monday + timedelta(hours=6, minutes=38, seconds=40)
+    usage.utcnow = lambda: now
+    # Resident already (another client's): turning it on sends nothing.
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": "1m"})
+    await coordinator.async_refresh()
+    before = len(emulator.requests)
+    usage.set_auto_warm(LLAMA, True)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert [r for r in emulator.requests[before:] if r.path == "/api/generate"] == []
+    usage.set_auto_warm(LLAMA, False)
+    # Cold: turned on in its stretch, it warms there and then, not at the next minute.
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    await coordinator.async_refresh()
+    before = len(emulator.requests)
+    usage.set_auto_warm(LLAMA, False)  # off again: nothing
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert [r for r in emulator.requests[before:] if r.path == "/api/generate"] == []
+    usage.set_auto_warm(LLAMA, True)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    loads = [r for r in emulator.requests[before:] if r.path == "/api/generate"]
+    assert len(loads) == 1
+    assert usage.get(LLAMA).warmed == 1
+
+
+@pytest.mark.usefixtures("init_integration")
+async def test_a_model_never_used_scores_nothing_and_a_use_at_midnight_is_todays(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry
+) -> None:
+    usage = mock_config_entry.runtime_data.usage
+    assert usage.scoreboard("never-used", 0) == (0.0, 0.0)
+    assert usage.uses_today("never-used") == 0
+    assert usage.plan("never-used") is None
+    midnight = dt_util.start_of_local_day(datetime(2026, 12, 7))
+    usage.record(LLAMA, midnight)
+    usage.record(LLAMA, midnight - timedelta(microseconds=1))
+    assert usage.uses_today(LLAMA, midnight + timedelta(hours=9)) == 1
