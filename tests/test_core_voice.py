@@ -17,6 +17,7 @@ from custom_components.llm_warmth.core.voice import (
     join_request,
     prefix_warm_fits,
     run_events,
+    waited_load,
     wake_keep,
     wake_outcome,
 )
@@ -366,3 +367,57 @@ def test_a_wake_keeps_the_model_briefly_never_for_ever_and_never_for_nothing() -
     assert wake_keep(1) == 1
     # 0 on a load is an unload on Ollama: the model would leave before its command.
     assert wake_keep(0) == WAKE_KEEP
+
+
+def test_the_load_a_cold_turn_waited_for_and_who_measured_it() -> None:
+    cold = ServerSide("m", False, True)
+    before = (7.0, 3.0)
+
+    def told(**kwargs: Any) -> tuple[float | None, str | None]:
+        values: dict[str, Any] = {
+            "loaded_at_wake": False,
+            "wake_load_ended": None,
+            "intent_started": 10.0,
+            "figures": (7.0, 3.0, "server"),
+            "figures_before": before,
+        } | kwargs
+        found = waited_load(cold, **values)
+        assert found is not None
+        assert (found.model, found.resident, found.loading) == ("m", False, True)
+        return found.load_seconds, found.load_source
+
+    # Our load at the wake: what was left of it when the agent started, timed by us.
+    assert told(loaded_at_wake=True, wake_load_ended=12.3456) == (2.346, "client")
+    assert told(loaded_at_wake=True, wake_load_ended=9.0) == (0.0, "client")  # done before
+    assert told(loaded_at_wake=True, wake_load_ended=None) == (0.0, "client")  # not by then
+    # Else a figure new since the turn began: exact by its source, a lower bound by polling.
+    assert told(figures=(8.5, 3.0, "server")) == (8.5, "server")
+    assert told(figures=(7.0, 4.5, "server")) == (4.5, "polling")
+    assert told(figures=(8.5, 4.5, "events")) == (8.5, "events")  # the exact one first
+    assert told(figures=(None, 4.5, None), figures_before=(None, None)) == (4.5, "polling")
+    # Nothing new (another load's figures): only that it was cold.
+    assert told() == (None, "residency")
+    assert told(figures=(None, None, None)) == (None, "residency")
+    assert told(loaded_at_wake=True, intent_started=None) == (None, "residency")
+    # Resident, or not known: as it was.
+    warm = ServerSide("m", True, False)
+    found = waited_load(
+        warm,
+        loaded_at_wake=True,
+        wake_load_ended=1.0,
+        intent_started=0.0,
+        figures=(1.0, None, "server"),
+        figures_before=(None, None),
+    )
+    assert found is warm
+    assert (
+        waited_load(
+            None,
+            loaded_at_wake=False,
+            wake_load_ended=None,
+            intent_started=None,
+            figures=(None, None, None),
+            figures_before=(None, None),
+        )
+        is None
+    )

@@ -370,3 +370,26 @@ async def test_a_preload_says_what_it_pushed_out(
     )
     again = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA)
     assert (again["pushed_out"], again["summary"]) == ([], f"{LLAMA} was resident already")
+
+
+async def test_a_reload_for_another_context_is_ours_and_timed_by_the_action(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """Resident with 2048, preloaded with 8192: Ollama loads it again; one load, ours.
+
+    The coordinator reads the residency right after the request, while it still counts as
+    ours: the new runner is this preload's, not another client's reload.
+    """
+    await ollama_call(emulator.url, "/api/generate", {"model": LLAMA, "options": {"num_ctx": 2048}})
+    for _ in range(2):  # another client's load, seen and settled
+        await next_poll(hass, emulator)
+    emulator.models[LLAMA].load_delay = 0.3
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    cold_starts = async_capture_events(hass, EVENT_COLD_START)
+    answer = await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA, num_ctx=8192)
+    assert answer["already_resident"] is True
+    for _ in range(2):
+        await next_poll(hass, emulator)
+    assert [(e.data["load_source"], e.data["reloaded"]) for e in loaded] == [("client", True)]
+    assert cold_starts == []
+    assert emulator.loaded[LLAMA].num_ctx == 8192

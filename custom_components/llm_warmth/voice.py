@@ -49,6 +49,7 @@ from .core.voice import (
     join_request,
     prefix_warm_fits,
     run_events,
+    waited_load,
     wake_keep,
     wake_outcome,
 )
@@ -685,26 +686,24 @@ class VoiceWatch(Feature):
 
     def _server_side(self, run: _Run) -> ServerSide | None:
         """Return what the server did: the load the turn waited for, and who measured it."""
-        server = run.server
-        if server is None or server.resident:
-            return server
-        if run.load_started is not None and run.intent_started is not None:
-            # Our load at the wake: the turn waited for what was left of it.
-            ended = run.load_ended if run.load_ended is not None else run.intent_started
-            waited = max(ended - run.intent_started, 0.0)
-            return ServerSide(server.model, False, server.loading, round(waited, 3), "client")
         timing = self._coordinator.data.timings.get(run.model)
-        exact, at_least = (
-            (timing.load_seconds, timing.load_at_least_seconds) if timing else (None, None)
+        figures = (
+            (
+                timing.load_seconds,
+                timing.load_at_least_seconds,
+                timing.load_source.value if timing.load_source else None,
+            )
+            if timing
+            else (None, None, None)
         )
-        if exact is not None and exact != run.figures_before[0]:
-            source = timing.load_source.value if timing and timing.load_source else None
-            return ServerSide(server.model, False, server.loading, exact, source)
-        if at_least is not None and at_least != run.figures_before[1]:
-            return ServerSide(server.model, False, server.loading, at_least, "polling")
-        # Cold at the agent's start, no figure (yet): the load is in the wait for the
-        # first words, which ``explain`` counts as the load.
-        return ServerSide(server.model, False, server.loading, None, "residency")
+        return waited_load(
+            run.server,
+            loaded_at_wake=run.load_started is not None,
+            wake_load_ended=run.load_ended,
+            intent_started=run.intent_started,
+            figures=figures,
+            figures_before=run.figures_before,
+        )
 
     def _pipeline_of(self, satellite: str) -> VoicePipeline | None:
         """Return the pipeline a satellite's run uses (its run-start names it)."""

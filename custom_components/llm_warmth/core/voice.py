@@ -230,6 +230,43 @@ class ServerSide:
     request: ServedRequest | None = None
 
 
+def waited_load(
+    server: ServerSide | None,
+    *,
+    loaded_at_wake: bool,
+    wake_load_ended: float | None,
+    intent_started: float | None,
+    figures: tuple[float | None, float | None, str | None],
+    figures_before: tuple[float | None, float | None],
+) -> ServerSide | None:
+    """Return what the server did, with the load a turn on a cold model waited for.
+
+    ``loaded_at_wake``: our load at the wake ran (it ended at ``wake_load_ended``, on one
+    monotonic clock with ``intent_started``; None: not by then): the turn waited for what
+    was left of it, timed by us ("client"). Else the model's load figures now
+    (``figures``: exact, at least, the exact one's source) against those from before the
+    turn (``figures_before``): a new exact figure is this turn's load, by its source; a
+    new lower bound is what polling saw of it ("polling"); none: only that the model was
+    cold is known ("residency", the wait for the first words, which ``explain`` counts as
+    the load).
+    """
+    if server is None or server.resident:
+        return server
+
+    def cold(seconds: float | None, source: str | None) -> ServerSide:
+        return ServerSide(server.model, False, server.loading, seconds, source)
+
+    if loaded_at_wake and intent_started is not None:
+        ended = wake_load_ended if wake_load_ended is not None else intent_started
+        return cold(round(max(ended - intent_started, 0.0), 3), "client")
+    exact, at_least, source = figures
+    if exact is not None and exact != figures_before[0]:
+        return cold(exact, source)
+    if at_least is not None and at_least != figures_before[1]:
+        return cold(at_least, "polling")
+    return cold(None, "residency")
+
+
 @dataclass(frozen=True, slots=True)
 class Explained:
     """A turn's silence by stage (seconds, None where not known) and the costliest one."""
