@@ -439,6 +439,10 @@ async def test_the_prompt_warm_up_is_sent_only_when_it_ends_before_the_agent_sta
     assert counts.prefix_seconds is not None
     assert counts.prefix_seconds >= 3.0
     assert len(counts.wake_to_intent) == 5
+    # Kept to the millisecond (what the store writes), as measured.
+    assert round(counts.prefix_seconds, 3) == counts.prefix_seconds
+    assert all(round(v, 3) == v for v in counts.wake_to_intent)
+    assert any(round(v, 2) != v for v in [counts.prefix_seconds, *counts.wake_to_intent])
     switch = hass.states.get(voice_entity(hass, assist, "voice_warm_on_wake", "switch"))
     assert switch.attributes["prompt_warm_ups_sent"] == 2
     assert switch.attributes["prompt_warm_ups_left_out"] == 1

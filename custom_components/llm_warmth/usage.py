@@ -328,10 +328,9 @@ class UsageWatch(ModelRecords[UsageRecord]):
             record = self._records.setdefault(change.model, UsageRecord())
             now = self.utcnow()
             record.tally(_day(now), COLD, 1)
-            if record.holding_since is not None:
-                # The household waited for a load: whatever our warm-up held is gone, and
-                # the use this load shows is no use warm thanks to it (not both).
-                record.close_holding(now, _day(now))
+            # The household waited for a load: whatever our warm-up held is gone, and the
+            # use this load shows is no use warm thanks to it (not both).
+            record.close_holding(now, _day(now))
             self.async_changed()
 
     def summary(self) -> dict[str, dict[str, Any]]:
