@@ -58,6 +58,7 @@ from statistics import mean
 from zoneinfo import ZoneInfo
 
 from benchmarks.world import Machine, verdict
+from custom_components.llm_warmth.core.warm_hold import hold
 from custom_components.llm_warmth.core.warm_plan import UsagePlanner
 
 ZONE = ZoneInfo("Europe/Amsterdam")  # a trace that crosses a change of summer time
@@ -385,23 +386,42 @@ def _percentile(bins: list[int], share: float) -> float:
 
 
 def planner_warm(trace: Trace, name: str) -> list[Interval]:
-    """The integration's planner, online: the stretches it warms the model through."""
+    """The integration's planner, online, acted on as ``usage.py`` acts on it.
+
+    Each answer goes through ``core.warm_hold.hold``, the function the integration calls:
+    a cold model is loaded ahead of an expected stretch only; a resident one (held by the
+    server's keep after a request, or by an earlier hold) is kept to the planner's time.
+    """
     requests, model = trace.requests[name], trace.models[name]
     lead = timedelta(seconds=model.load + 60)
     usage = UsagePlanner()
     warm: list[Interval] = []
     now = trace.start
     index = 0
+    held_until = -math.inf  # the server's keep after the last request, or our last hold
     while now < trace.end:
         moment = datetime.fromtimestamp(now, ZONE)
         plan = usage.plan(moment, lead)
         following = requests[index] if index < len(requests) else trace.end
         midnight = (moment + timedelta(hours=24)).replace(hour=0, minute=0, second=0)
         stop = min(following, midnight.timestamp(), trace.end)
-        if plan.warm and plan.warm_until is not None:
-            stop = min(stop, plan.warm_until.timestamp())
-            warm.append((now, stop))
-        elif plan.window_start is not None:
+        held = now < held_until
+        decision = hold(
+            plan,
+            moment,
+            held=held,
+            loading=False,
+            expires_at=datetime.fromtimestamp(held_until, ZONE) if held else None,
+            asked_until=None,
+        )
+        if decision is not None:
+            until = decision.until.timestamp()
+            warm.append((now, until))
+            held_until = max(held_until, until)
+            stop = min(stop, until)
+        elif held:
+            stop = min(stop, held_until)
+        if plan.window_start is not None:
             wake = (plan.window_start - lead).timestamp()
             if wake > now:
                 stop = min(stop, wake)
@@ -410,6 +430,8 @@ def planner_warm(trace: Trace, name: str) -> list[Interval]:
         now = stop
         while index < len(requests) and requests[index] <= now:
             usage.observe(datetime.fromtimestamp(requests[index], ZONE))
+            # The request holds the model for the server's keep after it.
+            held_until = max(held_until, requests[index] + SERVER_KEEP)
             index += 1
     return union(warm)
 

@@ -24,7 +24,15 @@ from custom_components.llm_warmth.core.usage import UsageRecord
 from custom_components.llm_warmth.usage import UsageWatch
 
 from .assist import hass_config_dir_fixture, setup_assist  # noqa: F401 (a fixture)
-from .conftest import ENTRY_ID, LLAMA, QWEN, model_id, ollama_request, start_load
+from .conftest import (
+    ENTRY_ID,
+    LLAMA,
+    QWEN,
+    add_ollama_agent,
+    model_id,
+    ollama_request,
+    start_load,
+)
 from .e2e import add_server, wait_until
 from .llama_swap_emulator import LlamaSwapEmulator, SwapModel, format_go_time
 from .ollama_emulator import OllamaEmulator
@@ -554,3 +562,80 @@ async def test_a_model_never_used_scores_nothing_and_a_use_at_midnight_is_todays
     usage.record(LLAMA, midnight)
     usage.record(LLAMA, midnight - timedelta(microseconds=1))
     assert usage.uses_today(LLAMA, midnight + timedelta(hours=9)) == 1
+
+
+@pytest.mark.usefixtures("init_integration")
+async def test_after_a_use_auto_warm_keeps_the_model_through_its_sessions_gaps(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll: Poll,
+) -> None:
+    """The planner's session keep (22 min here), sent once, never shorter than the server's.
+
+    Another client's request keeps the model 5 minutes (the server's default); the keep
+    moves its expiry to the session's end, with the context it was loaded with.
+    """
+    usage = mock_config_entry.runtime_data.usage
+    usage.set_auto_warm(LLAMA, True)
+    record = usage.get(LLAMA)
+    assert record is not None
+    record.planner.gaps = [1200.0] * 10  # gaps of 20 minutes: kept 22
+    await ollama_request(
+        emulator, "/api/generate", {"model": LLAMA, "prompt": "hi", "options": {"num_ctx": 4096}}
+    )
+    before = len(emulator.requests)
+    await poll()  # the use is seen
+    await hass.async_block_till_done(wait_background_tasks=True)
+    sent = [r.json for r in emulator.requests[before:] if r.path == "/api/generate"]
+    assert len(sent) == 1
+    assert sent[0]["keep_alive"] == pytest.approx(22 * 60, abs=3)
+    assert sent[0]["options"] == {"num_ctx": 4096}  # no reload for another context
+    assert emulator.loaded[LLAMA].num_ctx == 4096
+    assert len(uses(mock_config_entry, LLAMA)) == 1  # our keep is no use
+    switch = hass.states.get(model_id(mock_config_entry, "switch.llama3_2_3b_auto_warm"))
+    assert switch.attributes["kept_for"] == "session_keep"
+    kept_until = dt_util.parse_datetime(switch.attributes["kept_until"])
+    assert kept_until is not None
+    # The server shows it; the next polls and minutes send nothing more.
+    for _ in range(2):
+        await poll()
+        async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=1))
+        await hass.async_block_till_done(wait_background_tasks=True)
+    assert len([r for r in emulator.requests[before:] if r.path == "/api/generate"]) == 1
+    expires = mock_config_entry.runtime_data.coordinator.data.resident[LLAMA].expires_at
+    assert expires is not None
+    assert abs((expires - kept_until).total_seconds()) < 5
+    # Off: nothing is kept after a use.
+    usage.set_auto_warm(LLAMA, False)
+    emulator.clock.advance(60)
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "prompt": "hi"})
+    before = len(emulator.requests)
+    await poll()
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert [r for r in emulator.requests[before:] if r.path == "/api/generate"] == []
+
+
+@pytest.mark.usefixtures("init_integration")
+async def test_no_session_keep_cuts_short_what_the_agent_keeps(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll: Poll,
+) -> None:
+    """Home Assistant's agent keeps its model for ever: a keep of ours would shorten it."""
+    add_ollama_agent(hass, emulator.url, LLAMA, num_ctx=8192.0, keep_alive=-1)
+    await hass.async_block_till_done()
+    usage = mock_config_entry.runtime_data.usage
+    usage.set_auto_warm(LLAMA, True)
+    record = usage.get(LLAMA)
+    assert record is not None
+    record.planner.gaps = [1200.0] * 10
+    await ollama_request(
+        emulator, "/api/generate", {"model": LLAMA, "prompt": "hi", "options": {"num_ctx": 8192}}
+    )
+    before = len(emulator.requests)
+    await poll()
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert len(uses(mock_config_entry, LLAMA)) == 1
+    assert [r for r in emulator.requests[before:] if r.path == "/api/generate"] == []

@@ -37,7 +37,7 @@ from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.event import async_track_time_interval
 from homeassistant.util import dt as dt_util
 
-from .agents import AgentDirectory, agent_context
+from .agents import AgentDirectory, agent_context, model_agent
 from .const import LOGGER
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
@@ -55,6 +55,7 @@ from .core.usage import (
     new_activity,
     on_this_clock,
 )
+from .core.warm_hold import HoldAction, HoldReason, hold
 from .core.warm_plan import Plan
 from .data import LlmWarmthConfigEntry
 from .feature import ModelRecords
@@ -109,6 +110,8 @@ class UsageWatch(ModelRecords[UsageRecord]):
         self._agent_used: dict[str, list[datetime]] = {}
         # A read of llama-swap's activity is running (one at a time).
         self._reading = False
+        # Until when our last keep of each model asked the server to keep it.
+        self._asked_until: dict[str, datetime] = {}
 
     @override
     @callback
@@ -149,6 +152,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
                 record.close_holding(until, _day(until))
             if record.auto_warm:
                 self._auto_warm(model, record)
+                self._keep(model, record)
         for listener in list(self._listeners):
             listener()
 
@@ -184,6 +188,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
             return
         record.warmed_for = start
         record.holding_since, record.holding_until = now, end
+        record.kept_until, record.kept_for = end, HoldReason.EXPECTED_USE
         self.async_changed()
         keep = (end - now).total_seconds()
         num_ctx, _agent = agent_context(self.entry, model)
@@ -193,6 +198,74 @@ class UsageWatch(ModelRecords[UsageRecord]):
             self._load(model, keep if kind.requests_set_keep_and_context else None, num_ctx),
             f"llm_warmth auto-warm {model}",
         )
+
+    @callback
+    def _keep(self, model: str, record: UsageRecord) -> None:
+        """Keep a resident model until the planner's time, where its server would let it go.
+
+        After a use, through its sessions' gaps (the session keep); through an expected
+        stretch. Only where requests set the keep (Ollama), with the context the model was
+        loaded with (another ``num_ctx`` would load it again), through the guard; never
+        shorter than the server keeps it already (``core.warm_hold.hold``).
+        """
+        coordinator = self._coordinator
+        if (
+            not coordinator.last_update_success
+            or not coordinator.client.capabilities.requests_set_keep_and_context
+        ):
+            return
+        now = self.utcnow()
+        plan = self.plan(model, now)
+        resident = coordinator.data.held.get(model)
+        if plan is None or resident is None:
+            return
+        # Home Assistant's Ollama agent sends its keep with each turn (the last writer
+        # wins): a keep of ours must not cut one of its turns short.
+        agent = model_agent(self.entry, model)
+        expires = resident.expires_at
+        if agent is not None:
+            if agent.keep_alive < 0:
+                return  # its agent keeps it for ever
+            if heard := self._agent_used.get(model):
+                by_agent = heard[-1] + timedelta(seconds=agent.keep_alive)
+                expires = by_agent if expires is None else max(expires, by_agent)
+        decision = hold(
+            plan,
+            now,
+            held=True,
+            loading=model in coordinator.data.loading,
+            expires_at=expires,
+            asked_until=self._asked_until.get(model),
+        )
+        if decision is None or decision.action is not HoldAction.KEEP:
+            return
+        num_ctx = resident.context_length or agent_context(self.entry, model)[0]
+        if num_ctx is None:
+            # Ollama 0.9 tells no context: a keep without it could load the model again.
+            LOGGER.debug("%s: %s's context is not known: not kept", self.entry.title, model)
+            return
+        try:
+            self._household.check(model, force=False)
+        except HomeAssistantError:
+            return  # the household needs the memory: the server's own keep goes on
+        self._asked_until[model] = decision.until
+        record.kept_until, record.kept_for = decision.until, decision.reason
+        self.async_changed()
+        self.entry.async_create_background_task(
+            self.hass,
+            self._send_keep(model, decision.keep_seconds(now), num_ctx),
+            f"llm_warmth keep {model}",
+        )
+
+    async def _send_keep(self, model: str, keep: int, num_ctx: int) -> None:
+        """Ask the server to keep ``model`` ``keep`` seconds more (a load of a resident one)."""
+        try:
+            await self._controller.preload(
+                model, keep_seconds=keep, num_ctx=num_ctx, timeout=GENERATION_TIMEOUT
+            )
+        except (LlmServerError, HomeAssistantError) as err:
+            LOGGER.warning("%s: keeping %s failed: %s", self.entry.title, model, err)
+            self._asked_until.pop(model, None)
 
     async def _load(self, model: str, keep: float | None, num_ctx: int | None) -> None:
         """Send the warm-up; count it once the model is in (a failed one holds nothing)."""
@@ -317,6 +390,8 @@ class UsageWatch(ModelRecords[UsageRecord]):
                 record.tally(_day(at), HELPED, 1)
             record.close_holding(at, _day(at))
         self.async_changed()
+        if record.auto_warm:
+            self._keep(model, record)  # its session starts now
 
     @callback
     def _changed(self, changes: list[MonitorChange]) -> None:

@@ -202,7 +202,9 @@ class AutoWarmSwitch(UsageEntity, SwitchEntity):
     Through the household guard; what it did is in the attributes (not recorded).
     """
 
-    _unrecorded_attributes = frozenset({"warm_ups", "refused_by_the_guard"})
+    _unrecorded_attributes = frozenset(
+        {"warm_ups", "refused_by_the_guard", "kept_for", "kept_until"}
+    )
 
     @property
     @override
@@ -214,11 +216,25 @@ class AutoWarmSwitch(UsageEntity, SwitchEntity):
     @property
     @override
     def extra_state_attributes(self) -> Mapping[str, Any]:
-        """Return the loads it sent and those the guard refused."""
+        """Return the loads it sent, those the guard refused, and why it holds the model.
+
+        ``kept_for``: ``expected_use`` (warmed ahead of, and held through, an expected
+        stretch) or ``session_keep`` (kept through a session's gaps after a use), until
+        ``kept_until``; None once that time is over.
+        """
         record = self.usage.get(self.model)
+        if record is None:
+            return dict.fromkeys(("kept_for", "kept_until")) | {
+                "warm_ups": 0,
+                "refused_by_the_guard": 0,
+            }
+        until, reason = record.kept_until, record.kept_for
+        holding = until is not None and reason is not None and until > self.usage.utcnow()
         return {
-            "warm_ups": record.warmed if record else 0,
-            "refused_by_the_guard": record.refused if record else 0,
+            "warm_ups": record.warmed,
+            "refused_by_the_guard": record.refused,
+            "kept_for": reason.value if holding and reason else None,
+            "kept_until": until.isoformat() if holding and until else None,
         }
 
     @override

@@ -14,6 +14,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, Final
 
 from .backends.types import ServedRequest
+from .warm_hold import HoldReason
 from .warm_plan import Plan, UsagePlanner
 
 # An expiry that moved by more than this between two polls (on, or back by a request with
@@ -54,6 +55,10 @@ class UsageRecord:
     holding_loaded: bool = field(default=False, compare=False)
     # The stretch the guard refused a warm-up for (not stored: a refusal counts once).
     refused_for: datetime | None = field(default=None, compare=False)
+    # Until when, and why, auto-warm last asked the server to keep the model (not stored:
+    # shown on the model while it lasts).
+    kept_until: datetime | None = field(default=None, compare=False)
+    kept_for: HoldReason | None = field(default=None, compare=False)
     # The scoreboard by local day (ISO date): one row of the columns above per day, the
     # last ``SCORE_DAYS`` days.
     days: dict[str, list[float]] = field(default_factory=dict)

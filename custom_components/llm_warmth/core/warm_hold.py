@@ -1,0 +1,92 @@
+"""What auto-warm does with the planner's answer now (pure, the clock passed in).
+
+The planner (``warm_plan.py``) says until when a model should be warm: through its
+session after a use (the session keep) or through an expected stretch. ``hold`` turns that
+into what to send: load a model that is cold ahead of a stretch, keep a resident model
+whose server would let it go before then, or nothing (the server's own keep goes on, and
+once the planner's time ends the model is let go by it). The integration (``usage.py``)
+and the benchmark (``benchmarks/warm_policy.py``) both act on these answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+import math
+from typing import Final
+
+from .warm_plan import Plan
+
+# A server's expiry this close to the planner's time is kept as it is (no request for a
+# few seconds more); the keep asked for is rounded up to whole seconds.
+KEEP_SLACK: Final = timedelta(seconds=30)
+
+
+class HoldReason(StrEnum):
+    """Why auto-warm holds a model."""
+
+    EXPECTED_USE = "expected_use"  # an expected stretch of use: warmed ahead, held through
+    SESSION_KEEP = "session_keep"  # after a use, through the gaps of its sessions
+
+
+class HoldAction(StrEnum):
+    """What auto-warm sends."""
+
+    LOAD = "load"  # the model is cold: load it, kept until then
+    KEEP = "keep"  # the model is resident: move its expiry to then
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """Auto-warm's answer: what to send, until when, and why."""
+
+    action: HoldAction
+    until: datetime
+    reason: HoldReason
+
+    def keep_seconds(self, now: datetime) -> int:
+        """Return the keep to ask for at ``now``: to ``until``, in whole seconds, at least 1."""
+        return max(1, math.ceil((self.until - now).total_seconds()))
+
+
+def hold_reason(plan: Plan) -> HoldReason | None:
+    """Return why the plan holds the model now (None: it does not)."""
+    if plan.warm_until is None:
+        return None
+    if plan.window_end is not None and plan.warm_until == plan.window_end and not plan.used:
+        return HoldReason.EXPECTED_USE
+    return HoldReason.SESSION_KEEP
+
+
+def hold(
+    plan: Plan,
+    now: datetime,
+    *,
+    held: bool,
+    loading: bool,
+    expires_at: datetime | None,
+    asked_until: datetime | None,
+) -> Hold | None:
+    """Return what to send now for the planner's answer ``plan``, or None.
+
+    ``held``: the server holds the model (loaded); ``loading``: a load of it runs (ours or
+    another client's: nothing is sent beside it); ``expires_at``: when the server lets it
+    go (None: for ever, or it does not say); ``asked_until``: the time our last request for
+    it asked for (an expiry the next poll has not shown yet).
+
+    A cold model is loaded only ahead of an expected stretch: a session keep holds a model,
+    it does not load one that left. A resident model is kept only when the server would
+    let it go earlier than the planner's time; never for less than the server keeps it.
+    """
+    reason = hold_reason(plan)
+    until = plan.warm_until
+    if reason is None or until is None or until <= now or loading:
+        return None
+    if not held:
+        return Hold(HoldAction.LOAD, until, reason) if reason is HoldReason.EXPECTED_USE else None
+    if expires_at is None or expires_at >= until - KEEP_SLACK:
+        return None
+    if asked_until is not None and asked_until >= until - KEEP_SLACK:
+        return None
+    return Hold(HoldAction.KEEP, until, reason)

@@ -1,0 +1,97 @@
+"""What auto-warm sends for the planner's answer: load, keep, or nothing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from custom_components.llm_warmth.core.warm_hold import (
+    KEEP_SLACK,
+    Hold,
+    HoldAction,
+    HoldReason,
+    hold,
+    hold_reason,
+)
+from custom_components.llm_warmth.core.warm_plan import PatternClass, Plan, UsagePlanner
+
+NOW = datetime(2026, 12, 7, 6, 40, tzinfo=UTC)
+MIN = timedelta(minutes=1)
+
+
+def plan(
+    warm_until: datetime | None, window_end: datetime | None = None, *, used: bool = False
+) -> Plan:
+    return Plan(
+        pattern=PatternClass.RHYTHMIC,
+        warm=warm_until is not None,
+        warm_until=warm_until,
+        window_start=None if window_end is None else window_end - 20 * MIN,
+        window_end=window_end,
+        next_use=None,
+        keep=25 * MIN,
+        used=used,
+    )
+
+
+def test_why_a_model_is_held() -> None:
+    assert hold_reason(plan(None)) is None
+    assert hold_reason(plan(NOW + 20 * MIN, NOW + 20 * MIN)) is HoldReason.EXPECTED_USE
+    # A use late in the stretch: its session outlasts the stretch.
+    assert hold_reason(plan(NOW + 30 * MIN, NOW + 20 * MIN)) is HoldReason.SESSION_KEEP
+    assert hold_reason(plan(NOW + 25 * MIN)) is HoldReason.SESSION_KEEP
+    # A routine that happened: what holds it is its session, not the stretch.
+    assert hold_reason(plan(NOW + 20 * MIN, NOW + 20 * MIN, used=True)) is HoldReason.SESSION_KEEP
+
+
+def answer(the_plan: Plan, **state: object) -> Hold | None:
+    values: dict[str, object] = {
+        "held": True,
+        "loading": False,
+        "expires_at": NOW + 5 * MIN,
+        "asked_until": None,
+    } | state
+    return hold(the_plan, NOW, **values)  # type: ignore[arg-type]
+
+
+def test_a_resident_model_is_kept_to_the_planners_time_never_shorter() -> None:
+    session = plan(NOW + 25 * MIN)
+    assert answer(session) == Hold(HoldAction.KEEP, NOW + 25 * MIN, HoldReason.SESSION_KEEP)
+    # The server keeps it long enough already (or for ever): nothing is sent.
+    assert answer(session, expires_at=NOW + 25 * MIN - KEEP_SLACK) is None
+    assert answer(session, expires_at=NOW + 25 * MIN - KEEP_SLACK - MIN / 60) is not None
+    assert answer(session, expires_at=NOW + 2 * 60 * MIN) is None
+    assert answer(session, expires_at=None) is None
+    # Asked already, not polled since.
+    assert answer(session, asked_until=NOW + 25 * MIN) is None
+    assert answer(session, asked_until=NOW + 10 * MIN) is not None
+
+
+def test_a_cold_model_is_loaded_ahead_of_a_stretch_only() -> None:
+    stretch = plan(NOW + 20 * MIN, NOW + 20 * MIN)
+    assert answer(stretch, held=False, expires_at=None) == Hold(
+        HoldAction.LOAD, NOW + 20 * MIN, HoldReason.EXPECTED_USE
+    )
+    # A session keep does not bring back a model that left.
+    assert answer(plan(NOW + 25 * MIN), held=False, expires_at=None) is None
+    # Nothing beside a load that runs, nothing once the time is over, nothing to hold.
+    assert answer(stretch, held=False, loading=True) is None
+    assert answer(stretch, loading=True) is None
+    assert answer(plan(NOW)) is None
+    assert answer(plan(None)) is None
+
+
+def test_the_keep_asked_is_whole_seconds_to_the_time() -> None:
+    until = Hold(HoldAction.KEEP, NOW + timedelta(seconds=90.2), HoldReason.SESSION_KEEP)
+    assert until.keep_seconds(NOW) == 91
+    assert until.keep_seconds(NOW + timedelta(seconds=90)) == 1
+    assert until.keep_seconds(NOW + MIN * 2) == 1
+
+
+def test_the_planners_own_answers_after_a_use_and_ahead_of_a_morning() -> None:
+    planner = UsagePlanner()
+    planner.observe(NOW)
+    after = planner.plan(NOW + MIN)
+    decided = hold(
+        after, NOW + MIN, held=True, loading=False, expires_at=NOW + MIN, asked_until=None
+    )
+    assert decided == Hold(HoldAction.KEEP, NOW + planner.keep, HoldReason.SESSION_KEEP)
