@@ -15,6 +15,7 @@ from custom_components.llm_warmth.core.guard import (
     Refusal,
     Release,
     admit,
+    admit_hold,
 )
 from custom_components.llm_warmth.core.pins import Pin
 
@@ -163,3 +164,12 @@ def test_any_stored_record_is_read_or_refused_with_value_error(values: dict[str,
         return
     assert record.contended_seconds >= 0
     assert all(when.tzinfo is not None for when in record.releases)
+
+
+def test_a_longer_keep_is_refused_whenever_the_household_needs_the_gpu() -> None:
+    assert admit_hold("m", Household(lowest_headroom=0, best_headroom=10)) is None
+    assert admit_hold("m", Household()) is None  # no GPU source, nothing protected on
+    refused = admit_hold("m", Household(protected_on=("binary_sensor.plex",)))
+    assert refused == Refusal("m", GpuNeed.PROTECTED_ENTITY, entity="binary_sensor.plex")
+    short = admit_hold("m", Household(lowest_headroom=-1, best_headroom=2**30))
+    assert short == Refusal("m", GpuNeed.HEADROOM_LOW, headroom=-1)

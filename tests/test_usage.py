@@ -639,3 +639,33 @@ async def test_no_session_keep_cuts_short_what_the_agent_keeps(
     await hass.async_block_till_done(wait_background_tasks=True)
     assert len(uses(mock_config_entry, LLAMA)) == 1
     assert [r for r in emulator.requests[before:] if r.path == "/api/generate"] == []
+
+
+async def test_no_session_keep_while_the_household_needs_the_gpu(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    hass.states.async_set(PLEX, "on")
+    mock_config_entry.add_to_hass(hass)
+    hass.config_entries.async_update_entry(
+        mock_config_entry, options={**mock_config_entry.options, CONF_PROTECTED_ENTITIES: [PLEX]}
+    )
+    assert await hass.config_entries.async_setup(ENTRY_ID)
+    await hass.async_block_till_done()
+    usage = mock_config_entry.runtime_data.usage
+    coordinator = mock_config_entry.runtime_data.coordinator
+    usage.set_auto_warm(LLAMA, True)
+    record = usage.get(LLAMA)
+    assert record is not None
+    record.planner.gaps = [1200.0] * 10
+    body = {"model": LLAMA, "prompt": "hi", "options": {"num_ctx": 4096}}
+    await ollama_request(emulator, "/api/generate", body)
+    before = len(emulator.requests)
+    await coordinator.async_refresh()
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert [r for r in emulator.requests[before:] if r.path == "/api/generate"] == []
+    # Plex stops: the next minute keeps it through the session.
+    hass.states.async_set(PLEX, "off")
+    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=1))
+    await hass.async_block_till_done(wait_background_tasks=True)
+    sent = [r.json for r in emulator.requests[before:] if r.path == "/api/generate"]
+    assert [r["keep_alive"] > 20 * 60 for r in sent] == [True]

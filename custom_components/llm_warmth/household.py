@@ -15,7 +15,7 @@ from homeassistant.exceptions import HomeAssistantError
 
 from .const import CONF_PROTECTED_ENTITIES, DOMAIN, GIB
 from .coordinator import LlmWarmthCoordinator
-from .core.guard import GpuNeed, Household, Refusal, admit
+from .core.guard import GpuNeed, Household, Refusal, admit, admit_hold
 from .data import LlmWarmthConfigEntry
 from .gpu_coordinator import GpuCoordinator
 
@@ -102,6 +102,13 @@ class HouseholdWatch:
             household,
             resident=model in self._coordinator.data.held,
         )
+        if refusal is not None:
+            raise _refused(refusal, household)
+
+    def check_hold(self, model: str) -> None:
+        """Raise a translated error when keeping ``model`` longer would starve the household."""
+        household = self.household()
+        refusal = admit_hold(model, household)
         if refusal is not None:
             raise _refused(refusal, household)
 

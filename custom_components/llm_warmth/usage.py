@@ -245,7 +245,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
             LOGGER.debug("%s: %s's context is not known: not kept", self.entry.title, model)
             return
         try:
-            self._household.check(model, force=False)
+            self._household.check_hold(model)
         except HomeAssistantError:
             return  # the household needs the memory: the server's own keep goes on
         self._asked_until[model] = decision.until

@@ -96,6 +96,20 @@ def admit(model: str, size: int | None, household: Household, *, resident: bool)
     return None
 
 
+def admit_hold(model: str, household: Household) -> Refusal | None:
+    """Return why holding a resident ``model`` longer would starve the house, or None.
+
+    A longer keep asks for no memory now, but keeps what the household needs: refused
+    whenever it needs the GPU (a protected entity on, a GPU below the reserve), as pins are
+    released then.
+    """
+    if household.protected_on:
+        return Refusal(model, GpuNeed.PROTECTED_ENTITY, entity=household.protected_on[0])
+    if household.headroom_low:
+        return Refusal(model, GpuNeed.HEADROOM_LOW, headroom=household.lowest_headroom)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Release:
     """Let ``model`` go now: the household needs the GPU (``need``)."""
