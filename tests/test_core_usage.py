@@ -77,6 +77,7 @@ def test_the_record_round_trips_and_what_does_not_read_is_refused() -> None:
     assert read.days == {"2026-11-02": [1.0, 0.0, 0.1235]}
     fresh = UsageRecord()
     assert (fresh.holding_bytes, fresh.holding_loaded, fresh.holding_since) == (0, False, None)
+    assert (fresh.auto_warm, fresh.warmed, fresh.refused, fresh.days) == (False, 0, 0, {})
     bare = UsageRecord.from_dict({"planner": stored["planner"]})
     assert (bare.warmed, bare.refused, bare.days, bare.auto_warm) == (0, 0, {}, False)
     assert UsageRecord.from_dict({**stored, "auto_warm": 1}).auto_warm is False

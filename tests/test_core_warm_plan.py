@@ -491,3 +491,25 @@ def test_a_keep_across_the_change_back_from_summer_time_is_real_time() -> None:
     planner.observe(later)
     assert planner.uses == sorted(planner.uses)
     assert planner.uses[-1] == later.astimezone(UTC)  # an instant in a fold equals no other zone
+
+
+def test_a_routine_in_the_hour_a_change_of_summer_time_skips_or_repeats() -> None:
+    """Sundays at 02:50: skipped the day the clock jumps 02:00 -> 03:00, the first 02:50
+    the day it goes back 03:00 -> 02:00."""
+    spring = UsagePlanner()
+    rhythm(spring, {17: 0.5}, weekday=False)  # 02:50-03:00 on weekend days
+    plan = spring.plan(datetime(2027, 3, 28, 1, 30, tzinfo=ZONE))
+    assert plan.window_start is None  # none that day; Saturday's is more than a day away
+    # A week on, the clock as usual: 02:50 CEST.
+    later = spring.plan(datetime(2027, 4, 4, 1, 30, tzinfo=ZONE))
+    assert later.window_start is not None
+    assert later.window_start.astimezone(UTC) == datetime(2027, 4, 4, 0, 50, tzinfo=UTC)
+    autumn = UsagePlanner()
+    rhythm(autumn, {17: 0.5}, weekday=False)
+    plan = autumn.plan(datetime(2026, 10, 25, 1, 30, tzinfo=ZONE))
+    assert plan.window_start is not None
+    assert plan.window_end is not None
+    assert plan.window_start.astimezone(UTC) == datetime(2026, 10, 25, 0, 50, tzinfo=UTC)
+    # To 03:00 on the clock, which comes after the repeated hour: 70 minutes.
+    length = plan.window_end.astimezone(UTC) - plan.window_start.astimezone(UTC)
+    assert length == timedelta(minutes=70)

@@ -17,7 +17,7 @@ import pytest
 
 from custom_components.llm_warmth.const import DOMAIN
 
-from .e2e import add_server, evict, ollama_call, wait_until
+from .e2e import add_server, evict, ollama_call, ollama_get, wait_until
 from .recording_proxy import RecordingProxy
 
 pytestmark = pytest.mark.e2e
@@ -81,6 +81,55 @@ async def test_uses_are_another_clients_and_auto_warm_loads_ahead_then_lets_go(
         # The real server lets it go once the stretch is over (its keep runs out).
         await wait_until(lambda: model not in coordinator.data.held, 30, "tiny let go")
         assert asyncio.get_running_loop().time() - started >= 7
+        await hass.config_entries.async_unload(entry.entry_id)
+    finally:
+        await proxy.stop()
+
+
+async def test_after_another_clients_use_auto_warm_keeps_the_model_for_its_session(
+    hass: HomeAssistant, ollama_url: str
+) -> None:
+    """The real server's expiry moves to the session's end: one request of ours, no more.
+
+    Ollama 0.30+ tells the context a model runs with, so the keep cannot load it again;
+    Ollama 0.9 does not, and without an agent's context nothing is sent there.
+    """
+    proxy = RecordingProxy(ollama_url)
+    await proxy.start()
+    try:
+        entry = await add_server(hass, proxy.url)
+        coordinator, usage = entry.runtime_data.coordinator, entry.runtime_data.usage
+        model = coordinator.resolve_model("tiny")
+        usage.set_auto_warm(model, True)
+        record = usage.get(model)
+        assert record is not None
+        record.planner.gaps = [150.0] * 10  # sessions with gaps of 150 s: kept 165 s
+        assert record.planner.keep == timedelta(seconds=165)
+        other = {"model": model, "prompt": "hi", "keep_alive": "10s", "options": {"num_predict": 2}}
+        await ollama_call(ollama_url, "/api/generate", other)
+        used_at = dt_util.utcnow()
+        await wait_until(lambda: len(record.planner.uses) == 1, 10, "the use")
+        polls = proxy.sent("/api/ps")
+        await wait_until(lambda: len(proxy.sent("/api/ps")) >= len(polls) + 2, 10, "two polls")
+        keeps = [r.json() for r in proxy.requests if r.path == "/api/generate"]
+        resident = coordinator.data.resident[model]
+        if resident.context_length is None:  # Ollama 0.9
+            assert keeps == []
+            return
+        assert len(keeps) == 1
+        assert keeps[0]["keep_alive"] == pytest.approx(165, abs=12)
+        assert keeps[0]["options"] == {"num_ctx": resident.context_length}
+        # The server's own expiry, read straight from it: the session's end, not 10 s on.
+        listed = (await ollama_get(ollama_url, "/api/ps"))["models"]
+        assert isinstance(listed, list)
+        (found,) = [m for m in listed if m["name"] == model]
+        expires = dt_util.parse_datetime(found["expires_at"])
+        assert expires is not None
+        assert timedelta(seconds=150) <= expires - used_at <= timedelta(seconds=180)
+        switch = next(
+            s for s in hass.states.async_all("switch") if s.entity_id.endswith("_auto_warm")
+        )
+        assert switch.attributes["kept_for"] == "session_keep"
         await hass.config_entries.async_unload(entry.entry_id)
     finally:
         await proxy.stop()

@@ -239,7 +239,8 @@ class UsageWatch(ModelRecords[UsageRecord]):
         )
         if decision is None or decision.action is not HoldAction.KEEP:
             return
-        num_ctx = resident.context_length or agent_context(self.entry, model)[0]
+        # What the agent asks for (its turns loaded it), else what the server runs it with.
+        num_ctx = agent_context(self.entry, model)[0] or resident.context_length
         if num_ctx is None:
             # Ollama 0.9 tells no context: a keep without it could load the model again.
             LOGGER.debug("%s: %s's context is not known: not kept", self.entry.title, model)
