@@ -11,6 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from .e2e import wait_until
 from .llama_swap_emulator import (
     METRICS_FIXTURE,
     MODEL_UNLOADED_ERROR,
@@ -604,13 +605,14 @@ async def test_ttl_expiry(socket_enabled: None) -> None:
 async def test_busy_model_drains_before_swap(
     emulator: LlamaSwapEmulator, session: aiohttp.ClientSession
 ) -> None:
-    emulator.add_model(SwapModel("tiny", load_seconds=0.01, token_ms=50.0))
+    emulator.add_model(SwapModel("tiny", load_seconds=0.01, token_ms=200.0))
     first = asyncio.create_task(_chat(session, emulator))
     second = asyncio.create_task(_chat(session, emulator))
-    await asyncio.sleep(0.05)
-    assert emulator.inflight("tiny") == 2  # both joined one load
+    # Both joined one load (waited for, not slept for: a busy machine is slow to start them).
+    await wait_until(lambda: emulator.inflight("tiny") == 2, 5, "two requests in flight")
     swap = asyncio.create_task(_chat(session, emulator, model="big"))
     await asyncio.sleep(0.05)
+    assert not first.done()
     assert emulator.state("tiny") == "ready"  # the swap waits for tiny to drain
     assert [(await first)[0], (await second)[0]] == [200, 200]
     assert (await swap)[0] == 200
