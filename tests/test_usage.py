@@ -260,6 +260,17 @@ async def at_minute(
     await hass.async_block_till_done(wait_background_tasks=True)
 
 
+async def set_up_with_plex_on(hass: HomeAssistant, entry: MockConfigEntry) -> None:
+    """Set the entry up with Plex as a protected entity, transcoding now."""
+    hass.states.async_set(PLEX, "on")
+    entry.add_to_hass(hass)
+    hass.config_entries.async_update_entry(
+        entry, options={**entry.options, CONF_PROTECTED_ENTITIES: [PLEX]}
+    )
+    assert await hass.config_entries.async_setup(ENTRY_ID)
+    await hass.async_block_till_done()
+
+
 @pytest.mark.usefixtures("init_integration")
 @pytest.mark.freeze_time(BEFORE_THE_MORNINGS)
 async def test_auto_warm_loads_ahead_of_the_expected_morning_through_the_guard(
@@ -317,13 +328,7 @@ async def test_auto_warm_is_refused_while_the_household_needs_the_gpu(
     emulator: OllamaEmulator,
     freezer: FrozenDateTimeFactory,
 ) -> None:
-    hass.states.async_set(PLEX, "on")
-    mock_config_entry.add_to_hass(hass)
-    hass.config_entries.async_update_entry(
-        mock_config_entry, options={**mock_config_entry.options, CONF_PROTECTED_ENTITIES: [PLEX]}
-    )
-    assert await hass.config_entries.async_setup(ENTRY_ID)
-    await hass.async_block_till_done()
+    await set_up_with_plex_on(hass, mock_config_entry)
     usage = mock_config_entry.runtime_data.usage
     monday = dt_util.start_of_local_day(datetime(2026, 12, 7))
     await learn_mornings(hass, usage, emulator, monday)
@@ -644,13 +649,7 @@ async def test_no_session_keep_cuts_short_what_the_agent_keeps(
 async def test_no_session_keep_while_the_household_needs_the_gpu(
     hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
 ) -> None:
-    hass.states.async_set(PLEX, "on")
-    mock_config_entry.add_to_hass(hass)
-    hass.config_entries.async_update_entry(
-        mock_config_entry, options={**mock_config_entry.options, CONF_PROTECTED_ENTITIES: [PLEX]}
-    )
-    assert await hass.config_entries.async_setup(ENTRY_ID)
-    await hass.async_block_till_done()
+    await set_up_with_plex_on(hass, mock_config_entry)
     usage = mock_config_entry.runtime_data.usage
     coordinator = mock_config_entry.runtime_data.coordinator
     usage.set_auto_warm(LLAMA, True)
