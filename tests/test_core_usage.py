@@ -15,12 +15,12 @@ from custom_components.llm_warmth.core.usage import (
     SLACK,
     UsageRecord,
     agent_heard,
-    auto_warm_stretch,
     expiry_shows_a_use,
     held_gib_hours,
     new_activity,
     on_this_clock,
 )
+from custom_components.llm_warmth.core.warm_hold import auto_warm_stretch
 from custom_components.llm_warmth.core.warm_plan import PatternClass, Plan
 
 T0 = datetime(2026, 11, 2, 7, 0, tzinfo=UTC)

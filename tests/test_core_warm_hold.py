@@ -9,6 +9,7 @@ from custom_components.llm_warmth.core.warm_hold import (
     Hold,
     HoldAction,
     HoldReason,
+    decide,
     hold,
     hold_reason,
 )
@@ -95,3 +96,56 @@ def test_the_planners_own_answers_after_a_use_and_ahead_of_a_morning() -> None:
         after, NOW + MIN, held=True, loading=False, expires_at=NOW + MIN, asked_until=None
     )
     assert decided == Hold(HoldAction.KEEP, NOW + planner.keep, HoldReason.SESSION_KEEP)
+
+
+def test_the_one_decision_loads_once_per_stretch_keeps_a_resident_model_or_waits() -> None:
+    """``decide`` is what usage.py and the benchmark act on: load, keep or nothing."""
+    stretch = plan(NOW + 20 * MIN, NOW + 20 * MIN)  # a stretch from NOW on
+    start = NOW
+    lead = 2 * MIN
+    kwargs = {"expires_at": None, "asked_until": None}
+    load = decide(stretch, NOW, lead=lead, warmed_for=None, held=False, loading=False, **kwargs)
+    assert load == Hold(HoldAction.LOAD, NOW + 20 * MIN, HoldReason.EXPECTED_USE)
+    # Loaded for this stretch already (and gone again): not loaded twice.
+    assert (
+        decide(stretch, NOW, lead=lead, warmed_for=start, held=False, loading=False, **kwargs)
+        is None
+    )
+    # A load runs (ours or another client's): nothing beside it.
+    assert (
+        decide(stretch, NOW, lead=lead, warmed_for=None, held=False, loading=True, **kwargs) is None
+    )
+    assert (
+        decide(None, NOW, lead=lead, warmed_for=None, held=False, loading=False, **kwargs) is None
+    )
+    # A session keep never loads a model that left.
+    session = plan(NOW + 25 * MIN)
+    assert (
+        decide(session, NOW, lead=lead, warmed_for=None, held=False, loading=False, **kwargs)
+        is None
+    )
+    # Resident: kept to the planner's time where the server would let it go earlier.
+    keep = decide(
+        session,
+        NOW,
+        lead=lead,
+        warmed_for=None,
+        held=True,
+        loading=False,
+        expires_at=NOW + 5 * MIN,
+        asked_until=None,
+    )
+    assert keep == Hold(HoldAction.KEEP, NOW + 25 * MIN, HoldReason.SESSION_KEEP)
+    assert (
+        decide(
+            session,
+            NOW,
+            lead=lead,
+            warmed_for=None,
+            held=True,
+            loading=False,
+            expires_at=NOW + 25 * MIN,
+            asked_until=None,
+        )
+        is None
+    )

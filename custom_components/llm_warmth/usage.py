@@ -50,12 +50,11 @@ from .core.usage import (
     HELPED,
     UsageRecord,
     agent_heard,
-    auto_warm_stretch,
     expiry_shows_a_use,
     new_activity,
     on_this_clock,
 )
-from .core.warm_hold import HoldAction, HoldReason, hold
+from .core.warm_hold import HoldAction, HoldReason, decide
 from .core.warm_plan import Plan
 from .data import LlmWarmthConfigEntry
 from .feature import ModelRecords
@@ -170,13 +169,20 @@ class UsageWatch(ModelRecords[UsageRecord]):
             return
         now = self.utcnow()
         plan = self.plan(model, now)
-        stretch = auto_warm_stretch(plan, now, self.lead(model), record.warmed_for)
-        if stretch is None:
-            return
-        start, end = stretch
         snapshot = coordinator.data
-        if model in snapshot.held or model in snapshot.loading:
-            return  # warm already (or another client's load runs)
+        decision = decide(
+            plan,
+            now,
+            lead=self.lead(model),
+            warmed_for=record.warmed_for,
+            held=model in snapshot.held,  # warm already: kept by ``_keep``
+            loading=model in snapshot.loading,  # another client's load runs
+            expires_at=None,
+            asked_until=None,
+        )
+        if plan is None or plan.window_start is None or decision is None:
+            return
+        start, end = plan.window_start, decision.until
         try:
             self._household.check(model, force=False)
         except HomeAssistantError:
@@ -229,9 +235,11 @@ class UsageWatch(ModelRecords[UsageRecord]):
             if heard := self._agent_used.get(model):
                 by_agent = heard[-1] + timedelta(seconds=agent.keep_alive)
                 expires = by_agent if expires is None else max(expires, by_agent)
-        decision = hold(
+        decision = decide(
             plan,
             now,
+            lead=self.lead(model),
+            warmed_for=record.warmed_for,
             held=True,
             loading=model in coordinator.data.loading,
             expires_at=expires,
@@ -433,6 +441,18 @@ class UsageWatch(ModelRecords[UsageRecord]):
         if record is None:
             return 0.0, 0.0
         return record.score(column, dt_util.as_local(self.utcnow()).date())
+
+    def uses_seen_within(self) -> int | None:
+        """Return how late, at most, the server shows another client's use (seconds).
+
+        Ollama's moving expiry and llama-swap's activity are read at each poll; llama-server
+        shows none (None). Home Assistant's own agents' turns are seen at once.
+        """
+        coordinator = self._coordinator
+        client = coordinator.client
+        if isinstance(client, ReportsRequests) or client.capabilities.reports_expiry:
+            return round(coordinator.normal_interval.total_seconds())
+        return None
 
     def lead(self, model: str) -> timedelta:
         """Return how long before an expected use warming starts: its cold load, a margin."""

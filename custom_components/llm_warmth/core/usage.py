@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from .backends.types import ServedRequest
 from .warm_hold import HoldReason
-from .warm_plan import Plan, UsagePlanner
+from .warm_plan import UsagePlanner
 
 # An expiry that moved by more than this between two polls (on, or back by a request with
 # a shorter keep): a request came.
@@ -220,19 +220,3 @@ def new_activity(served: Sequence[ServedRequest], seen: int | None) -> ActivityR
         return ActivityRead(mark, ())
     new = tuple(r for r in sorted(served, key=lambda r: r.id) if r.id > seen and r.status < 400)
     return ActivityRead(mark, new)
-
-
-def auto_warm_stretch(
-    plan: Plan | None, now: datetime, lead: timedelta, warmed_for: datetime | None
-) -> tuple[datetime, datetime] | None:
-    """Return the stretch auto-warm should load the model for now, or None.
-
-    Due from ``lead`` (the model's cold load plus a margin) before an expected stretch
-    until its end, while no use came in it yet, once per stretch.
-    """
-    if plan is None or plan.window_start is None or plan.window_end is None:
-        return None
-    start, end = plan.window_start, plan.window_end
-    if start - lead <= now < end and not plan.used and warmed_for != start:
-        return start, end
-    return None

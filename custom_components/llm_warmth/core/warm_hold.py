@@ -90,3 +90,46 @@ def hold(
     if asked_until is not None and asked_until >= until - KEEP_SLACK:
         return None
     return Hold(HoldAction.KEEP, until, reason)
+
+
+def auto_warm_stretch(
+    plan: Plan | None, now: datetime, lead: timedelta, warmed_for: datetime | None
+) -> tuple[datetime, datetime] | None:
+    """Return the stretch auto-warm should load the model for now, or None.
+
+    Due from ``lead`` (the model's cold load plus a margin) before an expected stretch
+    until its end, while no use came in it yet, once per stretch.
+    """
+    if plan is None or plan.window_start is None or plan.window_end is None:
+        return None
+    start, end = plan.window_start, plan.window_end
+    if start - lead <= now < end and not plan.used and warmed_for != start:
+        return start, end
+    return None
+
+
+def decide(
+    plan: Plan | None,
+    now: datetime,
+    *,
+    lead: timedelta,
+    warmed_for: datetime | None,
+    held: bool,
+    loading: bool,
+    expires_at: datetime | None,
+    asked_until: datetime | None,
+) -> Hold | None:
+    """Return what auto-warm sends now: the one decision ``usage.py`` and the benchmark take.
+
+    A cold model is loaded once per expected stretch, from ``lead`` before it, kept to its
+    end (``auto_warm_stretch``); a resident one is kept to the planner's time where its
+    server would let it go earlier (``hold``); nothing beside a load that runs.
+    """
+    if plan is None or loading:
+        return None
+    if not held:
+        stretch = auto_warm_stretch(plan, now, lead, warmed_for)
+        if stretch is None:
+            return None
+        return Hold(HoldAction.LOAD, stretch[1], HoldReason.EXPECTED_USE)
+    return hold(plan, now, held=True, loading=False, expires_at=expires_at, asked_until=asked_until)
