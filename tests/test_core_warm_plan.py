@@ -9,11 +9,17 @@ from hypothesis import given
 import pytest
 
 from custom_components.llm_warmth.core.warm_plan import (
+    COLD_START_WORTH,
     DEFAULT_KEEP,
     EXPECT,
+    HIT_WEIGHT,
+    IDLE_RANGE,
+    MAX_GAPS,
     MAX_KEEP,
     MIN_DAYS,
+    MIN_FORECASTS,
     MIN_GAPS,
+    MIN_HIT_RATE,
     MIN_KEEP,
     SESSION_GAP,
     PatternClass,
@@ -213,6 +219,11 @@ def test_the_state_round_trips_and_damage_is_refused() -> None:
         {**stored, "by_weekday": stored["by_weekday"][:6]},
         {**stored, "by_kind": {"weekday": [2.0] * 144, "weekend": [0.0] * 144}},
         {**stored, "gaps": [float("nan")]},
+        {**stored, "hit_rate": 1.5},
+        {**stored, "hit_rate": "high"},
+        {**stored, "forecasts": -1},
+        {**stored, "forecasts": True},
+        {**stored, "idles": "long"},
         "junk",
     ):
         with pytest.raises(ValueError, match=r"\w"):
@@ -513,3 +524,99 @@ def test_a_routine_in_the_hour_a_change_of_summer_time_skips_or_repeats() -> Non
     # To 03:00 on the clock, which comes after the repeated hour: 70 minutes.
     length = plan.window_end.astimezone(UTC) - plan.window_start.astimezone(UTC)
     assert length == timedelta(minutes=70)
+
+
+def test_the_idle_keep_is_the_keep_that_pays_best_over_the_idle_times() -> None:
+    """A keep pays when the idle times it covers beyond 5 minutes are worth its time.
+
+    Ten idle times of 14 minutes: a 15-minute keep saves 10 cold starts for 10 x 9
+    minutes held beyond the 5: worth it at 2 hours a cold start (gain 10 - 90/120).
+    A longer keep holds no more (every idle time ends by 14 min) and saves none more.
+    """
+    assert timedelta(hours=2) == COLD_START_WORTH
+    planner = UsagePlanner()
+    assert planner.idle_keep == DEFAULT_KEEP  # no idle time yet
+    planner.idles = [14 * 60.0] * (MIN_GAPS - 1)
+    assert planner.idle_keep == DEFAULT_KEEP  # one short of MIN_GAPS
+    planner.idles.append(14 * 60.0)
+    assert planner.idle_keep == timedelta(minutes=15)
+    # Idle times past every keep cost each keep its whole length: no keep pays.
+    planner.idles = [IDLE_RANGE.total_seconds()] * 20
+    assert planner.idle_keep == DEFAULT_KEEP
+    # Half 3 hours, half 4 hours and more: the 3-hour keep saves 10 for 10 x 175 + 10 x
+    # 175 minutes: 10 - 3500/120 < 0; none pays.
+    planner.idles = [3 * 3600.0] * 10 + [IDLE_RANGE.total_seconds()] * 10
+    assert planner.idle_keep == DEFAULT_KEEP
+    # Idle times of 40 minutes, one in three of 4 hours: the 45-minute keep pays
+    # (20 saved for 20 x 35 + 10 x 40 minutes: 20 - 1100/120 > 0).
+    planner.idles = [40 * 60.0] * 20 + [IDLE_RANGE.total_seconds()] * 10
+    assert planner.idle_keep == timedelta(minutes=45)
+
+
+def test_idle_times_are_counted_up_to_four_hours_and_the_latest_500_kept() -> None:
+    planner = UsagePlanner()
+    planner.observe(at(0, 8, 0))
+    planner.observe(at(0, 8, 20))
+    planner.observe(at(1, 8, 20))  # a day later: counts as 4 hours
+    assert planner.idles == [1200.0, IDLE_RANGE.total_seconds()]
+    for index in range(MAX_GAPS + 5):
+        planner.observe(at(2, 8, 0) + timedelta(minutes=index))
+    assert len(planner.idles) == MAX_GAPS
+    assert planner.idles[-1] == 60.0
+    read = UsagePlanner.from_dict(planner.as_dict() | {"idles": [0, 60.0, 14400.0, 14400.5]})
+    assert read.idles == [60.0, 14400.0]  # none, and none past the range
+    assert (
+        UsagePlanner.from_dict({k: v for k, v in planner.as_dict().items() if k != "idles"}).idles
+        == []
+    )
+
+
+def test_a_sporadic_model_is_kept_by_its_idle_times_a_rhythmic_one_by_its_sessions() -> None:
+    planner = UsagePlanner()
+    planner.days = MIN_DAYS
+    planner.idles = [40 * 60.0] * 20 + [IDLE_RANGE.total_seconds()] * 10
+    assert planner.pattern() is PatternClass.SPORADIC
+    assert planner.plan(at(9, 3, 0)).keep == timedelta(minutes=45)
+    planner.by_kind["weekday"][42] = 0.5
+    assert planner.pattern() is PatternClass.RHYTHMIC
+    assert planner.plan(at(9, 3, 0)).keep == DEFAULT_KEEP  # its sessions' gaps: none yet
+
+
+def test_forecasts_that_miss_make_a_rhythm_sporadic() -> None:
+    """Each run of expected bins of a day is checked against its uses as the day folds."""
+    planner = UsagePlanner()
+    mornings(planner, range(9), 6, 45)  # weekday mornings at 06:45 (checked from day 5)
+    assert planner.pattern() is PatternClass.RHYTHMIC
+    assert (planner.forecasts, planner.hit_rate) == (2, 1.0)  # days 7 and 8 came
+    # Then a rhythm that the days never follow (held expected each day, no use comes).
+    misses = 0
+    for index in range(9, 9 + 70):
+        planner.by_kind["weekday"][42] = 0.5
+        planner.by_weekday[day(index).weekday()][42] = 0.5
+        planner.advance(day(index + 1))
+        misses += 1  # a weekend day too: its weekday share alone reaches EXPECT
+        rhythmic = planner.pattern() is PatternClass.RHYTHMIC
+        assert rhythmic == (planner.hit_rate >= MIN_HIT_RATE), index
+    assert planner.forecasts == 2 + misses
+    assert planner.hit_rate == pytest.approx((1 - HIT_WEIGHT) ** misses)
+    assert planner.hit_rate < MIN_HIT_RATE
+    planner.by_kind["weekday"][42] = 0.5
+    assert planner.pattern() is PatternClass.SPORADIC
+    planner.hit_rate = MIN_HIT_RATE
+    assert planner.pattern() is PatternClass.RHYTHMIC
+    planner.hit_rate, planner.forecasts = 0.0, MIN_FORECASTS - 1
+    assert planner.pattern() is PatternClass.RHYTHMIC  # too few checked to judge
+
+
+def test_a_forecast_is_a_hit_when_the_use_comes_a_bin_early() -> None:
+    early, late = UsagePlanner(), UsagePlanner()
+    for planner in (early, late):
+        planner.days = MIN_DAYS
+        planner.folded_until = day(0)
+        planner.by_kind["weekday"][42] = planner.by_weekday[0][42] = 0.5  # 07:00-07:10
+    early.observe(at(0, 6, 55))  # the bin before
+    late.observe(at(0, 7, 10))  # the bin after
+    early.advance(day(1))
+    late.advance(day(1))
+    assert (early.forecasts, early.hit_rate) == (1, 1.0)
+    assert (late.forecasts, late.hit_rate) == (1, 1.0 - HIT_WEIGHT)

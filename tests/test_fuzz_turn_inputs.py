@@ -69,6 +69,8 @@ from custom_components.llm_warmth.core.voice import (
 from custom_components.llm_warmth.core.warm_plan import (
     DEFAULT_KEEP,
     HISTORY,
+    IDLE_RANGE,
+    KEEPS,
     MAX_GAPS,
     MAX_KEEP,
     MIN_DAYS,
@@ -967,7 +969,16 @@ def assert_sane_plan(planner: UsagePlanner, plan: Plan, now: datetime, *, key: K
         assert plan.next_use == plan.window_start
         assert plan.window_end is not None
         assert key(now) < key(plan.window_end)
-    assert plan.keep == DEFAULT_KEEP or MIN_KEEP <= plan.keep <= MAX_KEEP
+    # A rhythm's keep is its sessions' (up to MAX_KEEP); any other's may be longer, the
+    # keep its idle times pay for (one of KEEPS), never shorter than its sessions'.
+    if plan.pattern is PatternClass.RHYTHMIC:
+        assert plan.keep == DEFAULT_KEEP or MIN_KEEP <= plan.keep <= MAX_KEEP
+    else:
+        assert plan.keep == max(planner.keep, planner.idle_keep)
+        assert planner.idle_keep in KEEPS
+    assert all(0 < idle <= IDLE_RANGE.total_seconds() for idle in planner.idles)
+    assert len(planner.idles) <= MAX_GAPS
+    assert 0.0 <= planner.hit_rate <= 1.0
     if planner.days < MIN_DAYS:
         assert plan.pattern is PatternClass.NEW
     if plan.warm_until is not None:

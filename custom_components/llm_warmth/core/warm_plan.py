@@ -65,6 +65,20 @@ LONG_STRETCH: Final = timedelta(hours=1)
 # A stretch goes on across a dip this long between expected bins.
 BRIDGE: Final = timedelta(minutes=30)
 MAX_GAPS: Final = 500
+# What one cold start avoided is worth in time the model is held (its memory's price): a
+# sporadic model's keep after a use is the one that pays best over the idle times seen
+# (up to IDLE_RANGE; a longer one counts as that long).
+COLD_START_WORTH: Final = timedelta(hours=2)
+IDLE_RANGE: Final = timedelta(hours=4)
+KEEPS: Final = tuple(
+    timedelta(minutes=m) for m in (5, 7, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240)
+)
+# How often an expected stretch held a use, checked on each day as it is folded: a forecast
+# that misses more often than it hits is no rhythm (the model is sporadic: a warm-up
+# ahead would be a guess). Judged once this many stretches were checked.
+HIT_WEIGHT: Final = 0.03
+MIN_HIT_RATE: Final = 0.25
+MIN_FORECASTS: Final = 10
 
 
 class PatternClass(StrEnum):
@@ -144,6 +158,11 @@ class UsagePlanner:
     days: int = 0
     # Gaps between uses within sessions (seconds), the latest last.
     gaps: list[float] = field(default_factory=list)
+    # Idle times between consecutive uses (seconds, at most IDLE_RANGE), the latest last.
+    idles: list[float] = field(default_factory=list)
+    # How often an expected stretch held a use (recency-weighted), and how many were checked.
+    hit_rate: float = 1.0
+    forecasts: int = 0
 
     # ------------------------------------------------------------------ learning
 
@@ -171,6 +190,9 @@ class UsagePlanner:
         self.uses.insert(index, instant)
         if before is not None and timedelta(0) < instant - before < SESSION_GAP:
             self.gaps = [*self.gaps, (instant - before).total_seconds()][-MAX_GAPS:]
+        if before is not None and instant > before:
+            idle = min(instant - before, IDLE_RANGE).total_seconds()
+            self.idles = [*self.idles, idle][-MAX_GAPS:]
         if len(self.uses) > MAX_USES:
             del self.uses[: len(self.uses) - MAX_USES]
 
@@ -185,6 +207,7 @@ class UsagePlanner:
         self.by_kind = {kind: [0.0] * BINS_PER_DAY for kind in ("weekday", "weekend")}
         self.by_weekday = [[0.0] * BINS_PER_DAY for _ in range(7)]
         self.days = 0
+        self.hit_rate, self.forecasts = 1.0, 0
 
     def advance(self, now: datetime) -> None:
         """Fold every day that ended before ``now`` into the rhythm; forget old uses."""
@@ -219,12 +242,37 @@ class UsagePlanner:
         hits = [False] * BINS_PER_DAY
         for use in self.uses[bisect_left(self.uses, day) : bisect_left(self.uses, following)]:
             hits[_bin_of(_local(use, day.tzinfo))] = True
+        self._check_forecast(day, hits)
         kind = self.by_kind["weekend" if _weekend(day) else "weekday"]
         weekday = self.by_weekday[day.weekday()]
         for index, hit in enumerate(hits):
             kind[index] += DAY_WEIGHT * (hit - kind[index])
             weekday[index] += WEEK_WEIGHT * (hit - weekday[index])
         self.days += 1
+
+    def _check_forecast(self, day: datetime, hits: list[bool]) -> None:
+        """Score what the rhythm expected of ``day`` against its uses, before it folds in.
+
+        Each run of expected bins is one forecast: a hit when a use came in it or in the
+        bin before it (a routine a little early).
+        """
+        if self.days < MIN_DAYS:
+            return
+        kind = self.by_kind["weekend" if _weekend(day) else "weekday"]
+        weekday = self.by_weekday[day.weekday()]
+        expected = [(k + w) / 2 >= EXPECT for k, w in zip(kind, weekday, strict=True)]
+        index = 0
+        while index < BINS_PER_DAY:
+            if not expected[index]:
+                index += 1
+                continue
+            end = index
+            while end < BINS_PER_DAY and expected[end]:
+                end += 1
+            hit = any(hits[max(index - 1, 0) : end])
+            self.hit_rate += HIT_WEIGHT * (hit - self.hit_rate)
+            self.forecasts += 1
+            index = end
 
     # ------------------------------------------------------------------ answers
 
@@ -243,10 +291,33 @@ class UsagePlanner:
         p95 = ordered[math.ceil(0.95 * len(ordered)) - 1]  # the 19th of 20
         return min(max(timedelta(seconds=p95 * 1.1), MIN_KEEP), MAX_KEEP)
 
+    @property
+    def idle_keep(self) -> timedelta:
+        """Return the keep that pays best over the idle times seen (``COLD_START_WORTH``).
+
+        A keep ``k`` longer than the server's 5 minutes avoids the cold starts of the idle
+        times between them, for the time it holds the model beyond those 5 minutes.
+        """
+        if len(self.idles) < MIN_GAPS:
+            return DEFAULT_KEEP
+        worth = COLD_START_WORTH.total_seconds()
+        base = DEFAULT_KEEP.total_seconds()
+        best, best_gain = DEFAULT_KEEP, 0.0
+        for keep in KEEPS:
+            k = keep.total_seconds()
+            gain = sum(
+                (base < idle <= k) - (min(idle, k) - min(idle, base)) / worth for idle in self.idles
+            )
+            if gain > best_gain + 1e-9:
+                best, best_gain = keep, gain
+        return best
+
     def pattern(self) -> PatternClass:
         """Return the model's pattern class."""
         if self.days < MIN_DAYS:
             return PatternClass.NEW
+        if self.forecasts >= MIN_FORECASTS and self.hit_rate < MIN_HIT_RATE:
+            return PatternClass.SPORADIC
         if any(s >= EXPECT for s in self.by_kind["weekday"] + self.by_kind["weekend"]):
             return PatternClass.RHYTHMIC
         if any(s >= EXPECT for row in self.by_weekday for s in row):
@@ -310,7 +381,10 @@ class UsagePlanner:
         cold-load time plus a margin).
         """
         self.advance(now)
-        pattern, keep = self.pattern(), self.keep
+        pattern = self.pattern()
+        # A rhythm is warmed ahead and kept through its sessions; uses at no time that
+        # repeats are kept as long as their idle times pay for.
+        keep = self.keep if pattern is PatternClass.RHYTHMIC else max(self.keep, self.idle_keep)
         moment = now.astimezone(UTC)  # reckoned in real time; answered on now's clock
         index = bisect_right(self.uses, moment)
         last = self.uses[index - 1] if index else None
@@ -362,6 +436,9 @@ class UsagePlanner:
             "folded_until": self.folded_until.isoformat() if self.folded_until else None,
             "days": self.days,
             "gaps": [round(g, 3) for g in self.gaps],
+            "idles": [round(i, 3) for i in self.idles],
+            "hit_rate": round(self.hit_rate, 4),
+            "forecasts": self.forecasts,
         }
 
     @classmethod
@@ -391,6 +468,12 @@ class UsagePlanner:
             folded_until=next(iter(_times([folded])), None) if folded is not None else None,
             days=days,
             gaps=[g for g in _numbers(values.get("gaps")) if 0 <= g < 86400][-MAX_GAPS:],
+            # Stored before idle times and forecasts were kept: none yet.
+            idles=[
+                i for i in _numbers(values.get("idles", [])) if 0 < i <= IDLE_RANGE.total_seconds()
+            ][-MAX_GAPS:],
+            hit_rate=_share(values.get("hit_rate", 1.0)),
+            forecasts=_count(values.get("forecasts", 0)),
         )
 
 
@@ -426,6 +509,19 @@ def _numbers(values: object) -> Iterable[float]:
         if math.isnan(number):
             raise ValueError("not a number")
         yield number
+
+
+def _share(value: object) -> float:
+    shares = list(_numbers([value]))
+    if not 0.0 <= shares[0] <= 1.0:
+        raise ValueError("not a share")
+    return shares[0]
+
+
+def _count(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError("not a count")
+    return value
 
 
 def _shares(values: object) -> list[float]:
