@@ -34,6 +34,7 @@ from .conftest import (
     start_load,
 )
 from .e2e import add_server, wait_until
+from .llama_server_emulator import EmulatedLlamaModel, LlamaServerEmulator
 from .llama_swap_emulator import LlamaSwapEmulator, SwapModel, format_go_time
 from .ollama_emulator import OllamaEmulator
 
@@ -152,6 +153,8 @@ async def test_llama_swaps_activity_are_uses_at_their_start_and_ours_are_not(
         entry = await add_server(hass, swap.url)
         usage = entry.runtime_data.usage
         coordinator = entry.runtime_data.coordinator
+        # Its activity is read at each poll: a use is seen a poll late at most.
+        assert usage.uses_seen_within() == round(coordinator.normal_interval.total_seconds())
         # A request before the first page read is history, not counted.
         await other_chat(swap.url)
         await wait_until(lambda: usage._activity_seen is not None, 10, "the first page")
@@ -600,6 +603,13 @@ async def test_after_a_use_auto_warm_keeps_the_model_through_its_sessions_gaps(
     assert len(uses(mock_config_entry, LLAMA)) == 1  # our keep is no use
     switch = hass.states.get(model_id(mock_config_entry, "switch.llama3_2_3b_auto_warm"))
     assert switch.attributes["kept_for"] == "session_keep"
+    # How the planner reads the model, its keep, and how late its uses are seen (a poll).
+    coordinator = mock_config_entry.runtime_data.coordinator
+    assert switch.attributes["pattern"] == "new"
+    assert switch.attributes["session_keep_minutes"] == 22.0
+    assert switch.attributes["uses_seen_within_seconds"] == round(
+        coordinator.normal_interval.total_seconds()
+    )
     kept_until = dt_util.parse_datetime(switch.attributes["kept_until"])
     assert kept_until is not None
     # The server shows it; the next polls and minutes send nothing more.
@@ -668,3 +678,17 @@ async def test_no_session_keep_while_the_household_needs_the_gpu(
     await hass.async_block_till_done(wait_background_tasks=True)
     sent = [r.json for r in emulator.requests[before:] if r.path == "/api/generate"]
     assert [r["keep_alive"] > 20 * 60 for r in sent] == [True]
+
+
+async def test_llama_server_shows_no_use_of_another_client(
+    hass: HomeAssistant, socket_enabled: None
+) -> None:
+    """llama-server tells its timings only to the client that asked: no use is seen late."""
+    server = LlamaServerEmulator([EmulatedLlamaModel("tiny", load_seconds=0.01)])
+    await server.start()
+    try:
+        entry = await add_server(hass, server.url)
+        assert entry.runtime_data.usage.uses_seen_within() is None
+        await hass.config_entries.async_unload(entry.entry_id)
+    finally:
+        await server.stop()

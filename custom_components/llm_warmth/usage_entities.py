@@ -203,7 +203,14 @@ class AutoWarmSwitch(UsageEntity, SwitchEntity):
     """
 
     _unrecorded_attributes = frozenset(
-        {"warm_ups", "refused_by_the_guard", "kept_for", "kept_until"}
+        {
+            "warm_ups",
+            "refused_by_the_guard",
+            "kept_for",
+            "kept_until",
+            "session_keep_minutes",
+            "uses_seen_within_seconds",
+        }
     )
 
     @property
@@ -220,14 +227,26 @@ class AutoWarmSwitch(UsageEntity, SwitchEntity):
 
         ``kept_for``: ``expected_use`` (warmed ahead of, and held through, an expected
         stretch) or ``session_keep`` (kept through a session's gaps after a use), until
-        ``kept_until``; None once that time is over.
+        ``kept_until``; None once that time is over. ``pattern``: how the planner reads
+        the model's uses; ``session_keep_minutes``: its keep after a use;
+        ``uses_seen_within_seconds``: how late the server shows another client's use at
+        most (None: it shows none; Home Assistant's agents' turns are seen at once).
         """
         record = self.usage.get(self.model)
+        plan = self.usage.plan(self.model)
+        learnt = {
+            # How the planner reads the model's uses (new, rhythmic: warmed ahead of its
+            # stretches; sporadic: kept by its idle times), and its keep after a use.
+            "pattern": plan.pattern.value if plan else None,
+            "session_keep_minutes": round(plan.keep.total_seconds() / 60, 1) if plan else None,
+            "uses_seen_within_seconds": self.usage.uses_seen_within(),
+        }
         if record is None:
-            return dict.fromkeys(("kept_for", "kept_until")) | {
-                "warm_ups": 0,
-                "refused_by_the_guard": 0,
-            }
+            return (
+                dict.fromkeys(("kept_for", "kept_until"))
+                | {"warm_ups": 0, "refused_by_the_guard": 0}
+                | learnt
+            )
         until, reason = record.kept_until, record.kept_for
         holding = until is not None and reason is not None and until > self.usage.utcnow()
         return {
@@ -235,7 +254,7 @@ class AutoWarmSwitch(UsageEntity, SwitchEntity):
             "refused_by_the_guard": record.refused,
             "kept_for": reason.value if holding and reason else None,
             "kept_until": until.isoformat() if holding and until else None,
-        }
+        } | learnt
 
     @override
     async def async_turn_on(self, **kwargs: Any) -> None:
