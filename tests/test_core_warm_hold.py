@@ -12,6 +12,7 @@ from custom_components.llm_warmth.core.warm_hold import (
     decide,
     hold,
     hold_reason,
+    still_asked,
 )
 from custom_components.llm_warmth.core.warm_plan import PatternClass, Plan, UsagePlanner
 
@@ -149,3 +150,22 @@ def test_the_one_decision_loads_once_per_stretch_keeps_a_resident_model_or_waits
         )
         is None
     )
+
+
+def test_our_keep_holds_until_a_poll_after_its_answer_shows_it_cut() -> None:
+    """Ollama's last writer wins: a shorter expiry read after our keep answered is another's."""
+    asked, answered = NOW + 20 * MIN, NOW
+    after, cut = NOW + timedelta(seconds=2), NOW + 5 * MIN
+    assert still_asked(asked, answered, after, cut) is None
+    # Within the slack, or as asked: still ours.
+    assert still_asked(asked, answered, after, asked - KEEP_SLACK) == asked
+    assert still_asked(asked, answered, after, asked - KEEP_SLACK - timedelta(seconds=1)) is None
+    assert still_asked(asked, answered, after, asked) == asked
+    # A poll read at (or before) the answer may show the old expiry: not taken as a cut.
+    assert still_asked(asked, answered, answered, cut) == asked
+    assert still_asked(asked, answered, answered - timedelta(seconds=1), cut) == asked
+    # Nothing asked, not answered yet, never polled, or no expiry shown: as it was.
+    assert still_asked(None, answered, after, cut) is None
+    assert still_asked(asked, None, after, cut) == asked
+    assert still_asked(asked, answered, None, cut) == asked
+    assert still_asked(asked, answered, after, None) == asked

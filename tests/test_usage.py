@@ -632,6 +632,57 @@ async def test_after_a_use_auto_warm_keeps_the_model_through_its_sessions_gaps(
 
 
 @pytest.mark.usefixtures("init_integration")
+async def test_a_session_keep_another_request_overwrote_is_asked_for_again(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll: Poll,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    """Ollama's last writer wins: the session's next request sets its own 5 minutes.
+
+    A client that sends its keep with each request (Open WebUI's 5 minutes) sets it again
+    seconds after our keep (within the slack that stops a keep being asked twice): the
+    keep is asked for again, so the model stays to the session's end and not 5 minutes.
+    """
+    usage = mock_config_entry.runtime_data.usage
+    usage.set_auto_warm(LLAMA, True)
+    record = usage.get(LLAMA)
+    assert record is not None
+    record.planner.gaps = [1200.0] * 10  # gaps of 20 minutes: kept 22
+    body = {"model": LLAMA, "prompt": "hi", "keep_alive": "5m", "options": {"num_ctx": 4096}}
+    before = len(emulator.requests)
+
+    def keeps() -> list[float]:
+        sent = [r.json for r in emulator.requests[before:] if r.path == "/api/generate"]
+        return [r["keep_alive"] for r in sent if "prompt" not in r]
+
+    await ollama_request(emulator, "/api/generate", body)
+    await poll()  # the use is seen; the keep answers
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert keeps() == [pytest.approx(22 * 60, abs=3)]
+    await poll()  # the server shows our keep: nothing more is asked
+    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=1))
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert len(keeps()) == 1
+    # Seconds on, the session's next request: 5 minutes again. Our keep ran within that
+    # poll's window, so the poll cannot tell whose request it was (no use), but it shows
+    # the expiry cut.
+    freezer.tick(timedelta(seconds=3))
+    emulator.clock.advance(3)
+    await ollama_request(emulator, "/api/generate", body)
+    await poll()
+    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(minutes=2))
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert len(uses(mock_config_entry, LLAMA)) == 1
+    assert keeps() == [pytest.approx(22 * 60, abs=3), pytest.approx(22 * 60, abs=5)]
+    await poll()
+    expires = mock_config_entry.runtime_data.coordinator.data.resident[LLAMA].expires_at
+    assert expires is not None
+    assert expires - emulator.clock.now() > timedelta(minutes=21)
+
+
+@pytest.mark.usefixtures("init_integration")
 async def test_no_session_keep_cuts_short_what_the_agent_keeps(
     hass: HomeAssistant,
     mock_config_entry: MockConfigEntry,

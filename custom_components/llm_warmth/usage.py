@@ -54,7 +54,7 @@ from .core.usage import (
     new_activity,
     on_this_clock,
 )
-from .core.warm_hold import HoldAction, HoldReason, decide
+from .core.warm_hold import HoldAction, HoldReason, decide, still_asked
 from .core.warm_plan import Plan
 from .data import LlmWarmthConfigEntry
 from .feature import ModelRecords
@@ -111,6 +111,8 @@ class UsageWatch(ModelRecords[UsageRecord]):
         self._reading = False
         # Until when our last keep of each model asked the server to keep it.
         self._asked_until: dict[str, datetime] = {}
+        # When the server answered our last keep of each model.
+        self._answered_at: dict[str, datetime] = {}
 
     @override
     @callback
@@ -243,7 +245,14 @@ class UsageWatch(ModelRecords[UsageRecord]):
             held=True,
             loading=model in coordinator.data.loading,
             expires_at=expires,
-            asked_until=self._asked_until.get(model),
+            # Overwritten by a later request of another client (the last writer wins),
+            # our keep holds nothing: it is asked for again.
+            asked_until=still_asked(
+                self._asked_until.get(model),
+                self._answered_at.get(model),
+                self._polled_at,
+                resident.expires_at,
+            ),
         )
         if decision is None or decision.action is not HoldAction.KEEP:
             return
@@ -275,6 +284,8 @@ class UsageWatch(ModelRecords[UsageRecord]):
         except (LlmServerError, HomeAssistantError) as err:
             LOGGER.warning("%s: keeping %s failed: %s", self.entry.title, model, err)
             self._asked_until.pop(model, None)
+            return
+        self._answered_at[model] = self._coordinator.utcnow()  # the polls' clock
 
     async def _load(self, model: str, keep: float | None, num_ctx: int | None) -> None:
         """Send the warm-up; count it once the model is in (a failed one holds nothing)."""

@@ -92,6 +92,27 @@ def hold(
     return Hold(HoldAction.KEEP, until, reason)
 
 
+def still_asked(
+    asked_until: datetime | None,
+    answered_at: datetime | None,
+    polled_at: datetime | None,
+    expires_at: datetime | None,
+) -> datetime | None:
+    """Return until when our last keep still holds the server, or None: ask again.
+
+    On Ollama the last writer wins: a request of another client after our keep sets its
+    own keep (often 5 minutes). A poll read after our keep answered (``answered_at``)
+    that shows the server letting the model go before what we asked for (beyond
+    ``KEEP_SLACK``) shows our keep overwritten. A poll that ran across our answer may show
+    the old expiry: then the keep is asked for once more, which changes nothing.
+    """
+    if asked_until is None or answered_at is None or polled_at is None or expires_at is None:
+        return asked_until
+    if polled_at > answered_at and expires_at < asked_until - KEEP_SLACK:
+        return None
+    return asked_until
+
+
 def auto_warm_stretch(
     plan: Plan | None, now: datetime, lead: timedelta, warmed_for: datetime | None
 ) -> tuple[datetime, datetime] | None:
