@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from benchmarks.warm_policy import frontier, report, self_test
+from benchmarks.warm_policy import _reach, frontier, report, self_test
 from benchmarks.warm_replay import (
     SERVER_KEEP,
     Server,
@@ -100,6 +100,12 @@ def test_the_frontier_is_read_between_its_keeps_and_held_at_its_ends() -> None:
     assert frontier(points, 30) == pytest.approx(0.2)
     assert frontier(points, 80) == 0.1
     assert frontier([(10.0, 0.5), (10.0, 0.4)], 10) == 0.4  # of equal memory, the fewer
+
+
+def test_a_goal_below_the_frontier_at_the_hybrids_memory_is_said_out_of_reach() -> None:
+    assert _reach(0.3, 0.2) == " (no fixed keep reaches it in that memory)"
+    assert _reach(0.2, 0.2) == ""
+    assert _reach(0.1, 0.2) == ""
 
 
 def test_the_planner_row_warms_a_routine_ahead_through_the_integrations_decision() -> None:
