@@ -173,6 +173,7 @@ def plan(start: datetime | None, end: datetime | None, *, used: bool = False) ->
         next_use=start,
         keep=timedelta(minutes=5),
         used=used,
+        expected_until=None if end is None or used else end,
     )
 
 

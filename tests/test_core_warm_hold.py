@@ -32,6 +32,7 @@ def plan(
         next_use=None,
         keep=25 * MIN,
         used=used,
+        expected_until=None if window_end is None or used else window_end,
     )
 
 

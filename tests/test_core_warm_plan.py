@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 from hypothesis import given
 import pytest
 
+from custom_components.llm_warmth.core.warm_hold import Hold, HoldAction, HoldReason, decide
 from custom_components.llm_warmth.core.warm_plan import (
     COLD_START_WORTH,
     DEFAULT_KEEP,
@@ -31,6 +32,14 @@ from . import malformed
 ZONE = ZoneInfo("Europe/Amsterdam")
 MONDAY = datetime(2026, 9, 7, tzinfo=ZONE)
 LEAD = timedelta(seconds=90)
+# A model the server does not hold, never warmed: what auto-warm decides on.
+COLD_MODEL: dict[str, bool | None] = {
+    "warmed_for": None,
+    "held": False,
+    "loading": False,
+    "expires_at": None,
+    "asked_until": None,
+}
 
 
 def day(index: int) -> datetime:
@@ -347,6 +356,25 @@ def test_a_stretch_of_an_hour_is_held_through_a_shorter_one_let_go() -> None:
     let_go = short.plan(at(14, 6, 20), LEAD)
     assert let_go.used
     assert not let_go.warm
+
+
+def test_a_long_stretch_no_use_came_in_is_let_go_after_its_first_hour() -> None:
+    """Working hours learnt (09:00-17:00); on a day off the model is held an hour, not eight."""
+    planner = UsagePlanner()
+    rhythm(planner, dict.fromkeys(range(54, 102), 0.5))  # 09:00-17:00
+    ahead = planner.plan(at(14, 8, 59), LEAD)
+    assert (ahead.warm_until, ahead.expected_until) == (at(14, 10, 0), at(14, 10, 0))
+    load = decide(ahead, at(14, 8, 59), lead=LEAD, **COLD_MODEL)
+    assert load == Hold(HoldAction.LOAD, at(14, 10, 0), HoldReason.EXPECTED_USE)
+    assert planner.plan(at(14, 9, 59, 59), LEAD).warm_until == at(14, 10, 0)
+    off = planner.plan(at(14, 10, 0), LEAD)
+    assert (off.warm, off.expected_until, off.window_start) == (False, None, at(14, 9, 0))
+    assert decide(off, at(14, 10, 0), lead=LEAD, **COLD_MODEL) is None  # not loaded again
+    # A use later that day: from then on the stretch is held through to its end.
+    planner.observe(at(14, 11, 30))
+    began = planner.plan(at(14, 11, 31), LEAD)
+    assert (began.used, began.warm_until) == (False, at(14, 17, 0))
+    assert began.expected_until == at(14, 17, 0)
 
 
 def test_the_keep_after_a_late_use_outlasts_the_stretch() -> None:

@@ -54,7 +54,7 @@ def hold_reason(plan: Plan) -> HoldReason | None:
     """Return why the plan holds the model now (None: it does not)."""
     if plan.warm_until is None:
         return None
-    if plan.window_end is not None and plan.warm_until == plan.window_end and not plan.used:
+    if plan.expected_until is not None and plan.warm_until == plan.expected_until:
         return HoldReason.EXPECTED_USE
     return HoldReason.SESSION_KEEP
 
@@ -119,12 +119,13 @@ def auto_warm_stretch(
     """Return the stretch auto-warm should load the model for now, or None.
 
     Due from ``lead`` (the model's cold load plus a margin) before an expected stretch
-    until its end, while no use came in it yet, once per stretch.
+    until what it holds the model to (``Plan.expected_until``: its end, while no use came
+    in a routine; the first hour of a long stretch no use came in yet), once per stretch.
     """
-    if plan is None or plan.window_start is None or plan.window_end is None:
+    if plan is None or plan.window_start is None or plan.expected_until is None:
         return None
-    start, end = plan.window_start, plan.window_end
-    if start - lead <= now < end and not plan.used and warmed_for != start:
+    start, end = plan.window_start, plan.expected_until
+    if start - lead <= now < end and warmed_for != start:
         return start, end
     return None
 

@@ -62,6 +62,9 @@ MIN_GAPS: Final = 10
 # An expected stretch this long holds several sessions (an evening, working hours): it is
 # held through; a shorter one (a routine) is let go once a use came in it.
 LONG_STRETCH: Final = timedelta(hours=1)
+# A long stretch no use came in is held this long from its start, then let go: a day the
+# household skipped (a day off, a holiday) holds the model an hour, not the whole stretch.
+UNUSED_HOLD: Final = timedelta(hours=1)
 # A stretch goes on across a dip this long between expected bins.
 BRIDGE: Final = timedelta(minutes=30)
 MAX_GAPS: Final = 500
@@ -107,6 +110,10 @@ class Plan:
     keep: timedelta
     # A use came in now's stretch already (a routine that happened).
     used: bool
+    # Until when now's (or the next) expected stretch holds the model: its end, or for a
+    # long stretch with no use yet ``UNUSED_HOLD`` after its start (None: it holds
+    # nothing, a routine that happened or a long stretch let go).
+    expected_until: datetime | None = None
 
 
 def _bin_of(when: datetime) -> int:
@@ -392,20 +399,23 @@ class UsagePlanner:
         warm_until = session_until if session_until is not None and session_until > moment else None
         window = self._window(now, lead) if pattern is PatternClass.RHYTHMIC else None
         next_use: datetime | None = None
-        window_start = window_end = None
+        window_start = window_end = expected_until = None
         used = False
         if window is not None:
             window_start, window_end = window
             # A routine (a short stretch) happened once a use came in it; a long stretch
-            # holds several sessions: it is held through.
-            used = (
-                last is not None
-                and last >= window_start
-                and window_end - window_start < LONG_STRETCH
-            )
+            # holds several sessions: it is held through once it began, and let go when
+            # none came in its first ``UNUSED_HOLD``.
+            began = last is not None and last >= window_start
+            long = window_end - window_start >= LONG_STRETCH
+            used = began and not long
+            if not used:
+                expected_until = window_end if began or not long else window_start + UNUSED_HOLD
+                if moment >= expected_until:
+                    expected_until = None
             ahead = window_start - lead <= moment < window_end
-            if ahead and not used:
-                warm_until = max(warm_until or window_end, window_end)
+            if ahead and expected_until is not None:
+                warm_until = max(warm_until or expected_until, expected_until)
             next_use = window_start
             if used:
                 following = self._window(_local(window_end, now.tzinfo), timedelta(0))
@@ -423,6 +433,7 @@ class UsagePlanner:
             next_use=shown(next_use),
             keep=keep,
             used=used,
+            expected_until=shown(expected_until),
         )
 
     # ------------------------------------------------------------------ the store
