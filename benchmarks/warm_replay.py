@@ -19,7 +19,7 @@ import math
 from statistics import mean
 
 from benchmarks.warm_traces import Interval, Trace
-from custom_components.llm_warmth.core.warm_hold import HoldAction, decide
+from custom_components.llm_warmth.core.warm_hold import KEEP_RENEW, HoldAction, decide
 from custom_components.llm_warmth.core.warm_plan import UsagePlanner
 
 SERVER_KEEP = 300.0  # Ollama's default keep after a request
@@ -362,7 +362,7 @@ def planner(trace: Trace, name: str, holes: list[Interval]) -> Outcome:
             asked_until=datetime.fromtimestamp(asked_until, trace.zone) if asked_until else None,
         )
         if decision is not None and not refused:
-            until = decision.until.timestamp()
+            until = decision.expiry.timestamp()  # the planner's time, or a piece of the way
             if decision.action is HoldAction.LOAD:
                 warmed_for = plan.window_start
             else:
@@ -372,7 +372,8 @@ def planner(trace: Trace, name: str, holes: list[Interval]) -> Outcome:
         # ending or its next stretch's lead, the hour (the day's fold), the guard.
         stops = [trace.end, math.floor(now / 3600 + 1) * 3600]
         if server.resident(now):
-            stops += [server.until, server.ready]
+            # A piece of a keep is renewed once less than KEEP_RENEW of it is left.
+            stops += [server.until, server.ready, server.until - KEEP_RENEW.total_seconds()]
         if plan.warm_until is not None:
             stops.append(plan.warm_until.timestamp())
         if plan.window_start is not None and plan.window_end is not None:

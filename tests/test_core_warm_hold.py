@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from custom_components.llm_warmth.core.warm_hold import (
+    KEEP_PIECE,
+    KEEP_RENEW,
     KEEP_SLACK,
     Hold,
     HoldAction,
@@ -12,6 +14,7 @@ from custom_components.llm_warmth.core.warm_hold import (
     decide,
     hold,
     hold_reason,
+    piece,
     still_asked,
 )
 from custom_components.llm_warmth.core.warm_plan import PatternClass, Plan, UsagePlanner
@@ -58,7 +61,9 @@ def answer(the_plan: Plan, **state: object) -> Hold | None:
 
 def test_a_resident_model_is_kept_to_the_planners_time_never_shorter() -> None:
     session = plan(NOW + 25 * MIN)
-    assert answer(session) == Hold(HoldAction.KEEP, NOW + 25 * MIN, HoldReason.SESSION_KEEP)
+    assert answer(session) == Hold(
+        HoldAction.KEEP, NOW + 25 * MIN, HoldReason.SESSION_KEEP, NOW + 25 * MIN
+    )
     # The server keeps it long enough already (or for ever): nothing is sent.
     assert answer(session, expires_at=NOW + 25 * MIN - KEEP_SLACK) is None
     assert answer(session, expires_at=NOW + 25 * MIN - KEEP_SLACK - MIN / 60) is not None
@@ -72,7 +77,7 @@ def test_a_resident_model_is_kept_to_the_planners_time_never_shorter() -> None:
 def test_a_cold_model_is_loaded_ahead_of_a_stretch_only() -> None:
     stretch = plan(NOW + 20 * MIN, NOW + 20 * MIN)
     assert answer(stretch, held=False, expires_at=None) == Hold(
-        HoldAction.LOAD, NOW + 20 * MIN, HoldReason.EXPECTED_USE
+        HoldAction.LOAD, NOW + 20 * MIN, HoldReason.EXPECTED_USE, NOW + 20 * MIN
     )
     # A session keep does not bring back a model that left.
     assert answer(plan(NOW + 25 * MIN), held=False, expires_at=None) is None
@@ -97,7 +102,9 @@ def test_the_planners_own_answers_after_a_use_and_ahead_of_a_morning() -> None:
     decided = hold(
         after, NOW + MIN, held=True, loading=False, expires_at=NOW + MIN, asked_until=None
     )
-    assert decided == Hold(HoldAction.KEEP, NOW + planner.keep, HoldReason.SESSION_KEEP)
+    assert decided == Hold(
+        HoldAction.KEEP, NOW + planner.keep, HoldReason.SESSION_KEEP, NOW + planner.keep
+    )
 
 
 def test_the_one_decision_loads_once_per_stretch_keeps_a_resident_model_or_waits() -> None:
@@ -107,7 +114,7 @@ def test_the_one_decision_loads_once_per_stretch_keeps_a_resident_model_or_waits
     lead = 2 * MIN
     kwargs = {"expires_at": None, "asked_until": None}
     load = decide(stretch, NOW, lead=lead, warmed_for=None, held=False, loading=False, **kwargs)
-    assert load == Hold(HoldAction.LOAD, NOW + 20 * MIN, HoldReason.EXPECTED_USE)
+    assert load == Hold(HoldAction.LOAD, NOW + 20 * MIN, HoldReason.EXPECTED_USE, NOW + 20 * MIN)
     # Loaded for this stretch already (and gone again): not loaded twice.
     assert (
         decide(stretch, NOW, lead=lead, warmed_for=start, held=False, loading=False, **kwargs)
@@ -137,7 +144,7 @@ def test_the_one_decision_loads_once_per_stretch_keeps_a_resident_model_or_waits
         expires_at=NOW + 5 * MIN,
         asked_until=None,
     )
-    assert keep == Hold(HoldAction.KEEP, NOW + 25 * MIN, HoldReason.SESSION_KEEP)
+    assert keep == Hold(HoldAction.KEEP, NOW + 25 * MIN, HoldReason.SESSION_KEEP, NOW + 25 * MIN)
     assert (
         decide(
             session,
@@ -170,3 +177,42 @@ def test_our_keep_holds_until_a_poll_after_its_answer_shows_it_cut() -> None:
     assert still_asked(asked, None, after, cut) == asked
     assert still_asked(asked, answered, None, cut) == asked
     assert still_asked(asked, answered, after, None) == asked
+
+
+def test_far_from_the_planners_time_a_model_is_kept_a_piece_at_a_time() -> None:
+    """An evening stretch held through (4 h on) is asked for 30 minutes at a time.
+
+    On Ollama a request that sends no keep keeps the last one asked for: after the
+    stretch, such a request keeps the model a piece more, never the whole evening again.
+    """
+    assert (timedelta(minutes=30), timedelta(minutes=15)) == (KEEP_PIECE, KEEP_RENEW)
+    evening = plan(NOW + 240 * MIN, NOW + 240 * MIN)
+    first = answer(evening)  # the server lets it go in 5 minutes
+    assert first == Hold(
+        HoldAction.KEEP, NOW + 240 * MIN, HoldReason.EXPECTED_USE, NOW + KEEP_PIECE
+    )
+    assert first is not None
+    assert first.keep_seconds(NOW) == 1800
+    assert first.expiry == NOW + KEEP_PIECE
+    # A cold model ahead of it: loaded for the first piece.
+    loaded = answer(evening, held=False, expires_at=None)
+    assert loaded == Hold(
+        HoldAction.LOAD, NOW + 240 * MIN, HoldReason.EXPECTED_USE, NOW + KEEP_PIECE
+    )
+    # Renewed once less than 15 minutes of the piece are left, not before.
+    assert answer(evening, expires_at=NOW + KEEP_RENEW) is None
+    renewed = answer(evening, expires_at=NOW + KEEP_RENEW - timedelta(seconds=1))
+    assert renewed is not None
+    assert renewed.expiry == NOW + KEEP_PIECE
+    assert answer(evening, expires_at=NOW + MIN, asked_until=NOW + KEEP_RENEW) is None
+    # The last piece ends at the planner's time exactly, kept within its slack.
+    assert piece(NOW + KEEP_PIECE, NOW) == NOW + KEEP_PIECE
+    assert piece(NOW + KEEP_PIECE + timedelta(seconds=1), NOW) == NOW + KEEP_PIECE
+    assert piece(NOW + MIN, NOW) == NOW + MIN
+    last = plan(NOW + KEEP_PIECE, NOW + KEEP_PIECE)
+    assert answer(last, expires_at=NOW + KEEP_PIECE - KEEP_SLACK) is None
+    final = answer(last, expires_at=NOW + KEEP_RENEW)
+    assert final is not None
+    assert final.expiry == NOW + KEEP_PIECE
+    # A Hold without a piece asks for the planner's time itself.
+    assert Hold(HoldAction.KEEP, NOW + MIN, HoldReason.SESSION_KEEP).expiry == NOW + MIN

@@ -365,7 +365,8 @@ def test_a_long_stretch_no_use_came_in_is_let_go_after_its_first_hour() -> None:
     ahead = planner.plan(at(14, 8, 59), LEAD)
     assert (ahead.warm_until, ahead.expected_until) == (at(14, 10, 0), at(14, 10, 0))
     load = decide(ahead, at(14, 8, 59), lead=LEAD, **COLD_MODEL)
-    assert load == Hold(HoldAction.LOAD, at(14, 10, 0), HoldReason.EXPECTED_USE)
+    # Asked a piece at a time: 30 minutes, renewed while the stretch holds it.
+    assert load == Hold(HoldAction.LOAD, at(14, 10, 0), HoldReason.EXPECTED_USE, at(14, 9, 29))
     assert planner.plan(at(14, 9, 59, 59), LEAD).warm_until == at(14, 10, 0)
     off = planner.plan(at(14, 10, 0), LEAD)
     assert (off.warm, off.expected_until, off.window_start) == (False, None, at(14, 9, 0))

@@ -324,6 +324,67 @@ async def test_auto_warm_loads_ahead_of_the_expected_morning_through_the_guard(
     assert hass.states.get(cold).state == "0"
 
 
+@pytest.mark.usefixtures("init_integration")
+@pytest.mark.freeze_time(BEFORE_THE_MORNINGS)
+async def test_an_evening_is_held_through_half_an_hour_at_a_time(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    """A stretch of four hours is asked for 30 minutes at a time, renewed while it lasts.
+
+    Ollama keeps the last keep asked for when a request sends none (an OpenAI-compatible
+    client): asked for the whole evening at once, each such request would keep the model
+    four hours more, long after the evening.
+    """
+    usage = mock_config_entry.runtime_data.usage
+    monday = dt_util.start_of_local_day(datetime(2026, 12, 7))
+    for day in range(14):  # two weeks of weekday evenings, a use every 20 min 18:00-22:00
+        start = monday - timedelta(days=14 - day)
+        if start.weekday() < 5:
+            for minutes in range(0, 241, 20):
+                emulator.clock.set(start + timedelta(hours=18, minutes=minutes))
+                usage.record(LLAMA, emulator.clock.now())
+    await hass.async_block_till_done()
+    usage.set_auto_warm(LLAMA, True)
+    plan = usage.plan(LLAMA, monday + timedelta(hours=17))
+    assert plan is not None
+    assert plan.window_end is not None
+    assert plan.window_start == monday + timedelta(hours=18)
+    assert plan.window_end - plan.window_start > timedelta(hours=4)
+    before = len(emulator.requests)
+
+    def keeps() -> list[float]:
+        sent = [r.json for r in emulator.requests[before:] if r.path == "/api/generate"]
+        return [r["keep_alive"] for r in sent if "prompt" not in r]
+
+    await at_minute(hass, freezer, emulator, monday + timedelta(hours=17, minutes=58, seconds=40))
+    assert keeps() == [1800]  # the first half hour, not the evening
+    # 18:05: a request that sends no keep (as every OpenAI-compatible one): the server
+    # keeps the model the last keep asked for, our 30 minutes.
+    await at_minute(hass, freezer, emulator, monday + timedelta(hours=18, minutes=5))
+    used = len(uses(mock_config_entry, LLAMA))
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "prompt": "hi"})
+    coordinator = mock_config_entry.runtime_data.coordinator
+    await coordinator.async_refresh()
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert len(uses(mock_config_entry, LLAMA)) == used + 1
+    expires = coordinator.data.resident[LLAMA].expires_at
+    assert expires == monday + timedelta(hours=18, minutes=35)
+    await at_minute(hass, freezer, emulator, monday + timedelta(hours=18, minutes=19))
+    assert keeps() == [1800]  # more than 15 minutes left: nothing
+    await coordinator.async_refresh()
+    await at_minute(hass, freezer, emulator, monday + timedelta(hours=18, minutes=21))
+    assert keeps() == [1800, 1800]  # renewed, half an hour on
+    await coordinator.async_refresh()
+    expires = coordinator.data.resident[LLAMA].expires_at
+    assert expires == monday + timedelta(hours=18, minutes=51)
+    switch = hass.states.get(model_id(mock_config_entry, "switch.llama3_2_3b_auto_warm"))
+    assert switch.attributes["kept_for"] == "expected_use"
+    assert dt_util.parse_datetime(switch.attributes["kept_until"]) == plan.window_end
+
+
 @pytest.mark.freeze_time(BEFORE_THE_MORNINGS)
 async def test_auto_warm_is_refused_while_the_household_needs_the_gpu(
     hass: HomeAssistant,

@@ -198,7 +198,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
         record.holding_since, record.holding_until = now, end
         record.kept_until, record.kept_for = end, HoldReason.EXPECTED_USE
         self.async_changed()
-        keep = (end - now).total_seconds()
+        keep = decision.keep_seconds(now)
         num_ctx, _agent = agent_context(self.entry, model)
         kind = coordinator.client.capabilities
         self.entry.async_create_background_task(
@@ -266,7 +266,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
             self._household.check_hold(model)
         except HomeAssistantError:
             return  # the household needs the memory: the server's own keep goes on
-        self._asked_until[model] = decision.until
+        self._asked_until[model] = decision.expiry
         record.kept_until, record.kept_for = decision.until, decision.reason
         self.async_changed()
         self.entry.async_create_background_task(

@@ -21,6 +21,12 @@ from .warm_plan import Plan
 # A server's expiry this close to the planner's time is kept as it is (no request for a
 # few seconds more); the keep asked for is rounded up to whole seconds.
 KEEP_SLACK: Final = timedelta(seconds=30)
+# The longest keep asked for at once, renewed once less than KEEP_RENEW of it is left. On
+# Ollama a request that sends no keep (every OpenAI-compatible client) keeps the last one
+# asked for: after the planner's time such a request keeps the model that long again, so
+# it is never more than a session keep (the planner's longest, 30 minutes).
+KEEP_PIECE: Final = timedelta(minutes=30)
+KEEP_RENEW: Final = timedelta(minutes=15)
 
 
 class HoldReason(StrEnum):
@@ -39,15 +45,30 @@ class HoldAction(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Hold:
-    """Auto-warm's answer: what to send, until when, and why."""
+    """Auto-warm's answer: what to send, until when the planner holds the model, and why.
+
+    ``asked``: the expiry asked for now (``until``, or a piece of at most ``KEEP_PIECE``
+    of the way to it; None: ``until``).
+    """
 
     action: HoldAction
     until: datetime
     reason: HoldReason
+    asked: datetime | None = None
+
+    @property
+    def expiry(self) -> datetime:
+        """Return the expiry this request asks the server for."""
+        return self.until if self.asked is None else self.asked
 
     def keep_seconds(self, now: datetime) -> int:
-        """Return the keep to ask for at ``now``: to ``until``, in whole seconds, at least 1."""
-        return max(1, math.ceil((self.until - now).total_seconds()))
+        """Return the keep to ask for at ``now``: to ``expiry``, in whole seconds, at least 1."""
+        return max(1, math.ceil((self.expiry - now).total_seconds()))
+
+
+def piece(until: datetime, now: datetime) -> datetime:
+    """Return the expiry to ask for at ``now`` on the way to ``until``: at most a piece on."""
+    return min(until, now + KEEP_PIECE)
 
 
 def hold_reason(plan: Plan) -> HoldReason | None:
@@ -78,18 +99,26 @@ def hold(
     A cold model is loaded only ahead of an expected stretch: a session keep holds a model,
     it does not load one that left. A resident model is kept only when the server would
     let it go earlier than the planner's time; never for less than the server keeps it.
+    Far from the planner's time it is kept a piece at a time (``KEEP_PIECE``), renewed
+    once less than ``KEEP_RENEW`` is left.
     """
     reason = hold_reason(plan)
     until = plan.warm_until
     if reason is None or until is None or until <= now or loading:
         return None
+    asked = piece(until, now)
     if not held:
-        return Hold(HoldAction.LOAD, until, reason) if reason is HoldReason.EXPECTED_USE else None
-    if expires_at is None or expires_at >= until - KEEP_SLACK:
+        if reason is not HoldReason.EXPECTED_USE:
+            return None
+        return Hold(HoldAction.LOAD, until, reason, asked)
+    # Near the planner's time, a server's expiry within the slack of it is kept as it is;
+    # further on, one with more than KEEP_RENEW left.
+    enough = until - KEEP_SLACK if asked == until else now + KEEP_RENEW
+    if expires_at is None or expires_at >= enough:
         return None
-    if asked_until is not None and asked_until >= until - KEEP_SLACK:
+    if asked_until is not None and asked_until >= enough:
         return None
-    return Hold(HoldAction.KEEP, until, reason)
+    return Hold(HoldAction.KEEP, until, reason, asked)
 
 
 def still_asked(
@@ -153,5 +182,6 @@ def decide(
         stretch = auto_warm_stretch(plan, now, lead, warmed_for)
         if stretch is None:
             return None
-        return Hold(HoldAction.LOAD, stretch[1], HoldReason.EXPECTED_USE)
+        until = stretch[1]
+        return Hold(HoldAction.LOAD, until, HoldReason.EXPECTED_USE, piece(until, now))
     return hold(plan, now, held=True, loading=False, expires_at=expires_at, asked_until=asked_until)
