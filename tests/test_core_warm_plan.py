@@ -413,6 +413,17 @@ def test_stored_states_at_the_edges_of_what_reads() -> None:
             assert not reads, year
         else:
             assert reads, year
+    # Judged in UTC, as stored: the first hour of 2000 at +01:00 is 1999 there, the last
+    # of 9000 at -01:00 is 9001 (kept once and dropped on the next read before).
+    for use, kept in (
+        ("2000-01-01T00:00:00+01:00", False),
+        ("2000-01-01T01:00:00+01:00", True),
+        ("9000-12-31T23:00:00-01:00", False),
+        ("9000-12-31T22:00:00-01:00", True),
+        ("0001-01-01T00:00:00+14:00", False),
+        ("1999-12-31T23:00:00-01:00", True),
+    ):
+        assert len(UsagePlanner.from_dict(base | {"uses": [use]}).uses) == kept, use
     row = [0.0] * 144
     for edge, reads in ((0.0, True), (1.0, True), (1.0001, False), (-0.0001, False)):
         try:

@@ -503,8 +503,13 @@ def _times(values: object) -> list[datetime]:
 
 
 def _plausible(when: datetime) -> bool:
-    """Return True for a time every zone can show (years 2000 to 9000)."""
-    return 2000 <= when.year <= 9000
+    """Return True for a time every zone can show (years 2000 to 9000, in UTC).
+
+    Judged in UTC, as uses are stored: 2000-01-01 00:00 at +01:00 is 1999 there, and
+    would be kept on one read and dropped on the next. Its own year first: year 1 at
+    +14:00 has no UTC time.
+    """
+    return 1999 <= when.year <= 9001 and 2000 <= when.astimezone(UTC).year <= 9000
 
 
 def _numbers(values: object) -> Iterable[float]:
