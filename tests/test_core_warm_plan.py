@@ -422,6 +422,7 @@ def test_stored_states_at_the_edges_of_what_reads() -> None:
         ("9000-12-31T22:00:00-01:00", True),
         ("0001-01-01T00:00:00+14:00", False),
         ("1999-12-31T23:00:00-01:00", True),
+        ("9001-01-01T00:30:00+01:00", True),
     ):
         assert len(UsagePlanner.from_dict(base | {"uses": [use]}).uses) == kept, use
     row = [0.0] * 144
