@@ -9,7 +9,7 @@ expected stretch, kept only until the stretch ends, and the server lets go after
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from homeassistant.core import HomeAssistant
 from homeassistant.util import dt as dt_util
@@ -258,3 +258,34 @@ async def test_a_morning_routine_is_warm_for_every_use_let_go_after_and_scored_a
         await evict(ollama_url, model)
     finally:
         await proxy.stop()
+
+
+async def test_a_request_that_sends_no_keep_keeps_the_last_one_asked_for(ollama_url: str) -> None:
+    """Why auto-warm asks for its holds half an hour at a time, read from the real server.
+
+    A load that asks for 1800 s, then an OpenAI-compatible request (it has no keep): the
+    server's expiry is that request's end plus 1800 s, not its 5-minute default; a
+    request that sends its own keep replaces it (the last writer wins).
+    """
+    tiny = "tiny:latest"
+    await evict(ollama_url, tiny)
+    await ollama_call(ollama_url, "/api/generate", {"model": tiny, "keep_alive": 1800})
+
+    async def expiry() -> datetime:
+        listed = (await ollama_get(ollama_url, "/api/ps"))["models"]
+        assert isinstance(listed, list)
+        (found,) = [m for m in listed if m["name"] == tiny]
+        when = dt_util.parse_datetime(found["expires_at"])
+        assert when is not None
+        return when
+
+    body = {"model": tiny, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    await ollama_call(ollama_url, "/v1/chat/completions", body)
+    answered = dt_util.utcnow()
+    kept = (await expiry()) - answered
+    assert timedelta(seconds=1790) <= kept <= timedelta(seconds=1801)
+    other = {"model": tiny, "prompt": "hi", "keep_alive": "5m", "options": {"num_predict": 2}}
+    await ollama_call(ollama_url, "/api/generate", other)
+    kept = (await expiry()) - dt_util.utcnow()
+    assert timedelta(seconds=290) <= kept <= timedelta(seconds=301)
+    await evict(ollama_url, tiny)

@@ -161,10 +161,11 @@ class UsageWatch(ModelRecords[UsageRecord]):
     def _auto_warm(self, model: str, record: UsageRecord) -> None:
         """Load ``model`` ahead of its expected stretch, once per stretch, through the guard.
 
-        Due from the model's cold-load time plus a margin before the stretch until its
-        end, while no use came in it yet. Loaded the way its agent asks (Ollama: its
-        ``num_ctx``), kept until the stretch ends (Ollama's keep; the other servers keep
-        by their own configuration); then the server's own keep takes over.
+        Due from the model's cold-load time plus a margin before the stretch until what
+        the stretch holds it to (its end; a long one's first hour while no use came),
+        while no use came in it yet. Loaded the way its agent asks (Ollama: its
+        ``num_ctx``), kept for the first piece of that time (Ollama's keep, renewed by
+        ``_keep``; the other servers keep by their own configuration).
         """
         coordinator = self._coordinator
         if not coordinator.last_update_success:

@@ -27,8 +27,10 @@ What it learns, from the anchors it is measured against (``benchmarks/warm_polic
 
 The plan: warm from ``lead`` (the model's cold-load time plus a margin) before an expected
 stretch of bins until its end, unless a use already came in that stretch and its session
-keep has run out (the routine happened: holding the model longer is waste); and after any
-use, through its session keep. Then the model goes back to the server's own keep.
+keep has run out (the routine happened: holding the model longer is waste); a long
+stretch (``LONG_STRETCH``) is held through once a use came in it, and for its first
+``UNUSED_HOLD`` only while none did (a day the household skipped); and after any use,
+through its session keep. Then the model goes back to the server's own keep.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ DEFAULT_KEEP: Final = timedelta(minutes=5)
 MAX_KEEP: Final = SESSION_GAP
 MIN_GAPS: Final = 10
 # An expected stretch this long holds several sessions (an evening, working hours): it is
-# held through; a shorter one (a routine) is let go once a use came in it.
+# held through once a use came in it; a shorter one (a routine) is let go once one did.
 LONG_STRETCH: Final = timedelta(hours=1)
 # A long stretch no use came in is held this long from its start, then let go: a day the
 # household skipped (a day off, a holiday) holds the model an hour, not the whole stretch.
