@@ -372,8 +372,9 @@ def planner(trace: Trace, name: str, holes: list[Interval]) -> Outcome:
         # ending or its next stretch's lead, the hour (the day's fold), the guard.
         stops = [trace.end, math.floor(now / 3600 + 1) * 3600]
         if server.resident(now):
-            # A piece of a keep is renewed once less than KEEP_RENEW of it is left.
-            stops += [server.until, server.ready, server.until - KEEP_RENEW.total_seconds()]
+            # A piece of a keep is renewed once less than KEEP_RENEW of it is left: at the
+            # first minute's tick after that (a second past it, rounded up below).
+            stops += [server.until, server.ready, server.until - KEEP_RENEW.total_seconds() + 1]
         if plan.warm_until is not None:
             stops.append(plan.warm_until.timestamp())
         if plan.window_start is not None and plan.window_end is not None:

@@ -7,12 +7,13 @@ frontier, and the planner's row going through the integration's own decision.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from benchmarks import warm_replay
 from benchmarks.warm_policy import _reach, frontier, report, self_test
 from benchmarks.warm_replay import (
     SERVER_KEEP,
@@ -24,6 +25,7 @@ from benchmarks.warm_replay import (
     starved_minutes,
 )
 from benchmarks.warm_traces import Model, Trace, from_csv, household, read_stamp
+from custom_components.llm_warmth.core.warm_plan import PatternClass, Plan
 
 UTC_ZONE = ZoneInfo("UTC")
 
@@ -122,3 +124,47 @@ def test_the_planner_row_warms_a_routine_ahead_through_the_integrations_decision
     assert lines[-1] == f"  goals met on this trace: {met} of {tested}"
     assert tested > 0
     assert any("frontier" in line for line in lines)
+
+
+def test_the_planner_row_renews_a_long_hold_a_piece_at_a_time_without_a_break(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Four hours held in 30-minute pieces: renewed at the minute after 15 are left.
+
+    The planner is given one answer (an evening under way until 22:00); the replay must
+    renew each piece before it runs out, as usage.py's minute tick does, not let the model
+    go and load it again every half hour.
+    """
+    start = datetime(2026, 3, 2, 18, 0, tzinfo=UTC).timestamp()
+    until = datetime(2026, 3, 2, 22, 0, tzinfo=UTC)
+
+    class Evening:
+        def observe(self, _when: datetime) -> None:
+            pass
+
+        def plan(self, now: datetime, _lead: timedelta) -> Plan:
+            held = now < until
+            return Plan(
+                pattern=PatternClass.RHYTHMIC,
+                warm=held,
+                warm_until=until if held else None,
+                window_start=until - timedelta(hours=4),
+                window_end=until,
+                next_use=None,
+                keep=timedelta(minutes=5),
+                used=False,
+                expected_until=until if held else None,
+            )
+
+    monkeypatch.setattr(warm_replay, "UsagePlanner", Evening)
+    trace = Trace(
+        name="evening",
+        start=start,
+        end=start + 5 * 3600,
+        zone=ZoneInfo("UTC"),
+        models={"m": Model("m", 8.0, 20.0)},
+        requests={"m": [start, start + 3 * 3600 + 50 * 60]},
+    )
+    result = planner(trace, "m", [])
+    assert [w for _, w in result.waits] == [20.0, 0.0]  # one load, the late request warm
+    assert result.held == [(start, until.timestamp())]  # one stretch, to the planner's time
