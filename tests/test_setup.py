@@ -73,13 +73,44 @@ def test_the_server_kit_names_what_it_can_start(tmp_path: Path) -> None:
         [*kit, "stop", "vllm"], capture_output=True, text=True, env=env, check=False
     )
     assert unknown.returncode == 0  # nothing of that name was started: nothing to stop
-    swap = subprocess.run(
-        [*kit, "install", "llama_swap"], capture_output=True, text=True, env=env, check=False
-    )
-    assert "Go module proxy refuses" in swap.stderr
     # Nothing runs under a new prefix: no variable is printed.
     listed = subprocess.run([*kit, "env"], capture_output=True, text=True, env=env, check=False)
     assert (listed.returncode, listed.stdout) == (0, "")
+
+
+def test_the_kit_installs_llama_swap_from_its_module_else_the_binary_named(
+    tmp_path: Path,
+) -> None:
+    """`go install` first; where the module proxy refuses, LLAMA_SWAP_BIN, checked in words.
+
+    A stand-in `go` answers as this workplace's module proxy does (no network is used).
+    """
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    go = bin_dir / "go"
+    go.write_text(
+        "#!/bin/sh\necho 'go: github.com/mostlygeek/llama-swap@0bdb372: reading"
+        " https://proxy/...: 403 Forbidden' >&2\necho '\tserver response: This module"
+        " version is not available.' >&2\nexit 1\n"
+    )
+    fake = tmp_path / "llama-swap"
+    fake.write_text("#!/bin/sh\necho 'version: v999 (test), built at never'\n")
+    for path in (go, fake):
+        path.chmod(0o755)
+    kit = [str(ROOT / "scripts" / "llm_servers"), "install", "llama_swap"]
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    missing = {**env, "PREFIX": str(tmp_path / "a"), "LLAMA_SWAP_BIN": str(tmp_path / "none")}
+    refused = subprocess.run(kit, capture_output=True, text=True, env=missing, check=False)
+    assert refused.returncode == 1
+    assert f"LLAMA_SWAP_BIN={tmp_path / 'none'} is not an executable" in refused.stderr
+    named = {**env, "PREFIX": str(tmp_path / "b"), "LLAMA_SWAP_BIN": str(fake)}
+    installed = subprocess.run(kit, capture_output=True, text=True, env=named, check=False)
+    assert installed.returncode == 0, installed.stderr
+    assert (tmp_path / "b" / "llama-swap" / "VERSION").read_text().startswith("version: v999")
+    assert (
+        "This module version is not available"
+        in (tmp_path / "b" / "llama-swap" / "go-install.log").read_text()
+    )
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,154 @@
+"""llama-swap for real: the kit's llama-swap (scripts/llm_servers) in front of llama-server.
+
+The client, and the integration on its own timers, against the real binary: residency and
+warmth, a load timed from its events, the activity records against our own stopwatch,
+preload and evict through the actions, another client's requests as uses and ours not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+from homeassistant.const import STATE_OFF, STATE_ON
+from homeassistant.core import HomeAssistant
+import pytest
+
+from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.core.backends.base import ServerKind
+from custom_components.llm_warmth.core.backends.detection import detect
+from custom_components.llm_warmth.core.backends.llama_swap import LlamaSwapClient
+from custom_components.llm_warmth.core.backends.types import ResidencyState
+
+from .e2e import add_server, server_url, wait_until
+from .recording_proxy import RecordingProxy
+
+pytestmark = pytest.mark.e2e
+TINY = "tiny"
+
+
+@pytest.fixture
+def llama_swap_url(socket_enabled: None) -> str:
+    """Return the URL of the kit's real llama-swap (skipped without one; CI fails instead)."""
+    return server_url("LLM_WARMTH_LLAMA_SWAP_URL")
+
+
+@pytest.fixture
+async def client(llama_swap_url: str) -> AsyncIterator[LlamaSwapClient]:
+    """Our client of the real llama-swap, with no model running to begin with."""
+    async with aiohttp.ClientSession() as session:
+        swap = LlamaSwapClient(session, llama_swap_url, request_timeout=60)
+        await unload_all(session, llama_swap_url)
+        yield swap
+        await unload_all(session, llama_swap_url)
+
+
+async def unload_all(session: aiohttp.ClientSession, url: str) -> None:
+    """Stop every model llama-swap runs (it answers once they stopped)."""
+    async with session.post(f"{url}/api/models/unload") as response:
+        response.raise_for_status()
+
+
+async def chat(url: str, model: str = TINY) -> None:
+    """Another client's chat, straight to llama-swap (OpenAI-compatible, not streamed)."""
+    body = {"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{url}/v1/chat/completions", json=body) as response,
+    ):
+        response.raise_for_status()
+        await response.read()
+
+
+async def test_the_real_llama_swap_is_found_and_its_residency_read(
+    client: LlamaSwapClient, llama_swap_url: str
+) -> None:
+    async with aiohttp.ClientSession() as session:
+        found = await detect(session, llama_swap_url)
+    assert found.kind is ServerKind.LLAMA_SWAP
+    assert found.version == await client.version()
+    assert found.version.startswith("v")
+    assert TINY in [m.name for m in await client.installed_models()]
+    assert await client.running_models() == ()
+    await client.load(TINY)
+    (tiny,) = await client.running_models()
+    assert (tiny.name, tiny.state) == (TINY, ResidencyState.LOADED)
+    # llama-swap tells no size, no expiry (its ttl is configured, not counted down), no context.
+    assert (tiny.size, tiny.expires_at, tiny.context_length) == (None, None, None)
+    await client.unload(TINY)
+    assert await client.running_models() == ()
+
+
+async def test_a_cold_load_is_timed_and_the_activity_record_matches_our_stopwatch(
+    client: LlamaSwapClient,
+) -> None:
+    """The load from its events; its activity record's duration against our stopwatch.
+
+    llama-swap stores an activity's time in whole seconds and its duration in milliseconds:
+    the duration is compared to the millisecond's rounding, the time to the second.
+    """
+    cold = await client.timed_generation("chat", TINY, "Reply with one word: ready?")
+    assert cold.load_duration_ns > 0
+    assert cold.first_token_ns - cold.sent_ns >= cold.load_duration_ns
+    warm = await client.timed_generation("chat", TINY, "Reply with one word: ready?")
+    # Warm: no load. llama-swap drops a request from its in-flight list a few ms after its
+    # client read the last byte, so the one before ours may still be listed ahead when
+    # ours is sent: that wait is the queue, and all of the figure (recorded: a warm request
+    # sent 0.1 ms after the one before it found it listed, removed 11 ms later, 4.3 ms
+    # before our prefill).
+    assert warm.load_duration_ns == warm.queue_ns
+    assert warm.queue_ns is not None
+    assert warm.queue_ns < 50_000_000
+    assert warm.prompt_cached_count == warm.prompt_eval_count - 1  # the upstream's cache
+    newest, before = (await client.served_requests(limit=2))[:2]
+    assert newest.id == before.id + 1
+    for record, reply in ((newest, warm), (before, cold)):
+        stopwatch = (reply.final_ns - reply.sent_ns) / 1e9
+        # Its own clock runs from the request's arrival to its last byte: within our
+        # stopwatch (sent to final), by at most the loopback's few milliseconds.
+        assert stopwatch - 0.05 <= record.seconds <= stopwatch + 0.002
+        assert record.ended_at.microsecond == 0  # whole seconds, as stored
+        assert record.status == 200
+
+
+async def test_preload_evict_and_uses_through_the_integration(
+    hass: HomeAssistant, llama_swap_url: str
+) -> None:
+    """The actions move the real llama-swap; another client's request is a use, ours none."""
+    async with aiohttp.ClientSession() as session:
+        await unload_all(session, llama_swap_url)
+    proxy = RecordingProxy(llama_swap_url)
+    await proxy.start()
+    try:
+        entry = await add_server(hass, proxy.url)
+        coordinator, usage = entry.runtime_data.coordinator, entry.runtime_data.usage
+        model = coordinator.resolve_model(TINY)
+        resident = next(
+            s.entity_id
+            for s in hass.states.async_all("binary_sensor")
+            if s.entity_id.endswith(f"_{TINY}_resident")
+        )
+        assert hass.states.get(resident).state == STATE_OFF
+        target = {"config_entry_id": entry.entry_id, "model": model}
+        await hass.services.async_call(DOMAIN, "preload", target, blocking=True)
+        await wait_until(lambda: model in coordinator.data.held, 10, "tiny held")
+        await wait_until(lambda: hass.states.get(resident).state == STATE_ON, 10, "resident on")
+        # The preload: through its upstream's health check, which starts the model.
+        assert any(r.path == f"/upstream/{TINY}/health" for r in proxy.requests)
+
+        def used() -> int:
+            record = usage.get(model)
+            return len(record.planner.uses) if record else 0
+
+        # Ours (the preload) is no use; another client's chat, straight to it, is one.
+        polls = len(proxy.sent("/running"))
+        await wait_until(lambda: len(proxy.sent("/running")) >= polls + 2, 10, "two polls")
+        assert used() == 0
+        await chat(llama_swap_url)
+        await wait_until(lambda: used() == 1, 10, "the other client's use")
+        await hass.services.async_call(DOMAIN, "evict", target, blocking=True)
+        await wait_until(lambda: model not in coordinator.data.held, 10, "tiny gone")
+        await wait_until(lambda: hass.states.get(resident).state == STATE_OFF, 10, "resident off")
+        await hass.config_entries.async_unload(entry.entry_id)
+    finally:
+        await proxy.stop()
