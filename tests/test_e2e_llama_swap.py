@@ -7,14 +7,22 @@ preload and evict through the actions, another client's requests as uses and our
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Callable
+import os
+from pathlib import Path
+import socket
+import time
 
 import aiohttp
 from homeassistant.const import STATE_OFF, STATE_ON
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import issue_registry as ir
 import pytest
+from pytest_homeassistant_custom_component.common import async_capture_events
 
-from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.const import DOMAIN, EVENT_MODEL_UNLOADED
 from custom_components.llm_warmth.core.backends.base import ServerKind
 from custom_components.llm_warmth.core.backends.detection import detect
 from custom_components.llm_warmth.core.backends.llama_swap import LlamaSwapClient
@@ -152,3 +160,138 @@ async def test_preload_evict_and_uses_through_the_integration(
         await hass.config_entries.async_unload(entry.entry_id)
     finally:
         await proxy.stop()
+
+
+def free_port() -> int:
+    """Return a loopback port nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+async def own_llama_swap(
+    llama_swap_url: str, tmp_path: Path
+) -> AsyncIterator[Callable[[str], asyncio.Future[str]]]:
+    """Start a llama-swap of the test's own (the kit's binaries), with its own models' part.
+
+    ``start(models_yaml)`` writes the config's ``models:`` part (``LLAMA_SERVER`` and
+    ``MODELS`` are replaced by the kit's llama-server and models folder), starts it on a
+    free loopback port and returns its URL; it is stopped after the test.
+    """
+    binary = os.environ.get("LLM_WARMTH_LLAMA_SWAP_BIN")
+    server = os.environ.get("LLM_WARMTH_LLAMA_SERVER_BIN")
+    models = os.environ.get("LLM_WARMTH_MODELS_DIR")
+    if not (binary and server and models):
+        server_url("LLM_WARMTH_LLAMA_SWAP_BIN")  # skipped, or failed in CI
+    assert binary is not None
+    assert server is not None
+    assert models is not None
+    started: list[asyncio.subprocess.Process] = []
+
+    async def start(models_yaml: str) -> str:
+        port = free_port()
+        config = tmp_path / f"llama-swap-{port}.yaml"
+        config.write_text(
+            f"healthCheckTimeout: 15\nstartPort: {free_port()}\nmodels:\n"
+            + models_yaml.replace("LLAMA_SERVER", server).replace("MODELS", models)
+        )
+        log = (tmp_path / f"llama-swap-{port}.log").open("wb")
+        process = await asyncio.create_subprocess_exec(
+            binary,
+            "--config",
+            str(config),
+            "--listen",
+            f"127.0.0.1:{port}",
+            stdout=log,
+            stderr=log,
+        )
+        started.append(process)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 10
+        async with aiohttp.ClientSession() as session:
+            while True:
+                try:
+                    async with session.get(f"{url}/running") as response:
+                        if response.status == 200:
+                            return url
+                except aiohttp.ClientError:
+                    pass
+                assert time.monotonic() < deadline, (
+                    tmp_path / f"llama-swap-{port}.log"
+                ).read_text()
+                await asyncio.sleep(0.1)
+
+    yield start  # type: ignore[misc]
+    for process in started:
+        process.terminate()
+        await process.wait()
+
+
+async def test_a_model_whose_server_fails_to_start_is_said_in_words(
+    hass: HomeAssistant, own_llama_swap: Callable[[str], asyncio.Future[str]]
+) -> None:
+    """A model whose llama-server exits at once: the preload says so, no traceback."""
+    url = await own_llama_swap(
+        "  tiny:\n"
+        "    cmd: LLAMA_SERVER -m MODELS/tiny.gguf --host 127.0.0.1 --port ${PORT} -c 512\n"
+        "  broken:\n"
+        "    cmd: LLAMA_SERVER -m MODELS/no-such-model.gguf --host 127.0.0.1 --port ${PORT}\n"
+    )
+    entry = await add_server(hass, url)
+    model = entry.runtime_data.coordinator.resolve_model("broken")
+    with pytest.raises(HomeAssistantError) as raised:
+        await hass.services.async_call(
+            DOMAIN, "preload", {"config_entry_id": entry.entry_id, "model": model}, blocking=True
+        )
+    # Recorded: HTTP 500 "unspecific error: upstream command exited prematurely".
+    assert raised.value.translation_key == "model_failed_to_start"
+    assert str(raised.value) == (
+        f"The server at {url} could not start broken (its process exited or never answered"
+        " its health check; see the server's log): unspecific error: upstream command"
+        " exited prematurely"
+    )
+    # A repair names it (its words, the server's); the other model is not held back by it.
+    await entry.runtime_data.coordinator.async_refresh()
+    await hass.async_block_till_done()
+    repair = ir.async_get(hass).async_get_issue(
+        DOMAIN, f"model_fails_to_start_{entry.entry_id}_{model}"
+    )
+    assert repair is not None
+    assert repair.translation_placeholders is not None
+    assert repair.translation_placeholders["model"] == model
+    await hass.services.async_call(
+        DOMAIN, "preload", {"config_entry_id": entry.entry_id, "model": "tiny"}, blocking=True
+    )
+    await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_a_ttl_expiry_is_shown_when_it_happens(
+    hass: HomeAssistant, own_llama_swap: Callable[[str], asyncio.Future[str]]
+) -> None:
+    """llama-swap unloads a model its ttl after the last request; shown then, not a poll later.
+
+    Its event stream shows the model stopping (llama-swap checks each ttl once a second);
+    the unload event follows once no other model came in its place (3 s), long before the
+    next poll (30 s here). llama-swap reports no expiry, so the reason is ``unloaded``.
+    """
+    url = await own_llama_swap(
+        "  tiny:\n"
+        "    cmd: LLAMA_SERVER -m MODELS/tiny.gguf --host 127.0.0.1 --port ${PORT} -c 512\n"
+        "    ttl: 3\n"
+    )
+    entry = await add_server(hass, url, interval=30.0)  # what it shows comes from events
+    coordinator = entry.runtime_data.coordinator
+    unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
+    await chat(url)
+    answered = time.monotonic()
+    await wait_until(lambda: "tiny" in coordinator.data.held, 10, "tiny held")
+    await wait_until(lambda: "tiny" not in coordinator.data.held, 15, "tiny let go")
+    gone = time.monotonic() - answered
+    assert 3.0 <= gone <= 5.0  # its ttl, and at most a second of llama-swap's check
+    await wait_until(lambda: unloaded, 6, "the unload event")
+    said = time.monotonic() - answered
+    assert said <= gone + 4.5  # the replacement window (3 s) and a fast poll
+    assert (unloaded[0].data["model"], unloaded[0].data["reason"]) == ("tiny", "unloaded")
+    await hass.config_entries.async_unload(entry.entry_id)

@@ -12,6 +12,8 @@ import aiohttp
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.const import STATE_ON
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
 import pytest
 from pytest_homeassistant_custom_component.common import async_capture_events
@@ -26,6 +28,7 @@ from custom_components.llm_warmth.core.backends import llama_swap
 from custom_components.llm_warmth.core.backends.detection import detect
 from custom_components.llm_warmth.core.backends.errors import (
     LlmModelNotFoundError,
+    LlmModelStartError,
     LlmServerAuthenticationError,
     LlmServerBusyError,
     LlmServerConnectionError,
@@ -272,6 +275,52 @@ async def test_loads_and_swaps_by_another_client_come_from_the_event_stream(
     assert not coordinator.fast_polling
 
 
+async def test_an_unload_told_by_the_stream_alone_is_decided_after_its_window(
+    hass: HomeAssistant, swap: LlamaSwapEmulator
+) -> None:
+    """Stopped by another client (or its ttl), no model in its place, no poll due (30 s):
+
+    the unload event comes once the replacement window (3 s) has passed, from the pushed
+    residency read again (no request sent for it), not at the next poll.
+    """
+    entry = await add_server(hass, swap.url, interval=30.0)
+    coordinator = entry.runtime_data.coordinator
+    await wait_until(lambda: coordinator.events_connected, 3, "the event stream")
+    unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
+    await swap.load_by_other_client(TINY)
+    await wait_until(lambda: TINY in coordinator.data.held, 2, "tiny held")
+    polls = swap.requests["GET /running"]
+    await swap.unload(TINY)
+    left = time.monotonic()
+    await wait_until(lambda: TINY not in coordinator.data.held, 2, "tiny gone")
+    assert unloaded == []  # another model may yet come in its place
+    await wait_until(lambda: unloaded, 5, "the unload event")
+    assert 3.0 <= time.monotonic() - left <= 4.0
+    assert {k: unloaded[0].data[k] for k in ("model", "reason", "replaced_by")} == {
+        "model": TINY,
+        "reason": "unloaded",
+        "replaced_by": [],
+    }
+    assert swap.requests["GET /running"] == polls  # decided without a poll
+    await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_an_entry_removed_while_an_unload_waits_for_its_window_leaves_no_timer(
+    hass: HomeAssistant, swap: LlamaSwapEmulator
+) -> None:
+    entry = await add_server(hass, swap.url, interval=30.0)
+    coordinator = entry.runtime_data.coordinator
+    await wait_until(lambda: coordinator.events_connected, 3, "the event stream")
+    await swap.load_by_other_client(TINY)
+    await wait_until(lambda: TINY in coordinator.data.held, 2, "tiny held")
+    await swap.unload(TINY)
+    await wait_until(lambda: TINY not in coordinator.data.held, 2, "tiny gone")
+    assert coordinator.monitor.undecided_until is not None  # the window runs
+    assert await hass.config_entries.async_remove(entry.entry_id)
+    await hass.async_block_till_done()
+    assert coordinator._unsub_decide is None  # what the removal must leave
+
+
 async def test_a_cut_stream_is_reconnected_and_polling_covers_the_gap(
     hass: HomeAssistant, swap: LlamaSwapEmulator
 ) -> None:
@@ -339,3 +388,52 @@ async def test_a_keep_is_refused(client: LlamaSwapClient) -> None:
     """llama-swap keeps a model for the ttl in its configuration: no keep to give."""
     with pytest.raises(LlmServerNotSupportedError, match="decides by itself"):
         await client.load(TINY, keep_seconds=60)
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "error"),
+    [
+        # Recorded from the real llama-swap (a model whose llama-server exits at once).
+        (500, "unspecific error: upstream command exited prematurely", LlmModelStartError),
+        (500, "unspecific error: health check timed out after 2m0s", LlmModelStartError),
+        (500, "unspecific error: failed to start command: exec: no such file", LlmModelStartError),
+        (500, "unspecific error: group: model unloaded", LlmServerResponseError),
+        (502, "upstream command exited prematurely", LlmServerResponseError),
+    ],
+)
+def test_a_model_that_fails_to_start_is_its_own_error(
+    status: int, message: str, error: type[LlmServerError]
+) -> None:
+    found = llama_swap.error_for_status(status, message, "/upstream/broken/health")
+    assert type(found) is error
+    assert message in str(found)
+
+
+async def test_a_model_that_fails_to_start_is_said_and_repaired_until_it_loads(
+    hass: HomeAssistant, swap: LlamaSwapEmulator, issue_registry: ir.IssueRegistry
+) -> None:
+    """The preload says it in words; a repair names the model until it loads."""
+    entry = await add_swap(hass, swap.url)
+    coordinator = entry.runtime_data.coordinator
+    swap.models[TINY].load_error = "upstream command exited prematurely"
+    target = {"config_entry_id": entry.entry_id, "model": TINY}
+    with pytest.raises(HomeAssistantError) as raised:
+        await hass.services.async_call(DOMAIN, "preload", target, blocking=True)
+    assert raised.value.translation_key == "model_failed_to_start"
+    assert "upstream command exited prematurely" in str(raised.value)
+    await coordinator.async_refresh()
+    await hass.async_block_till_done()
+    found = issue_registry.async_get_issue(DOMAIN, f"model_fails_to_start_{entry.entry_id}_{TINY}")
+    assert found is not None
+    assert found.translation_placeholders == {
+        "server": entry.title,
+        "model": TINY,
+        "error": "unspecific error: upstream command exited prematurely",
+    }
+    # Its command mended: the next load works, and the repair goes.
+    swap.models[TINY].load_error = None
+    await hass.services.async_call(DOMAIN, "preload", target, blocking=True)
+    await coordinator.async_refresh()
+    await hass.async_block_till_done()
+    assert issue_registry.async_get_issue(DOMAIN, found.issue_id) is None
+    await hass.config_entries.async_unload(entry.entry_id)

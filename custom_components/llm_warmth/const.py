@@ -17,6 +17,9 @@ MIN_SCAN_INTERVAL: Final = 2
 MAX_SCAN_INTERVAL: Final = 300
 # While a model is loading the server is polled this often: the resolution of observed loads.
 SETTLING_SCAN_INTERVAL: Final = timedelta(seconds=0.5)
+# With the event stream up, a model that left unexplained is decided this long (seconds)
+# after its replacement window ends (from the last pushed residency; nothing is sent).
+DECISION_SLACK: Final = 0.05
 # How long a load that an agent's turn began (on a server that lists a model only once
 # loaded) is shown as loading at least, when polling does not list the model before.
 HEARD_LOAD_SECONDS: Final = 120.0

@@ -20,7 +20,7 @@ from homeassistant.exceptions import HomeAssistantError
 from .const import DOMAIN, EVENT_PIN_REASSERTED, EVICT_CHECK_INTERVAL, LOGGER, PIN_SETTLE_SECONDS
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import GENERATION_TIMEOUT
-from .core.backends.errors import LlmServerError, LlmServerTimeoutError
+from .core.backends.errors import LlmModelStartError, LlmServerError, LlmServerTimeoutError
 from .core.pins import Pin, Reassertion, ReassertReason
 from .household import HouseholdWatch
 from .pins import Pins
@@ -61,6 +61,9 @@ class ResidencyController:
         self._failing: set[str] = set()
         # Models preloaded with a keep, until when (for the keep_alive conflict repair).
         self.preloaded_until: dict[str, datetime] = {}
+        # Models whose last load of ours the server could not start, with what it said
+        # (for the repair; gone once the model loads).
+        self.failed_starts: dict[str, str] = {}
         # The snapshot the pins were last checked against (one check per poll or push).
         self._checked: object = None
 
@@ -262,13 +265,18 @@ class ResidencyController:
         await self._read()
         already = model in coordinator.data.held
         before = set(coordinator.data.held)
-        took = await coordinator.async_own_load(
-            model,
-            lambda: coordinator.client.load(
-                model, keep_seconds=keep_seconds, num_ctx=num_ctx, timeout=timeout
-            ),
-            was_resident=already,
-        )
+        try:
+            took = await coordinator.async_own_load(
+                model,
+                lambda: coordinator.client.load(
+                    model, keep_seconds=keep_seconds, num_ctx=num_ctx, timeout=timeout
+                ),
+                was_resident=already,
+            )
+        except LlmModelStartError as err:
+            self.failed_starts[model] = str(err)
+            raise
+        self.failed_starts.pop(model, None)
         seconds = None if already else round(took, 3)
         if keep_seconds is not None and keep_seconds > 0:
             self.preloaded_until[model] = coordinator.utcnow() + timedelta(seconds=keep_seconds)

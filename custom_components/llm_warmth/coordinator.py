@@ -20,6 +20,7 @@ from homeassistant.helpers.update_coordinator import DataUpdateCoordinator
 from homeassistant.util import dt as dt_util
 
 from .const import (
+    DECISION_SLACK,
     DEFAULT_SCAN_INTERVAL,
     DOMAIN,
     EVENT_COLD_START,
@@ -107,6 +108,12 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
             self._async_fast_poll, f"{DOMAIN} {entry.title} fast poll", cancel_on_shutdown=True
         )
         self._unsub_fast_poll: CALLBACK_TYPE | None = None
+        # With the event stream up (no fast polls), a model that left unexplained is
+        # decided by reading the last pushed residency again once its window has passed.
+        self._decide_job = HassJob(
+            self._decide_pushed, f"{DOMAIN} {entry.title} unload", cancel_on_shutdown=True
+        )
+        self._unsub_decide: CALLBACK_TYPE | None = None
         self._settling_since: float | None = None
         self._shut_down = False
         # The server's event stream, where it has one, replaces fast polling while it is up.
@@ -124,6 +131,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         """Stop polling (the entry unloads; the store is written after every feature stops)."""
         self._shut_down = True
         self._cancel_fast_poll()
+        self._cancel_decision()
         await super().async_shutdown()
 
     @callback
@@ -186,6 +194,10 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         if self.data is None or not self.last_update_success:
             return  # the polls say the server is down: they bring it back
         self._pushed = (self._pushed[0] + 1, resident)
+        self._observe_resident(resident)
+
+    @callback
+    def _observe_resident(self, resident: tuple[ResidentModel, ...]) -> None:
         snapshot, changes = self.monitor.observe(
             version=None,
             resident=resident,
@@ -196,7 +208,24 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         )
         self._handle(changes)
         self._cancel_fast_poll()
+        self._cancel_decision()
+        if (due := self.monitor.undecided_until) is not None and not self._shut_down:
+            delay = max(due - time.monotonic(), 0.0) + DECISION_SLACK
+            self._unsub_decide = async_call_later(self.hass, delay, self._decide_job)
         self.async_set_updated_data(snapshot)
+
+    @callback
+    def _decide_pushed(self, _now: datetime) -> None:
+        """Decide what left unexplained, from the last pushed residency (nothing is sent)."""
+        self._unsub_decide = None
+        if self.events_connected and self.data is not None and self.last_update_success:
+            self._observe_resident(self._pushed[1])
+
+    @callback
+    def _cancel_decision(self) -> None:
+        if self._unsub_decide is not None:
+            self._unsub_decide()
+            self._unsub_decide = None
 
     @callback
     def _arm_fast_poll(self) -> None:

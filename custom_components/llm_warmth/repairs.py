@@ -246,6 +246,14 @@ class RepairIssues:
             wanted[self._id("keep_alive_conflict", conflict.model)] = keep_alive_issue(
                 conflict, server
             )
+        failed = self._controller.failed_starts
+        for model in [m for m in failed if m in held]:
+            del failed[model]  # it loaded since (another client's load, a fixed command)
+        for model, said in failed.items():
+            wanted[self._id("model_fails_to_start", model)] = (
+                "model_fails_to_start",
+                {"server": server, "model": model, "error": said},
+            )
         for issue_id in self._raised - set(wanted):
             ir.async_delete_issue(self._hass, DOMAIN, issue_id)
         for issue_id, (key, placeholders) in wanted.items():

@@ -15,6 +15,7 @@ from .backends.base import Capabilities
 from .backends.types import InstalledModel, ResidencyState, ResidentModel, TimedReply
 from .load_figures import FigureSource, LoadFigures
 from .residency import (
+    REPLACEMENT_WINDOW_SECONDS,
     ModelLoaded,
     ModelUnloaded,
     OwnRequestEnd,
@@ -147,6 +148,16 @@ class ServerMonitor:
     def settling(self) -> bool:
         """Return True while a load or unload waits for the next poll to be understood."""
         return self._tracker.settling
+
+    @property
+    def undecided_until(self) -> float | None:
+        """Return when (monotonic) a model that left unexplained can be called unloaded.
+
+        Once no other model came in its place for ``REPLACEMENT_WINDOW_SECONDS``: an
+        observation from then on decides it (None: no model waits).
+        """
+        since = self._tracker.unexplained_since
+        return None if since is None else since + REPLACEMENT_WINDOW_SECONDS
 
     def version_due(self, monotonic: float) -> bool:
         """Return True when this poll should read the server's version too.

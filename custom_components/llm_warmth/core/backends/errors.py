@@ -46,6 +46,10 @@ class LlmModelNotFoundError(LlmServerError):
     """The server does not have the requested model."""
 
 
+class LlmModelStartError(LlmServerResponseError):
+    """The server could not start the model's process (it exited, or never became healthy)."""
+
+
 class LlmServerBusyError(LlmServerError):
     """The server's request queue is full (HTTP 503); try again later."""
 

@@ -26,6 +26,7 @@ from urllib.parse import quote
 from .base import GENERATION_TIMEOUT, Capabilities, KeepAlive, ServerKind
 from .errors import (
     LlmModelNotFoundError,
+    LlmModelStartError,
     LlmServerError,
     LlmServerNotSupportedError,
     LlmServerResponseError,
@@ -69,15 +70,25 @@ _OWN_MODEL_TYPES: Final = (None, "model")
 # An event stream that says nothing for this long is gone (llama-swap sends no pings, but
 # re-sends modelStatus on every change; a quiet server is reconnected to, which is cheap).
 EVENT_SILENCE_SECONDS: Final = 600.0
+# What llama-swap says when a model's process did not come up (process_command.go).
+START_FAILURES: Final = (
+    "upstream command exited prematurely",
+    "health check timed out",
+    "failed to start command",
+)
 
 
 def error_for_status(status: int, message: str, path: str) -> LlmServerError:
     """Map an HTTP error status (and llama-swap's error text) to the client's errors.
 
     An unknown model is 404 ("model not found", "no router for requested model") on the
-    paths that name one; 429 is its concurrency limit.
+    paths that name one; 429 is its concurrency limit; a model whose process exited or
+    never turned healthy is 500 with one of ``START_FAILURES`` (recorded from the real
+    one: "unspecific error: upstream command exited prematurely").
     """
     lowered = message.lower()
+    if status == 500 and any(marker in lowered for marker in START_FAILURES):
+        return LlmModelStartError(message[:MAX_TEXT])
     missing = (
         status == 404
         and ("not found" in lowered or "no router" in lowered)
