@@ -35,8 +35,14 @@ the release tag ``v250`` is commit ``60226b63``):
   ``swap: true, exclusive: true`` (loading one model first stops every other one, in parallel);
   same-model requests join one swap; a swap that would evict a busy model waits for it to drain;
   ``Unload`` blocks until stopped and fails pending loads with ``group: model unloaded``.
-* ``internal/swaputil/http.go`` (tag v250): ``SendResponse`` error bodies, JSON
-  ``{"error":"<msg>","src":"llama-swap"}`` unless ``Accept`` asks for text/plain or text/html.
+* ``internal/swaputil/http.go`` and ``httperror.go``: ``SendResponse`` error bodies, the
+  OpenAI-style envelope ``{"src":"llama-swap","error":{"message","type","param","code"}}``
+  (recorded from the real one: ``"no model id could be identified"``, ``invalid_request_error``,
+  ``not_found``) unless ``Accept`` asks for text/plain or text/html (v250 sent
+  ``{"error":"<msg>","src":"llama-swap"}``; the client reads both).
+* ``internal/store``: activity kept in memory (the default), so a restart starts its ids at
+  1 again; times stored in whole seconds; ``has_capture`` true (the default capture
+  buffer) and ``metadata.fifo_priority`` on a served request (recorded).
 
 Deliberate simplifications: one swap group (``exclusive=False`` lets models run side by side),
 no peers, profiles, selectors, ``sendLoadingState`` or live ``logData`` frames; the process
@@ -56,6 +62,7 @@ from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 import hashlib
+import html
 from http import HTTPStatus
 import json
 import math
@@ -188,6 +195,26 @@ def go_json(obj: object) -> str:
 def _cpp_json(obj: object) -> str:
     """Encode like llama-server's nlohmann ``ordered_json::dump()`` (compact, raw UTF-8)."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def _error_type(status: int) -> tuple[str, str]:
+    """``errorTypeForStatus`` of ``internal/swaputil/httperror.go``: (type, default code)."""
+    named = {
+        400: ("invalid_request_error", "bad_request"),
+        401: ("authentication_error", "unauthorized"),
+        403: ("authentication_error", "forbidden"),
+        404: ("invalid_request_error", "not_found"),
+        409: ("invalid_request_error", "conflict"),
+        429: ("rate_limit_error", "rate_limit_exceeded"),
+        502: ("server_error", "bad_gateway"),
+        503: ("server_error", "service_unavailable"),
+        504: ("server_error", "gateway_timeout"),
+    }
+    if status in named:
+        return named[status]
+    if 400 <= status < 500:
+        return "invalid_request_error", "invalid_request"
+    return "server_error", "internal_error"
 
 
 def format_go_time(when: datetime) -> str:
@@ -527,11 +554,13 @@ class LlamaSwapEmulator:
         """Restart llama-swap on the same port.
 
         Every connection (SSE streams included) is closed, every process is gone at once
-        (``stopped``, prompt caches cleared, no events) and pending loads fail. Counters,
-        activity ids and inflight ids keep counting; config and faults are kept.
+        (``stopped``, prompt caches cleared, no events) and pending loads fail. The activity
+        log starts again (in memory: ids from 1); counters and inflight ids keep counting;
+        config and faults are kept.
         """
         await self.stop_serving()
         await self._kill_processes()
+        self.activity.clear()
         await self.start_serving()
 
     async def stop_serving(self) -> None:
@@ -1081,17 +1110,20 @@ class LlamaSwapEmulator:
                 duration = max(duration, int(timings["prompt_ms"] + timings["predicted_ms"]))
         entry: dict[str, Any] = {
             "id": len(self.activity) + 1,
-            "timestamp": format_go_time(datetime.now(UTC)),
+            # store.go keeps Unix seconds: read back, the time has no fraction.
+            "timestamp": format_go_time(datetime.now(UTC).replace(microsecond=0)),
             "model": ex.model,
             "req_path": ex.req_path,
             "resp_content_type": ex.content_type,
             "resp_status_code": ex.status,
             "tokens": tokens,
             "duration_ms": duration,
-            "has_capture": False,
+            "has_capture": True,
         }
         if ex.status != 200:
             entry["error_msg"] = ex.error or _status_text(ex.status)
+        else:
+            entry["metadata"] = {"fifo_priority": "0"}
         self.activity.append(entry)
         self._emit("activity", {"id": entry["id"]})
 
@@ -1201,11 +1233,18 @@ class LlamaSwapEmulator:
         if "text/plain" in accept:
             body, content_type = f"llama-swap: {message}", "text/plain"
         elif "text/html" in accept:
-            escaped = message.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            # Go's html.EscapeString: &#39; and &#34; for the quotes.
+            escaped = (
+                html.escape(message, quote=True)
+                .replace("&#x27;", "&#39;")
+                .replace("&quot;", "&#34;")
+            )
             body = f"<html><body><h1>llama-swap</h1><p>{escaped}</p></body></html>"
             content_type = "text/html"
         else:
-            body, content_type = go_json({"error": message, "src": "llama-swap"}), JSON
+            kind, code = _error_type(status)
+            envelope = {"message": message, "type": kind, "param": None, "code": code}
+            body, content_type = go_json({"src": "llama-swap", "error": envelope}), JSON
         return web.Response(
             status=status, body=body.encode(), headers={"Content-Type": content_type}
         )

@@ -319,7 +319,11 @@ def test_the_join_takes_requests_at_the_edges_of_its_tolerance() -> None:
     assert join_request(turn, [served(8.0, 1.0)]) is not None  # 2 s after the first words
     assert join_request(turn, [served(8.001, 1.0)]) is None
     assert join_request(turn, [served(3.0, 1.0)]) is not None  # ended at the start itself
-    assert join_request(turn, [served(3.0, 0.999)]) is None
+    # llama-swap's times are whole seconds, floored: an end read up to a second before the
+    # start may be after it; one a whole second before is not.
+    assert join_request(turn, [served(3.0, 0.999)]) is not None
+    assert join_request(turn, [served(2.0, 1.001)]) is not None
+    assert join_request(turn, [served(2.0, 1.0)]) is None
     # Without first words: up to 2 s after the agent's end.
     silent = turn_of(
         [

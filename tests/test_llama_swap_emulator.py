@@ -31,6 +31,18 @@ CHAT = {
 RUNNING_KEYS = ["model", "state", "cmd", "proxy", "ttl", "name", "description"]
 
 
+def envelope(status: int, message: str) -> dict[str, object]:
+    """llama-swap's error body (httperror.go's envelope) for ``status``."""
+    kind, code = {
+        404: ("invalid_request_error", "not_found"),
+        500: ("server_error", "internal_error"),
+    }[status]
+    return {
+        "src": "llama-swap",
+        "error": {"message": message, "type": kind, "param": None, "code": code},
+    }
+
+
 def _models() -> list[SwapModel]:
     return [
         SwapModel("tiny", load_seconds=0.1, ttl=300, display_name="Tiny", description="test"),
@@ -247,7 +259,10 @@ async def test_unload_endpoints(
     async with session.post(emulator.url + "/api/models/unload/nope") as resp:
         assert resp.status == 404
         assert resp.headers["Content-Type"] == "application/json"
-        assert await resp.text() == '{"error":"model not found","src":"llama-swap"}'
+        assert await resp.text() == (
+            '{"src":"llama-swap","error":{"message":"model not found",'
+            '"type":"invalid_request_error","param":null,"code":"not_found"}}'
+        )
     headers = {"Accept": "text/plain"}
     async with session.post(emulator.url + "/api/models/unload/nope", headers=headers) as resp:
         assert (resp.status, await resp.text()) == (404, "llama-swap: model not found")
@@ -273,7 +288,7 @@ async def test_unload_during_load_fails_the_waiters(
     async with session.post(emulator.url + "/api/models/unload/big") as resp:
         assert resp.status == 200
     assert emulator.state("big") == "stopped"
-    assert await pending == (500, {"error": MODEL_UNLOADED_ERROR, "src": "llama-swap"})
+    assert await pending == (500, envelope(500, MODEL_UNLOADED_ERROR))
 
 
 # --------------------------------------------------------------- generation
@@ -373,10 +388,14 @@ async def test_streaming_completion_matches_llama_server(
 async def test_model_errors(emulator: LlamaSwapEmulator, session: aiohttp.ClientSession) -> None:
     assert await _chat(session, emulator, model="nope") == (
         404,
-        {"error": "no router for requested model", "src": "llama-swap"},
+        envelope(404, "no router for requested model"),
     )
     async with session.post(emulator.url + "/v1/chat/completions", json={"x": 1}) as resp:
-        assert await resp.text() == '{"error":"no model id could be identified","src":"llama-swap"}'
+        # Recorded from the real llama-swap (a request with no JSON body).
+        assert await resp.text() == (
+            '{"src":"llama-swap","error":{"message":"no model id could be identified",'
+            '"type":"invalid_request_error","param":null,"code":"not_found"}}'
+        )
     data = json.dumps(CHAT)
     async with session.post(emulator.url + "/v1/chat/completions", data=data) as resp:
         assert resp.status == 404  # llama-swap needs the JSON content type to find the model
@@ -387,7 +406,7 @@ async def test_model_errors(emulator: LlamaSwapEmulator, session: aiohttp.Client
     async with session.get(emulator.url + "/upstream/nope/health") as resp:
         assert (resp.status, await resp.json()) == (
             404,
-            {"error": "model not found", "src": "llama-swap"},
+            envelope(404, "model not found"),
         )
     assert emulator.running_models() == []
     # Only the routed unknown model reaches the metrics middleware (no model id: rejected before).
@@ -401,7 +420,7 @@ async def test_load_error(socket_enabled: None) -> None:
     try:
         async with aiohttp.ClientSession() as session:
             status, body = await _chat(session, emu, model="bad")
-        assert (status, body) == (500, {"error": "unspecific error: boom", "src": "llama-swap"})
+        assert (status, body) == (500, envelope(500, "unspecific error: boom"))
         assert emu.state("bad") == "stopped"
         with pytest.raises(SwapError, match="boom"):
             await emu.load_by_other_client("bad")
@@ -531,7 +550,11 @@ async def test_events_envelope_snapshot_and_request_lifecycle(
         "prompt_per_second": 1000,
         "tokens_per_second": 200,
     }
-    assert (row["model"], row["resp_status_code"], row["has_capture"]) == ("tiny", 200, False)
+    # Recorded: a served request is captured (the default buffer) and has its priority.
+    assert (row["model"], row["resp_status_code"], row["has_capture"]) == ("tiny", 200, True)
+    assert row["metadata"] == {"fifo_priority": "0"}
+    assert row["timestamp"].endswith("Z")
+    assert "." not in row["timestamp"]  # whole seconds, as stored
     assert emulator.events_connections == 1
 
 

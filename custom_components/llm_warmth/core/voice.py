@@ -331,6 +331,9 @@ def _request_stages(request: ServedRequest, first: float, *, cold: bool) -> dict
 
 # Seconds the server's clock and Home Assistant's may differ, for a request to be the turn's.
 JOIN_TOLERANCE = 2.0
+# A record's time may read this much early: llama-swap keeps it in whole seconds, floored
+# (recorded from the real one: "2026-12-04T15:49:47Z").
+RECORD_STEP = timedelta(seconds=1)
 
 
 def join_request(turn: VoiceTurn, requests: Iterable[ServedRequest]) -> ServedRequest | None:
@@ -338,7 +341,8 @@ def join_request(turn: VoiceTurn, requests: Iterable[ServedRequest]) -> ServedRe
 
     The successful request that arrived nearest the agent's start (within
     ``JOIN_TOLERANCE`` before it, and before its first words or its end) and ended after
-    that start. The server's clock is taken to agree with Home Assistant's (NTP).
+    that start (its end read to within ``RECORD_STEP``). The server's clock is taken to
+    agree with Home Assistant's (NTP).
     """
     start = turn.intent_start_at
     if start is None:
@@ -352,7 +356,7 @@ def join_request(turn: VoiceTurn, requests: Iterable[ServedRequest]) -> ServedRe
         if r.status == 200
         and r.started_at - start >= -tolerance
         and (latest is None or r.started_at - latest <= tolerance)
-        and r.ended_at >= start
+        and r.ended_at + RECORD_STEP > start
     ]
     return min(found, key=lambda r: abs(r.started_at - start), default=None)
 
