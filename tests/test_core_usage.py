@@ -154,13 +154,19 @@ def test_llama_swaps_activity_counts_what_is_new_and_served() -> None:
     assert read.newest == 6
     assert [r.id for r in read.new] == [5, 6]  # in order; failed (400) and seen ones not
     assert new_activity(page, 6).new == ()
-    # Ids that began again: llama-swap restarted, this page is a first page.
-    restarted = new_activity([served(1), served(2)], 6)
-    assert (restarted.newest, restarted.new) == (2, ())
+    # Ids that began again: llama-swap restarted while we looked; its log is in memory, so
+    # all of it came after the restart (the served ones are uses).
+    restarted = new_activity([served(1), served(2, 500), served(3)], 6)
+    assert restarted.newest == 3
+    assert [r.id for r in restarted.new] == [1, 3]
+    assert new_activity([served(6)], 6).new == ()  # the same newest: nothing began again
     # An empty page: nothing new, the mark stays.
     assert new_activity([], 6) == new_activity([], 6)
     assert new_activity([], 6).newest == 6
-    assert new_activity([], None).newest is None
+    # An empty first page (a llama-swap that served nothing yet): what comes next is new.
+    empty = new_activity([], None)
+    assert (empty.newest, empty.new) == (0, ())
+    assert [r.id for r in new_activity([served(1), served(2)], empty.newest).new] == [1, 2]
 
 
 def plan(start: datetime | None, end: datetime | None, *, used: bool = False) -> Plan:

@@ -27,6 +27,7 @@ from custom_components.llm_warmth.core.backends.base import ServerKind
 from custom_components.llm_warmth.core.backends.detection import detect
 from custom_components.llm_warmth.core.backends.llama_swap import LlamaSwapClient
 from custom_components.llm_warmth.core.backends.types import ResidencyState
+from custom_components.llm_warmth.core.usage import COLD
 
 from .e2e import add_server, server_url, wait_until
 from .recording_proxy import RecordingProxy
@@ -264,6 +265,33 @@ async def test_a_model_whose_server_fails_to_start_is_said_in_words(
     await hass.services.async_call(
         DOMAIN, "preload", {"config_entry_id": entry.entry_id, "model": "tiny"}, blocking=True
     )
+    # What the server logs within 2 s of a request of ours is taken for ours, and its
+    # times are whole seconds: the household's requests come a few seconds later.
+    await asyncio.sleep(3.5)
+    # Another client's requests, read from llama-swap's activity: the failed one (its 500
+    # is in the log) is no use, the served one is; our two preloads are none.
+    usage = entry.runtime_data.usage
+    with pytest.raises(aiohttp.ClientResponseError) as failed:
+        await chat(url, "broken")
+    assert failed.value.status == 500
+    await chat(url)  # tiny again: the failed start swapped it out, so a cold start too
+
+    def uses(model: str) -> int:
+        record = usage.get(model)
+        return len(record.planner.uses) if record else 0
+
+    await wait_until(lambda: uses("tiny") == 1, 10, "the served request's use")
+    coordinator = entry.runtime_data.coordinator
+    async with aiohttp.ClientSession() as session, session.get(f"{url}/api/metrics/activity") as r:
+        logged = (await r.json())["data"]
+    assert sorted((row["model"], row["resp_status_code"]) for row in logged) == [
+        ("broken", 500),
+        ("tiny", 200),
+    ]  # our loads go through the upstream's health check: not in its activity
+    await coordinator.async_refresh()  # one more poll reads the log again: still one use
+    await hass.async_block_till_done()
+    assert (uses("tiny"), uses("broken")) == (1, 0)
+    assert usage.scoreboard("tiny", COLD) == (1.0, 1.0)  # the household waited for it
     await hass.config_entries.async_unload(entry.entry_id)
 
 

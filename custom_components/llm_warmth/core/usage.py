@@ -208,15 +208,16 @@ class ActivityRead:
 def new_activity(served: Sequence[ServedRequest], seen: int | None) -> ActivityRead:
     """Return the requests of ``served`` after the entry ``seen`` (None: none read yet).
 
-    The first page is the baseline: what came before we looked is not counted. Ids that
-    began again (llama-swap restarted) make this page a first page. A failed request
-    (status 400 or more) is no use.
+    The first page is the baseline: what came before we looked is not counted (an empty
+    one is a baseline of nothing: every entry after it is new). Ids that began again show
+    a llama-swap restarted while we looked: its log is kept in memory, so all of it came
+    after the restart and is new. A failed request (status 400 or more) is no use.
     """
     newest = max((r.id for r in served), default=None)
-    if newest is not None and seen is not None and newest < seen:
-        seen = None  # its ids began again: a new first page
-    mark = newest if newest is not None else seen
     if seen is None:
-        return ActivityRead(mark, ())
+        return ActivityRead(0 if newest is None else newest, ())
+    if newest is not None and newest < seen:
+        seen = 0  # its ids began again: everything in its new log is new
+    mark = newest if newest is not None else seen
     new = tuple(r for r in sorted(served, key=lambda r: r.id) if r.id > seen and r.status < 400)
     return ActivityRead(mark, new)
