@@ -436,4 +436,18 @@ async def test_a_model_that_fails_to_start_is_said_and_repaired_until_it_loads(
     await coordinator.async_refresh()
     await hass.async_block_till_done()
     assert issue_registry.async_get_issue(DOMAIN, found.issue_id) is None
+    # Failed again, then loaded by another client: the repair goes, and the controller
+    # forgets the failure (it would come back once the model leaves otherwise).
+    controller = entry.runtime_data.controller
+    await hass.services.async_call(DOMAIN, "evict", target, blocking=True)
+    swap.models[TINY].load_error = "upstream command exited prematurely"
+    with pytest.raises(HomeAssistantError):
+        await hass.services.async_call(DOMAIN, "preload", target, blocking=True)
+    assert list(controller.failed_starts) == [TINY]
+    swap.models[TINY].load_error = None
+    await swap.load_by_other_client(TINY)
+    await coordinator.async_refresh()
+    await hass.async_block_till_done()
+    assert controller.failed_starts == {}
+    assert issue_registry.async_get_issue(DOMAIN, found.issue_id) is None
     await hass.config_entries.async_unload(entry.entry_id)

@@ -135,6 +135,7 @@ class ResidencyController:
         # A deleted model's preload has no end to wait for.
         for model in self.preloaded_until.keys() - self._checked.models:
             del self.preloaded_until[model]
+        self._forget_started()
         self.async_check_pins()
 
     @callback
@@ -142,7 +143,14 @@ class ResidencyController:
         """After pushed data (an event stream); a changed poll's was checked already."""
         if self._coordinator.data is not self._checked:
             self._checked = self._coordinator.data
+            self._forget_started()
             self.async_check_pins()
+
+    @callback
+    def _forget_started(self) -> None:
+        """Forget the failed start of a model that is loaded now (a mended command)."""
+        for model in self.failed_starts.keys() & self._coordinator.data.held.keys():
+            del self.failed_starts[model]
 
     @callback
     def async_check_pins(self) -> None:

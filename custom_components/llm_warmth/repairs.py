@@ -246,10 +246,9 @@ class RepairIssues:
             wanted[self._id("keep_alive_conflict", conflict.model)] = keep_alive_issue(
                 conflict, server
             )
-        failed = self._controller.failed_starts
-        for model in [m for m in failed if m in held]:
-            del failed[model]  # it loaded since (another client's load, a fixed command)
-        for model, said in failed.items():
+        for model, said in self._controller.failed_starts.items():
+            if model in held:
+                continue  # it loaded since (the controller forgets it)
             wanted[self._id("model_fails_to_start", model)] = (
                 "model_fails_to_start",
                 {"server": server, "model": model, "error": said},
