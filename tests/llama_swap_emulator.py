@@ -44,8 +44,12 @@ the release tag ``v250`` is commit ``60226b63``):
   1 again; times stored in whole seconds; ``has_capture`` true (the default capture
   buffer) and ``metadata.fifo_priority`` on a served request (recorded).
 
+Peers (``SwapPeer``: ``peers:`` in the config) follow ``internal/router/peer.go`` and the
+recordings in ``tests/fixtures/llama_swap``: listed by ``<peer>/<model>``, never with a state,
+requests proxied with the model renamed, 502 ``peer proxy error: ...`` when the peer is down.
+
 Deliberate simplifications: one swap group (``exclusive=False`` lets models run side by side),
-no peers, profiles, selectors, ``sendLoadingState`` or live ``logData`` frames; the process
+no profiles, selectors, ``sendLoadingState`` or live ``logData`` frames; the process
 ``cmd``/``proxy`` values are synthetic (ports from ``startPort`` 5800). The emulated
 llama-server tokenises by words (a chat template adds one marker token per message and the
 prompt starts with a BOS token) and keeps a one-slot prompt cache per model, cleared on unload.
@@ -57,7 +61,7 @@ import asyncio
 import base64
 import binascii
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -70,8 +74,9 @@ from pathlib import Path
 import re
 import time
 from typing import Any, Final, Literal, NoReturn
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
+import aiohttp
 from aiohttp import web
 
 __all__ = [
@@ -323,7 +328,20 @@ class _Process:
 
     @property
     def proxy(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        # Recorded (running_ready.json): the config's proxy default names localhost.
+        return f"http://localhost:{self.port}"
+
+
+@dataclass(frozen=True)
+class SwapPeer:
+    """One entry of the config's ``peers:`` map: another llama-swap (or any ``/v1`` server).
+
+    Its models are routed as ``<peer id>/<model>`` (and by the bare name when no local model
+    and no other peer has it); the request's ``model`` is rewritten to the peer's name.
+    """
+
+    proxy: str
+    models: tuple[str, ...]
 
 
 class SwapError(Exception):
@@ -451,6 +469,7 @@ class LlamaSwapEmulator:
         ttl_check_interval: float = 1.0,
         llama_server_build: str = LLAMA_SERVER_BUILD,
         metrics_text: str | None = None,
+        peers: Mapping[str, SwapPeer] | None = None,
     ) -> None:
         self.exclusive = exclusive
         self.version = version
@@ -461,6 +480,8 @@ class LlamaSwapEmulator:
         self.llama_server_build = llama_server_build
         self.metrics_text = metrics_text
         self.models: dict[str, SwapModel] = {}
+        self.peers: dict[str, SwapPeer] = dict(peers or {})
+        self._peer_session: aiohttp.ClientSession | None = None
         self.requests: Counter[str] = Counter()
         self.events_connections = 0
         self.activity: list[dict[str, Any]] = []
@@ -539,11 +560,16 @@ class LlamaSwapEmulator:
         self._swap_lock = asyncio.Lock()
         await self._listen()
         self._ttl_task = asyncio.create_task(self._ttl_loop())
+        if self.peers:
+            self._peer_session = aiohttp.ClientSession(auto_decompress=False)
         return self.url
 
     async def stop(self) -> None:
         """Stop serving, stop the TTL ticker and kill every process (no events)."""
         await self.stop_serving()
+        if self._peer_session is not None:
+            await self._peer_session.close()
+            self._peer_session = None
         if self._ttl_task is not None:
             self._ttl_task.cancel()
             await asyncio.gather(self._ttl_task, return_exceptions=True)
@@ -981,7 +1007,38 @@ class LlamaSwapEmulator:
             if proc.model.aliases:
                 entry["aliases"] = list(proc.model.aliases)
             entries.append(entry)
+        # Recorded (events_peer.sse): each peer model after the local ones, with no state
+        # (the front one does not know it), even while the peer runs it.
+        entries += [
+            {
+                "id": fqn,
+                "name": "",
+                "description": "",
+                "state": "",
+                "unlisted": False,
+                "peerID": peer_id,
+            }
+            for fqn, peer_id, _model in self._peer_models()
+        ]
         return entries
+
+    def _peer_models(self) -> list[tuple[str, str, str]]:
+        """(routed name, peer id, the peer's model name) of every peer model, sorted."""
+        return sorted(
+            (f"{peer_id}/{model}", peer_id, model)
+            for peer_id, peer in self.peers.items()
+            for model in dict.fromkeys(peer.models)
+        )
+
+    def _peer_route(self, name: str) -> tuple[SwapPeer, str] | None:
+        """``router.Peer``: the peer and its model name for ``name`` (local models first)."""
+        bare: list[tuple[SwapPeer, str]] = []
+        for fqn, peer_id, model in self._peer_models():
+            if fqn == name:
+                return self.peers[peer_id], model
+            if model == name:
+                bare.append((self.peers[peer_id], model))
+        return bare[0] if len(bare) == 1 else None
 
     @staticmethod
     def _frame(kind: str, payload: object) -> bytes:
@@ -1122,7 +1179,8 @@ class LlamaSwapEmulator:
         }
         if ex.status != 200:
             entry["error_msg"] = ex.error or _status_text(ex.status)
-        else:
+        elif ex.model in self.models:
+            # Recorded (activity_peer.json): a peer's request has no fifo metadata.
             entry["metadata"] = {"fifo_priority": "0"}
         self.activity.append(entry)
         self._emit("activity", {"id": entry["id"]})
@@ -1267,7 +1325,8 @@ class LlamaSwapEmulator:
 
     async def _handle_version(self, request: web.Request) -> web.StreamResponse:
         return self._encoded(
-            {"version": self.version, "commit": self.commit, "build_date": self.build_date}
+            # Recorded (version.json): Go's encoding sorts a map's keys.
+            {"build_date": self.build_date, "commit": self.commit, "version": self.version}
         )
 
     async def _handle_metrics(self, request: web.Request) -> web.StreamResponse:
@@ -1311,6 +1370,20 @@ class LlamaSwapEmulator:
             loaded = proc.state not in _NOT_RUNNING
             record["status"] = {"value": "loaded" if loaded else "unloaded"}
             data.append(record)
+        # Recorded (models.json): a peer model is listed as such, always "unloaded".
+        data += [
+            {
+                "id": fqn,
+                "object": "model",
+                "created": created,
+                "owned_by": "llama-swap",
+                "name": f"{peer_id}: {model}",
+                "meta": {"llamaswap": {"peerID": peer_id, "type": "peer"}},
+                "status": {"value": "unloaded"},
+            }
+            for fqn, peer_id, model in self._peer_models()
+        ]
+        data.sort(key=lambda record: record["id"])
         response = self._encoded({"data": data, "object": "list"})
         if origin := request.headers.get("Origin"):
             response.headers["Access-Control-Allow-Origin"] = origin
@@ -1427,7 +1500,14 @@ class LlamaSwapEmulator:
         real = proc.model.name if proc is not None else model_id
         ex = _Exchange(request=request, model=real, req_path=path, started=started)
         ex.inflight = self._inflight_add(request, path, real)
+        route = self._peer_route(model_id) if proc is None else None
         try:
+            if route is not None:
+                peer, peer_model = route
+                body = raw
+                if payload is not None and peer_model != model_id:
+                    body = go_json(payload | {"model": peer_model}).encode()
+                return await self._to_peer(ex, peer, path, body)
             if proc is None:
                 return await self._finish(ex, self._send(request, 404, NO_ROUTER_ERROR))
             return await self._serve(ex, proc, upstream_path, raw)
@@ -1439,6 +1519,13 @@ class LlamaSwapEmulator:
     async def _handle_upstream(self, request: web.Request) -> web.StreamResponse:
         started = time.monotonic()
         found = self._find_model_in_path(request.path.removeprefix("/upstream"))
+        peer = self._find_peer_in_path(request.path.removeprefix("/upstream"))
+        if found is None and peer is not None:
+            # Recorded (upstream_peer_health.json): /upstream/lab/tiny/health is the peer's
+            # own /health ("OK"), the rest of the path sent to the peer's root.
+            route, remaining = peer
+            ex = _Exchange(request=request, model="", req_path=remaining, started=started)
+            return await self._to_peer(ex, route, remaining, await request.read())
         if found is None:
             return self._send(request, 404, MODEL_NOT_FOUND)
         search_name, proc, remaining = found
@@ -1466,6 +1553,49 @@ class LlamaSwapEmulator:
                 self._record_activity(ex)
             if ex.inflight is not None:
                 self._inflight_remove(ex.inflight)
+
+    def _find_peer_in_path(self, path: str) -> tuple[SwapPeer, str] | None:
+        parts = path.split("/")[1:]
+        for end in range(len(parts), 0, -1):
+            route = self._peer_route("/".join(parts[:end]))
+            if route is not None:
+                return route[0], "/" + "/".join(parts[end:])
+        return None
+
+    async def _to_peer(
+        self, ex: _Exchange, peer: SwapPeer, path: str, body: bytes
+    ) -> web.StreamResponse:
+        """``httputil.ReverseProxy`` to the peer; 502 in words when it cannot be reached."""
+        request = ex.request
+        assert self._peer_session is not None
+        headers = {
+            key: value
+            for key, value in request.headers.items()
+            if key.lower() not in ("host", "content-length", "transfer-encoding", "connection")
+        }
+        url = peer.proxy.rstrip("/") + path
+        try:
+            async with self._peer_session.request(
+                request.method, url, data=body or None, headers=headers
+            ) as upstream:
+                response = web.StreamResponse(status=upstream.status)
+                for key in ("Content-Type", "Content-Encoding", "X-Accel-Buffering"):
+                    if key in upstream.headers:
+                        response.headers[key] = upstream.headers[key]
+                ex.status = upstream.status
+                ex.content_type = upstream.headers.get("Content-Type", "")
+                await response.prepare(request)
+                async for chunk in upstream.content.iter_any():
+                    await response.write(chunk)
+                await response.write_eof()
+                return response
+        except aiohttp.ClientConnectionError:
+            split = urlsplit(url)
+            message = (
+                f"peer proxy error: dial tcp {split.hostname}:{split.port}: connect: "
+                "connection refused"
+            )
+            return await self._finish(ex, self._send(request, 502, message))
 
     def _find_model_in_path(self, path: str) -> tuple[str, _Process, str] | None:
         """``swaputil.FindModelInPath``: the longest leading segment run naming a model."""

@@ -144,7 +144,7 @@ async def test_plain_endpoints(emulator: LlamaSwapEmulator, session: aiohttp.Cli
         assert resp.headers["Content-Type"] == "text/plain; charset=utf-8"
     async with session.get(emulator.url + "/api/version") as resp:
         assert await resp.text() == (
-            '{"version":"v250","commit":"60226b63","build_date":"2026-08-14T15:45:40Z"}\n'
+            '{"build_date":"2026-08-14T15:45:40Z","commit":"60226b63","version":"v250"}\n'
         )
     async with session.get(emulator.url + "/metrics") as resp:
         assert resp.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
@@ -193,7 +193,7 @@ async def test_running_through_load_and_swap(
         "model": "tiny",
         "state": "starting",
         "cmd": "/app/llama-server --port 5800 -m /models/tiny.gguf",
-        "proxy": "http://127.0.0.1:5800",
+        "proxy": "http://localhost:5800",
         "ttl": 300,
         "name": "Tiny",
         "description": "test",
