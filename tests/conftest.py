@@ -34,6 +34,7 @@ from custom_components.llm_warmth.coordinator import LlmWarmthCoordinator
 from custom_components.llm_warmth.core.gpu.exporter import ExporterKind
 
 from .e2e import server_url
+from .llama_swaps import Swaps
 from .ollama_emulator import EmulatedModel, OllamaEmulator
 
 GPU_FIXTURES = Path(__file__).parent / "fixtures" / "gpu"
@@ -71,6 +72,16 @@ def ollama_server(request: pytest.FixtureRequest) -> str:
 def ollama_url(ollama_server: str, socket_enabled: None) -> str:
     """Return the URL of a real Ollama (skipped without one; CI fails instead)."""
     return server_url(f"{ollama_server}_URL")
+
+
+@pytest.fixture(params=["emulator", pytest.param("real", marks=pytest.mark.e2e)])
+async def swaps(
+    request: pytest.FixtureRequest, tmp_path: Path, socket_enabled: None
+) -> AsyncGenerator[Swaps]:
+    """Start llama-swaps of the test's own: the emulator, then the real binary (e2e)."""
+    started = Swaps(request.param, tmp_path)
+    yield started
+    await started.close()
 
 
 @pytest.fixture

@@ -584,10 +584,17 @@ class LlamaSwapEmulator:
         log starts again (in memory: ids from 1); counters and inflight ids keep counting;
         config and faults are kept.
         """
+        await self.down()
+        await self.start_serving()
+
+    async def down(self) -> None:
+        """Go down as a stopped llama-swap does (``start_serving`` brings it back).
+
+        Off its port, its processes gone, its in-memory activity log with them.
+        """
         await self.stop_serving()
         await self._kill_processes()
         self.activity.clear()
-        await self.start_serving()
 
     async def stop_serving(self) -> None:
         """Take the server off its port (connections refused, open ones dropped).

@@ -8,10 +8,7 @@ preload and evict through the actions, another client's requests as uses and our
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-import os
-from pathlib import Path
-import socket
+from collections.abc import AsyncIterator
 import time
 
 import aiohttp
@@ -22,17 +19,32 @@ from homeassistant.helpers import issue_registry as ir
 import pytest
 from pytest_homeassistant_custom_component.common import async_capture_events
 
-from custom_components.llm_warmth.const import DOMAIN, EVENT_MODEL_UNLOADED
+from custom_components.llm_warmth.const import (
+    CONF_GUARD_CLEAR_MINUTES,
+    CONF_PROTECTED_ENTITIES,
+    DOMAIN,
+    EVENT_MODEL_UNLOADED,
+    EVENT_PIN_REAPPLIED,
+    EVENT_PIN_REASSERTED,
+    EVENT_PIN_RELEASED,
+    PIN_SETTLE_SECONDS,
+)
 from custom_components.llm_warmth.core.backends.base import ServerKind
 from custom_components.llm_warmth.core.backends.detection import detect
+from custom_components.llm_warmth.core.backends.errors import LlmModelOnPeerError
 from custom_components.llm_warmth.core.backends.llama_swap import LlamaSwapClient
 from custom_components.llm_warmth.core.backends.types import ResidencyState
 from custom_components.llm_warmth.core.usage import COLD
 
 from .e2e import add_server, server_url, wait_until
+from .llama_swaps import Swaps, SwapSpec
 from .recording_proxy import RecordingProxy
+from .test_pin import call
 
-pytestmark = pytest.mark.e2e
+PLEX = "binary_sensor.plex_transcoding"
+
+# The kit's own llama-swap (e2e). The tests that start llama-swaps of their own run twice
+# (the ``swaps`` fixture): on the emulator, and on the real binary (marked e2e there).
 TINY = "tiny"
 
 
@@ -69,6 +81,7 @@ async def chat(url: str, model: str = TINY) -> None:
         await response.read()
 
 
+@pytest.mark.e2e
 async def test_the_real_llama_swap_is_found_and_its_residency_read(
     client: LlamaSwapClient, llama_swap_url: str
 ) -> None:
@@ -88,6 +101,7 @@ async def test_the_real_llama_swap_is_found_and_its_residency_read(
     assert await client.running_models() == ()
 
 
+@pytest.mark.e2e
 async def test_a_cold_load_is_timed_and_the_activity_record_matches_our_stopwatch(
     client: LlamaSwapClient,
 ) -> None:
@@ -120,6 +134,7 @@ async def test_a_cold_load_is_timed_and_the_activity_record_matches_our_stopwatc
         assert record.status == 200
 
 
+@pytest.mark.e2e
 async def test_preload_evict_and_uses_through_the_integration(
     hass: HomeAssistant, llama_swap_url: str
 ) -> None:
@@ -163,83 +178,11 @@ async def test_preload_evict_and_uses_through_the_integration(
         await proxy.stop()
 
 
-def free_port() -> int:
-    """Return a loopback port nothing listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@pytest.fixture
-async def own_llama_swap(
-    llama_swap_url: str, tmp_path: Path
-) -> AsyncIterator[Callable[[str], asyncio.Future[str]]]:
-    """Start a llama-swap of the test's own (the kit's binaries), with its own models' part.
-
-    ``start(models_yaml)`` writes the config's ``models:`` part (``LLAMA_SERVER`` and
-    ``MODELS`` are replaced by the kit's llama-server and models folder), starts it on a
-    free loopback port and returns its URL; it is stopped after the test.
-    """
-    binary = os.environ.get("LLM_WARMTH_LLAMA_SWAP_BIN")
-    server = os.environ.get("LLM_WARMTH_LLAMA_SERVER_BIN")
-    models = os.environ.get("LLM_WARMTH_MODELS_DIR")
-    if not (binary and server and models):
-        server_url("LLM_WARMTH_LLAMA_SWAP_BIN")  # skipped, or failed in CI
-    assert binary is not None
-    assert server is not None
-    assert models is not None
-    started: list[asyncio.subprocess.Process] = []
-
-    async def start(models_yaml: str) -> str:
-        port = free_port()
-        config = tmp_path / f"llama-swap-{port}.yaml"
-        config.write_text(
-            f"healthCheckTimeout: 15\nstartPort: {free_port()}\nmodels:\n"
-            + models_yaml.replace("LLAMA_SERVER", server).replace("MODELS", models)
-        )
-        log = (tmp_path / f"llama-swap-{port}.log").open("wb")
-        process = await asyncio.create_subprocess_exec(
-            binary,
-            "--config",
-            str(config),
-            "--listen",
-            f"127.0.0.1:{port}",
-            stdout=log,
-            stderr=log,
-        )
-        started.append(process)
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 10
-        async with aiohttp.ClientSession() as session:
-            while True:
-                try:
-                    async with session.get(f"{url}/running") as response:
-                        if response.status == 200:
-                            return url
-                except aiohttp.ClientError:
-                    pass
-                assert time.monotonic() < deadline, (
-                    tmp_path / f"llama-swap-{port}.log"
-                ).read_text()
-                await asyncio.sleep(0.1)
-
-    yield start  # type: ignore[misc]
-    for process in started:
-        process.terminate()
-        await process.wait()
-
-
 async def test_a_model_whose_server_fails_to_start_is_said_in_words(
-    hass: HomeAssistant, own_llama_swap: Callable[[str], asyncio.Future[str]]
+    hass: HomeAssistant, swaps: Swaps
 ) -> None:
     """A model whose llama-server exits at once: the preload says so, no traceback."""
-    url = await own_llama_swap(
-        "  tiny:\n"
-        "    cmd: LLAMA_SERVER -m MODELS/tiny.gguf --host 127.0.0.1 --port ${PORT} -c 512\n"
-        "  broken:\n"
-        "    cmd: LLAMA_SERVER -m MODELS/no-such-model.gguf --host 127.0.0.1 --port ${PORT}\n"
-    )
+    url = await swaps.start([SwapSpec(TINY), SwapSpec("broken", broken=True)])
     entry = await add_server(hass, url)
     model = entry.runtime_data.coordinator.resolve_model("broken")
     with pytest.raises(HomeAssistantError) as raised:
@@ -295,20 +238,14 @@ async def test_a_model_whose_server_fails_to_start_is_said_in_words(
     await hass.config_entries.async_unload(entry.entry_id)
 
 
-async def test_a_ttl_expiry_is_shown_when_it_happens(
-    hass: HomeAssistant, own_llama_swap: Callable[[str], asyncio.Future[str]]
-) -> None:
+async def test_a_ttl_expiry_is_shown_when_it_happens(hass: HomeAssistant, swaps: Swaps) -> None:
     """llama-swap unloads a model its ttl after the last request; shown then, not a poll later.
 
     Its event stream shows the model stopping (llama-swap checks each ttl once a second);
     the unload event follows once no other model came in its place (3 s), long before the
     next poll (30 s here). llama-swap reports no expiry, so the reason is ``unloaded``.
     """
-    url = await own_llama_swap(
-        "  tiny:\n"
-        "    cmd: LLAMA_SERVER -m MODELS/tiny.gguf --host 127.0.0.1 --port ${PORT} -c 512\n"
-        "    ttl: 3\n"
-    )
+    url = await swaps.start([SwapSpec(TINY, ttl=3)])
     entry = await add_server(hass, url, interval=30.0)  # what it shows comes from events
     coordinator = entry.runtime_data.coordinator
     unloaded = async_capture_events(hass, EVENT_MODEL_UNLOADED)
@@ -322,4 +259,175 @@ async def test_a_ttl_expiry_is_shown_when_it_happens(
     said = time.monotonic() - answered
     assert said <= gone + 4.5  # the replacement window (3 s) and a fast poll
     assert (unloaded[0].data["model"], unloaded[0].data["reason"]) == ("tiny", "unloaded")
+    await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_a_peer_model_is_listed_as_such_and_a_preload_through_the_front_one_reaches_it(
+    hass: HomeAssistant, swaps: Swaps
+) -> None:
+    """A llama-swap peer (another llama-swap on another port) seen through the front one.
+
+    Recorded: /v1/models lists the peer's model as "lab/tiny" of type peer, always
+    "unloaded"; /running never lists it; /upstream/lab/tiny/health is the peer's own
+    /health and starts nothing; an unload of it is 404 "model not found".
+    """
+    peer = await swaps.start([SwapSpec(TINY)])
+    front = await swaps.start([SwapSpec(TINY)], peers={"lab": (peer, [TINY])})
+    async with aiohttp.ClientSession() as session:
+        client = LlamaSwapClient(session, front, request_timeout=60)
+        peer_client = LlamaSwapClient(session, peer, request_timeout=60)
+        listed = {m.name: m.peer for m in await client.installed_models()}
+        assert listed == {TINY: None, f"lab/{TINY}": "lab"}
+        await client.load(f"lab/{TINY}")
+        # The peer runs it; the front one runs nothing and says nothing of it.
+        assert [(m.name, m.state) for m in await peer_client.running_models()] == [
+            (TINY, ResidencyState.LOADED)
+        ]
+        assert await client.running_models() == ()
+        events = client.residency_events()
+        assert await anext(events) == ()
+        await events.aclose()
+        with pytest.raises(LlmModelOnPeerError, match="peer lab"):
+            await client.unload(f"lab/{TINY}")
+        await peer_client.unload(TINY)
+
+    # Through the integration: the preload reaches the peer; an evict says where it runs.
+    entry = await add_server(hass, front)
+    model = entry.runtime_data.coordinator.resolve_model(f"lab/{TINY}")
+    await hass.services.async_call(
+        DOMAIN, "preload", {"config_entry_id": entry.entry_id, "model": model}, blocking=True
+    )
+    async with aiohttp.ClientSession() as session:
+        running = await LlamaSwapClient(session, peer).running_models()
+    assert [m.name for m in running] == [TINY]
+    with pytest.raises(HomeAssistantError) as raised:
+        await hass.services.async_call(
+            DOMAIN, "evict", {"config_entry_id": entry.entry_id, "model": model}, blocking=True
+        )
+    assert raised.value.translation_key == "model_on_peer"
+    assert str(raised.value) == (
+        f"The server at {front} does not run lab/{TINY} itself: it runs on llama-swap's"
+        " peer lab. Stop it on that server (add it as an entry of its own to see and manage"
+        " its models)"  # Home Assistant leaves out the sentence's last period
+    )
+
+
+async def test_a_pin_holds_across_a_llama_swap_restart_and_across_its_ttl(
+    hass: HomeAssistant, swaps: Swaps
+) -> None:
+    """Pinned: loaded again after llama-swap restarts, and after its ttl lets the model go.
+
+    llama-swap takes no keep-alive: a ttl in its config unloads a model whatever a client
+    asked, so a pin can only load it again once it is gone (and backs off when that keeps
+    happening within two minutes: core/pins.py REASSERT_BACKOFF). On the integration's own
+    timers (polls every 2 s), through a proxy that counts the loads it sent (through the
+    upstream's health check): one per pin, restart and ttl, each within a poll and the
+    pin's settle time of the model going.
+    """
+    url = await swaps.start([SwapSpec(TINY), SwapSpec("brief", ttl=3)])
+    proxy = RecordingProxy(url)
+    await proxy.start()
+    try:
+        entry = await add_server(hass, proxy.url, interval=2.0)
+        coordinator = entry.runtime_data.coordinator
+        reasserted = async_capture_events(hass, EVENT_PIN_REASSERTED)
+        started = time.monotonic()
+        answer = await call(hass, "pin", config_entry_id=entry.entry_id, model=TINY)
+        assert answer["already_resident"] is False
+        assert TINY in coordinator.data.held
+        assert len(proxy.sent(f"/upstream/{TINY}/health", started)) == 1
+
+        await swaps.restart(url)
+        down = time.monotonic()
+        await wait_until(lambda: reasserted, 30, "the pin asserted after the restart")
+        await wait_until(lambda: TINY in coordinator.data.held, 10, "tiny resident again")
+        loads = proxy.sent(f"/upstream/{TINY}/health", started)
+        assert len(loads) == 2
+        assert loads[-1] - down <= 2.0 + PIN_SETTLE_SECONDS + 2.0
+        assert [e.data["reason"] for e in reasserted] == ["gone"]
+        await call(hass, "unpin", config_entry_id=entry.entry_id, model=TINY, evict=True)
+
+        # A pin on a model with a ttl: the ttl lets it go, the pin loads it again. Gone
+        # again as soon (a ttl shorter than the back-off), it waits: a pin must not keep
+        # a server loading all day against its own config.
+        reasserted.clear()
+        started = time.monotonic()
+        await call(hass, "pin", config_entry_id=entry.entry_id, model="brief")
+        await wait_until(lambda: "brief" not in coordinator.data.held, 15, "brief let go")
+        gone = time.monotonic()
+        await wait_until(lambda: reasserted, 10, "the pin asserted after the ttl")
+        await wait_until(lambda: "brief" in coordinator.data.held, 10, "brief resident again")
+        loads = proxy.sent("/upstream/brief/health", started)
+        assert len(loads) == 2
+        assert loads[-1] - gone <= 2.0 + PIN_SETTLE_SECONDS + 1.0
+        assert [(e.data["model"], e.data["reason"]) for e in reasserted] == [("brief", "gone")]
+        await wait_until(lambda: "brief" not in coordinator.data.held, 15, "brief let go again")
+        await asyncio.sleep(2 * 2.0 + PIN_SETTLE_SECONDS)  # two polls and the settle time
+        assert len(proxy.sent("/upstream/brief/health", started)) == 2  # backing off
+        await call(hass, "unpin", config_entry_id=entry.entry_id, model="brief", evict=True)
+        await hass.config_entries.async_unload(entry.entry_id)
+    finally:
+        await proxy.stop()
+
+
+async def test_the_guard_releases_a_pin_and_applies_it_again(
+    hass: HomeAssistant, swaps: Swaps
+) -> None:
+    """A protected entity turns on: one unload sent; off again: one load, the pin back."""
+    url = await swaps.start([SwapSpec(TINY)])
+    proxy = RecordingProxy(url)
+    await proxy.start()
+    try:
+        hass.states.async_set(PLEX, "off")
+        entry = await add_server(hass, proxy.url, interval=2.0)
+        hass.config_entries.async_update_entry(
+            entry,
+            options={**entry.options, CONF_PROTECTED_ENTITIES: [PLEX], CONF_GUARD_CLEAR_MINUTES: 0},
+        )
+        await hass.config_entries.async_reload(entry.entry_id)
+        await hass.async_block_till_done()
+        coordinator = entry.runtime_data.coordinator
+        await call(hass, "pin", config_entry_id=entry.entry_id, model=TINY, priority=3)
+        released = async_capture_events(hass, EVENT_PIN_RELEASED)
+        reapplied = async_capture_events(hass, EVENT_PIN_REAPPLIED)
+        started = time.monotonic()
+        hass.states.async_set(PLEX, "on")
+        await wait_until(lambda: TINY not in coordinator.data.held, 30, "tiny released")
+        assert len(proxy.sent(f"/api/models/unload/{TINY}", started)) == 1
+        assert [e.data["reason"] for e in released] == ["protected_entity"]
+        with pytest.raises(HomeAssistantError) as err:
+            await call(hass, "preload", config_entry_id=entry.entry_id, model=TINY)
+        assert err.value.translation_key == "guard_protected"
+        await asyncio.sleep(4)  # two polls: nothing is loaded while Plex needs the GPU
+        assert TINY not in coordinator.data.held
+        assert proxy.sent(f"/upstream/{TINY}/health", started) == []
+        hass.states.async_set(PLEX, "off")
+        await wait_until(lambda: TINY in coordinator.data.held, 30, "tiny pinned again")
+        assert [e.data["model"] for e in reapplied] == [TINY]
+        assert len(proxy.sent(f"/upstream/{TINY}/health", started)) == 1
+        await call(hass, "unpin", config_entry_id=entry.entry_id, model=TINY, evict=True)
+        await hass.config_entries.async_unload(entry.entry_id)
+    finally:
+        await proxy.stop()
+
+
+async def test_an_outage_is_said_and_its_end_seen(hass: HomeAssistant, swaps: Swaps) -> None:
+    """llama-swap down: the entities go unavailable, an action says so in words; back up:
+    the entities come back and the residency is read again, with no traceback."""
+    url = await swaps.start([SwapSpec(TINY)])
+    entry = await add_server(hass, url, interval=2.0)
+    coordinator = entry.runtime_data.coordinator
+    await call(hass, "preload", config_entry_id=entry.entry_id, model=TINY)
+    assert TINY in coordinator.data.held
+    await swaps.down(url)
+    await wait_until(lambda: not coordinator.last_update_success, 15, "the server seen down")
+    with pytest.raises(HomeAssistantError) as err:
+        await call(hass, "preload", config_entry_id=entry.entry_id, model=TINY)
+    assert err.value.translation_key in ("cannot_connect", "server_unavailable")
+    await swaps.up(url)
+    await wait_until(lambda: coordinator.last_update_success, 15, "the server seen back")
+    # Its models' processes went with it: nothing is held now, and that is what is shown.
+    assert TINY not in coordinator.data.held
+    await call(hass, "preload", config_entry_id=entry.entry_id, model=TINY)
+    assert TINY in coordinator.data.held
     await hass.config_entries.async_unload(entry.entry_id)

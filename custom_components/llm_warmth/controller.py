@@ -225,6 +225,11 @@ class ResidencyController:
         """
         coordinator = self._coordinator
         await self._read()  # another client may have loaded one since the last poll
+        for model in models or []:
+            listed = coordinator.data.installed.get(model)
+            if listed is not None and listed.peer is not None:
+                # Not held here, yet maybe running there: the client says where it runs.
+                await coordinator.client.unload(model, timeout=timeout)
         held = sorted(model for model in coordinator.data.held if models is None or model in models)
         if not keep_pins:
             self.pins.unpin(held)
@@ -290,7 +295,11 @@ class ResidencyController:
             self.preloaded_until[model] = coordinator.utcnow() + timedelta(seconds=keep_seconds)
         else:
             self.preloaded_until.pop(model, None)
-        await self._until(lambda: model in coordinator.data.held, timeout)
+        listed = coordinator.data.installed.get(model)
+        if listed is None or listed.peer is None:
+            # A peer's model runs on the peer, which this server does not report: its
+            # answered load is all there is to wait for.
+            await self._until(lambda: model in coordinator.data.held, timeout)
         pushed_out = tuple(sorted(before - set(coordinator.data.held) - {model}))
         return Preloaded(model, already, seconds, pushed_out)
 

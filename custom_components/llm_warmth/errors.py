@@ -14,6 +14,7 @@ from .const import DOMAIN
 from .core.backends.detection import OpenAiCompatibleError
 from .core.backends.errors import (
     LlmModelNotFoundError,
+    LlmModelOnPeerError,
     LlmModelStartError,
     LlmServerAuthenticationError,
     LlmServerBusyError,
@@ -39,6 +40,7 @@ _TRANSLATION_KEYS: Final[tuple[tuple[type[LlmServerError], str], ...]] = (
     (LlmServerBusyError, "server_busy"),
     (LlmServerOutOfMemoryError, "out_of_memory"),
     (LlmModelStartError, "model_failed_to_start"),
+    (LlmModelOnPeerError, "model_on_peer"),
 )
 UNEXPECTED: Final = "unexpected_response"
 # What a request that names no model (a poll, finding out the server) can meet.

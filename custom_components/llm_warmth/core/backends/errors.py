@@ -46,6 +46,10 @@ class LlmModelNotFoundError(LlmServerError):
     """The server does not have the requested model."""
 
 
+class LlmModelOnPeerError(LlmServerError):
+    """The model runs on another server this one only forwards to (a llama-swap peer)."""
+
+
 class LlmModelStartError(LlmServerResponseError):
     """The server could not start the model's process (it exited, or never became healthy)."""
 

@@ -20,12 +20,14 @@ Endpoints (mostlygeek/llama-swap v218+; facts and sources in ``tests/llama_swap_
 
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any, Final, Literal
 from urllib.parse import quote
 
 from .base import GENERATION_TIMEOUT, Capabilities, KeepAlive, ServerKind
 from .errors import (
     LlmModelNotFoundError,
+    LlmModelOnPeerError,
     LlmModelStartError,
     LlmServerError,
     LlmServerNotSupportedError,
@@ -67,6 +69,11 @@ _STATES: Final = {
 }
 # /v1/models lists aliases, peers and profiles beside the models themselves.
 _OWN_MODEL_TYPES: Final = (None, "model")
+_PEER_MODEL_TYPE: Final = "peer"
+# The smallest request that makes a peer start a model: llama-swap forwards /upstream of a
+# peer's model to the peer's root (recorded: /upstream/lab/tiny/health answered the peer's
+# own "OK" and started nothing), so a preload through it is a one-token chat.
+PEER_LOAD_BODY: Final = {"messages": [{"role": "user", "content": "."}], "max_tokens": 1}
 # An event stream that says nothing for this long is gone (llama-swap sends no pings, but
 # re-sends modelStatus on every change; a quiet server is reconnected to, which is cheap).
 EVENT_SILENCE_SECONDS: Final = 600.0
@@ -105,6 +112,8 @@ class LlamaSwapClient(HttpClient):
     kind = ServerKind.LLAMA_SWAP
     error_for_status = staticmethod(error_for_status)
     capabilities = LLAMA_SWAP_CAPABILITIES
+    # The peers' models, by name, as the last /v1/models listed them.
+    _peers: Mapping[str, str] = MappingProxyType({})
 
     async def version(self, *, timeout: float | None = None) -> str:
         """Return the version; ``LlmServerNotSupportedError`` unless llama-swap answers."""
@@ -140,18 +149,28 @@ class LlamaSwapClient(HttpClient):
             raise unexpected("/running", err) from err
 
     async def installed_models(self, *, timeout: float | None = None) -> tuple[InstalledModel, ...]:
-        """Return the models llama-swap can start (no aliases, peers or profiles)."""
+        """Return the models llama-swap can start and those of its peers (no aliases).
+
+        A peer's model (``<peer>/<model>``, recorded with ``meta.llamaswap.type`` "peer"
+        and its ``peerID``) runs on the peer: its ``peer`` names it. The client keeps them,
+        so that a preload reaches the peer and an unload is refused in words.
+        """
         payload = await self._http.request("GET", "/v1/models", timeout=timeout)
         data = payload.get("data")
         if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
             raise LlmServerResponseError("/v1/models: 'data' is not a list of objects")
         try:
-            names = [required_str(m, "id") for m in data if _model_type(m) in _OWN_MODEL_TYPES]
+            models = [
+                InstalledModel(name=required_str(m, "id"), peer=_peer_id(m))
+                for m in data
+                if _model_type(m) in (*_OWN_MODEL_TYPES, _PEER_MODEL_TYPE)
+            ]
         except ValueError as err:
             raise unexpected("/v1/models", err) from err
-        if len(set(names)) != len(names):
+        if len({m.name for m in models}) != len(models):
             raise LlmServerResponseError("/v1/models: a model is listed twice")
-        return tuple(InstalledModel(name=name) for name in names)
+        self._peers = {m.name: m.peer for m in models if m.peer is not None}
+        return tuple(models)
 
     async def load(
         self,
@@ -161,14 +180,29 @@ class LlamaSwapClient(HttpClient):
         num_ctx: int | None = None,
         timeout: float = GENERATION_TIMEOUT,
     ) -> None:
-        """Start ``model`` (through its upstream's health check) and wait until it is ready."""
+        """Start ``model`` (through its upstream's health check) and wait until it is ready.
+
+        A peer's model is started by a one-token chat sent through this llama-swap.
+        """
         refuse_keep(self.kind.value, model, keep_seconds, num_ctx)
+        if model in self._peers:
+            body = {"model": model, **PEER_LOAD_BODY}
+            await self._http.request_body(
+                "POST", "/v1/chat/completions", json=body, timeout=timeout
+            )
+            return
         await self._http.request_body(
             "GET", f"/upstream/{quote(model, safe='')}/health", timeout=timeout
         )
 
     async def unload(self, model: str, *, timeout: float | None = None) -> None:
-        """Stop ``model``; llama-swap answers once it has stopped."""
+        """Stop ``model``; llama-swap answers once it has stopped.
+
+        A peer's model cannot be stopped through llama-swap (recorded: 404 "model not
+        found"): ``LlmModelOnPeerError`` says where it runs.
+        """
+        if (peer := self._peers.get(model)) is not None:
+            raise LlmModelOnPeerError(f"it runs on llama-swap's peer {peer}")
         await self._http.request_body(
             "POST", f"/api/models/unload/{quote(model, safe='')}", timeout=timeout
         )
@@ -321,6 +355,17 @@ def _tokens_seconds(count: int | None, per_second: object) -> float | None:
         return 0.0 if count == 0 else None
     seconds = count / per_second
     return round(seconds, 3) if seconds <= _MAX_REQUEST_MS / 1000 else None
+
+
+def _peer_id(item: Mapping[str, Any]) -> str | None:
+    """Return the peer that runs a /v1/models entry of type "peer" (None: its own)."""
+    if _model_type(item) != _PEER_MODEL_TYPE:
+        return None
+    own = item["meta"]["llamaswap"]
+    peer = own.get("peerID")
+    if not isinstance(peer, str) or not peer.strip():
+        raise ValueError("a peer model without its peerID")
+    return peer[:MAX_TEXT]
 
 
 def _model_type(item: Mapping[str, Any]) -> object:

@@ -31,7 +31,11 @@ class ResidencyState(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class InstalledModel:
-    """A model the server can load."""
+    """A model the server can load.
+
+    ``peer``: the server that runs it where this one only forwards its requests (a
+    llama-swap peer's id); None for a model of the server's own.
+    """
 
     name: str
     size: int | None = None
@@ -40,6 +44,7 @@ class InstalledModel:
     parameter_size: str | None = None
     quantization_level: str | None = None
     modified_at: datetime | None = None
+    peer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
