@@ -422,3 +422,15 @@ async def exporter_url(socket_enabled: None) -> AsyncGenerator[str]:
 # 200 ms deadline would make a busy 2-core machine fail a correct test.
 settings.register_profile("llm_warmth", deadline=None)
 settings.load_profile("llm_warmth")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Keep every e2e test on one xdist worker, one after the other.
+
+    They share the kit's real servers (a test unloads what another loaded), so they must
+    not overlap; the unit tests share the other worker. ``--dist loadgroup`` (scripts/test)
+    honours the group; without xdist the mark does nothing.
+    """
+    for item in items:
+        if item.get_closest_marker("e2e") is not None:
+            item.add_marker(pytest.mark.xdist_group("real_servers"))

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import time
 
 import aiohttp
-from homeassistant.const import STATE_OFF, STATE_ON
+from homeassistant.const import STATE_OFF, STATE_ON, STATE_UNKNOWN
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import issue_registry as ir
@@ -36,6 +36,7 @@ from custom_components.llm_warmth.core.backends.llama_swap import LlamaSwapClien
 from custom_components.llm_warmth.core.backends.types import ResidencyState
 from custom_components.llm_warmth.core.usage import COLD
 
+from .conftest import model_id
 from .e2e import add_server, server_url, wait_until
 from .llama_swaps import Swaps, SwapSpec
 from .recording_proxy import RecordingProxy
@@ -291,8 +292,20 @@ async def test_a_peer_model_is_listed_as_such_and_a_preload_through_the_front_on
             await client.unload(f"lab/{TINY}")
         await peer_client.unload(TINY)
 
-    # Through the integration: the preload reaches the peer; an evict says where it runs.
+    # Through the integration: its warmth is unknown, and why, until the peer is an entry.
     entry = await add_server(hass, front)
+    warmth = model_id(entry, f"sensor.lab_{TINY}")
+    state = hass.states.get(warmth)
+    assert state.state == STATE_UNKNOWN
+    assert (state.attributes["peer"], state.attributes["peer_reading"]) == ("lab", "not_added")
+    peer_entry = await add_server(hass, peer)
+    await wait_until(lambda: hass.states.get(warmth).state == "cold", 5, "read from the peer")
+    state = hass.states.get(warmth)
+    assert (state.attributes["peer_server"], state.attributes["peer_model"]) == (
+        peer_entry.title,
+        TINY,
+    )
+    # The preload reaches the peer, and its entry's warmth is shown on the front's model.
     model = entry.runtime_data.coordinator.resolve_model(f"lab/{TINY}")
     await hass.services.async_call(
         DOMAIN, "preload", {"config_entry_id": entry.entry_id, "model": model}, blocking=True
@@ -300,6 +313,20 @@ async def test_a_peer_model_is_listed_as_such_and_a_preload_through_the_front_on
     async with aiohttp.ClientSession() as session:
         running = await LlamaSwapClient(session, peer).running_models()
     assert [m.name for m in running] == [TINY]
+    await wait_until(lambda: hass.states.get(warmth).state == "warm", 10, "warm on the peer")
+    # The peer down: said as such, the front one unaffected.
+    await swaps.down(peer)
+    await wait_until(
+        lambda: hass.states.get(warmth).attributes["peer_reading"] == "unreachable",
+        15,
+        "the peer seen down",
+    )
+    assert hass.states.get(warmth).state == STATE_UNKNOWN
+    assert entry.runtime_data.coordinator.last_update_success
+    # Its entry removed: not added again.
+    await hass.config_entries.async_remove(peer_entry.entry_id)
+    await hass.async_block_till_done()
+    assert hass.states.get(warmth).attributes["peer_reading"] == "not_added"
     with pytest.raises(HomeAssistantError) as raised:
         await hass.services.async_call(
             DOMAIN, "evict", {"config_entry_id": entry.entry_id, "model": model}, blocking=True

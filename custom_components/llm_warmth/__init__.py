@@ -36,6 +36,7 @@ from .gpu_coordinator import GpuCoordinator, gpu_issue_id, gpu_source_from_optio
 from .household import HouseholdWatch
 from .household_guard import HouseholdGuard, releases_issue_id
 from .idle_profiler import IdleProfiler
+from .peer_watch import PeerWatch
 from .pins import Pins
 from .repairs import RepairIssues
 from .sentences import async_load_sentences
@@ -122,6 +123,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         usage=UsageWatch(
             entry, store, coordinator, agents=agents, controller=controller, household=household
         ),
+        peers=PeerWatch(hass, entry, coordinator),
     )
     entry.async_on_unload(data.agents.async_start())
 
@@ -151,6 +153,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         data.profiler.async_start,
         data.voice.async_start,
         data.usage.async_start,
+        data.peers.async_start,
     ):
         entry.async_on_unload(start())
     return True

@@ -50,6 +50,7 @@ from .core.monitor import (
     ServerSnapshot,
 )
 from .core.own_requests import OwnRequestLog
+from .core.peers import PeerView
 from .core.server_url import redact_url
 from .core.ttft import ModelTiming, Stage
 from .data import LlmWarmthConfigEntry
@@ -298,7 +299,26 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         )
         self._handle(changes)
         self._arm_fast_poll()
-        return snapshot
+        return self._with_peers(snapshot)
+
+    def _with_peers(self, snapshot: ServerSnapshot) -> ServerSnapshot:
+        """Carry the peers' views over to a new snapshot (until PeerWatch reads again)."""
+        if self.data is None or not self.data.peers or snapshot.peers:
+            return snapshot
+        return replace(snapshot, peers=self.data.peers)
+
+    @override
+    @callback
+    def async_set_updated_data(self, data: ServerSnapshot) -> None:
+        super().async_set_updated_data(self._with_peers(data))
+
+    @callback
+    def async_set_peers(self, views: Mapping[str, PeerView]) -> None:
+        """Show the peers' models as the entries that run them read them (PeerWatch)."""
+        if self.data is None or self.data.peers == views:
+            return
+        self.data = replace(self.data, peers=views)
+        self.async_update_listeners()
 
     @callback
     def _handle(self, changes: list[MonitorChange]) -> None:

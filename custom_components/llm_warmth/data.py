@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .household import HouseholdWatch
     from .household_guard import HouseholdGuard
     from .idle_profiler import IdleProfiler
+    from .peer_watch import PeerWatch
     from .pins import Pins
     from .storage import EntryStore
     from .ttft_targets import TtftTargets
@@ -49,6 +50,8 @@ class LlmWarmthData:
     profiler: IdleProfiler
     voice: VoiceWatch
     usage: UsageWatch
+    # A llama-swap's peers' models, read from the entries that run them.
+    peers: PeerWatch
 
 
 type LlmWarmthConfigEntry = ConfigEntry[LlmWarmthData]

@@ -164,7 +164,10 @@ def _unloads_at(snapshot: ServerSnapshot, model: str) -> datetime | None:
     return resident.expires_at
 
 
-def _warmth(snapshot: ServerSnapshot, model: str) -> str:
+def _warmth(snapshot: ServerSnapshot, model: str) -> str | None:
+    """Return the model's warmth; a peer's model's as its own entry reads it (or unknown)."""
+    if (view := snapshot.peers.get(model)) is not None:
+        return view.warmth.value if view.warmth is not None else None
     return model_warmth(snapshot, model).value
 
 
@@ -184,13 +187,22 @@ def _warmth_attrs(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
     resident = snapshot.resident.get(model)
     details = snapshot.installed.get(model) or resident
     ready = ready_expected_at(snapshot, model)
-    return {
+    attrs: dict[str, Any] = {
         "server_state": resident.state.value if resident else None,
         "probe_running": model in snapshot.probing,
         # While it loads: when the household can expect it (a "one moment" automation).
         "ready_expected_at": ready.isoformat() if ready else None,
         **model_details(details),
     }
+    if (view := snapshot.peers.get(model)) is not None:
+        # Served on another host through this one: which, and how its warmth was read.
+        attrs |= {
+            "peer": view.peer,
+            "peer_model": view.model,
+            "peer_server": view.server,
+            "peer_reading": view.reading.value,
+        }
+    return attrs
 
 
 def _make(snapshot: ServerSnapshot, model: str) -> str | None:

@@ -10,6 +10,7 @@ coordinator reads the server, hands the readings over and turns the changes into
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from .backends.base import Capabilities
 from .backends.types import InstalledModel, ResidencyState, ResidentModel, TimedReply
@@ -23,6 +24,9 @@ from .residency import (
     ResidencyTracker,
 )
 from .ttft import Classification, ModelTiming, StageBreakdown, Verdict, breakdown, judge
+
+if TYPE_CHECKING:
+    from .peers import PeerView
 
 # The states in which a server holds a model's weights.
 HOLDING = (ResidencyState.LOADING, ResidencyState.LOADED)
@@ -48,6 +52,8 @@ class ServerSnapshot:
     # When each loading model began to load, as far as seen (not compared: it is the
     # same load, and its time is worked out anew on each poll).
     loading_since: Mapping[str, datetime] = field(default_factory=dict, compare=False)
+    # A llama-swap's peers' models, as the entries that run them show them (peer_watch.py).
+    peers: Mapping[str, PeerView] = field(default_factory=dict)
 
     @property
     def models(self) -> frozenset[str]:
