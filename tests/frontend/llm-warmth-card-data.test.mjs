@@ -12,6 +12,7 @@ import {
   formatSeconds,
   loadBars,
   memory,
+  modelHost,
   modelName,
   numeric,
   sample,
@@ -498,6 +499,30 @@ describe("configuration", () => {
     const states = { "sensor.q": { attributes: { friendly_name: "Q warmth" } } };
     assert.equal(modelName({ warmth: "sensor.q" }, states), "Q warmth");
     assert.equal(modelName({ warmth: "sensor.r" }, states), "sensor.r");
+  });
+
+  it("says where a peer's model runs, and why its warmth is unknown", () => {
+    const peer = (attributes) => ({ "sensor.m": { attributes } });
+    const m = { warmth: "sensor.m" };
+    assert.equal(modelHost(m, peer({})), "");
+    assert.equal(modelHost(m, {}), "");
+    assert.equal(
+      modelHost(m, peer({ peer: "lab", peer_reading: "read", peer_server: "llama-swap lab" })),
+      "on peer lab (shown by llama-swap lab)",
+    );
+    assert.equal(
+      modelHost(m, peer({ peer: "lab", peer_reading: "not_added" })),
+      "on peer lab (add it as an entry to see its warmth)",
+    );
+    assert.equal(
+      modelHost(m, peer({ peer: "lab", peer_reading: "ambiguous" })),
+      "on peer lab (several entries serve that model)",
+    );
+    assert.equal(
+      modelHost(m, peer({ peer: "lab", peer_reading: "unreachable" })),
+      "on peer lab (its entry cannot reach it)",
+    );
+    assert.equal(modelHost(m, peer({ peer: "lab", peer_reading: "read" })), "on peer lab");
   });
 });
 

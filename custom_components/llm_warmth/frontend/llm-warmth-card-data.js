@@ -484,3 +484,20 @@ export function modelName(model, states) {
   const state = states?.[model.warmth];
   return state?.attributes?.friendly_name ?? model.warmth;
 }
+
+/**
+ * Return where a model runs, for a model served through another server (a llama-swap
+ * peer): "on lab, through this server" with the entry that shows it, else why its warmth
+ * is unknown. Empty for a model of the server's own.
+ */
+export function modelHost(model, states) {
+  const attributes = states?.[model.warmth]?.attributes ?? {};
+  if (!attributes.peer) return "";
+  const why = {
+    read: attributes.peer_server ? `shown by ${attributes.peer_server}` : "",
+    not_added: "add it as an entry to see its warmth",
+    ambiguous: "several entries serve that model",
+    unreachable: "its entry cannot reach it",
+  }[attributes.peer_reading];
+  return `on peer ${attributes.peer}${why ? ` (${why})` : ""}`;
+}

@@ -14,6 +14,7 @@ import {
   formatSeconds,
   loadBars,
   memory,
+  modelHost,
   modelName,
   timeTicks,
   timeline,
@@ -265,6 +266,7 @@ class LlmWarmthCard extends HTMLElement {
     });
     const rows = this._config.models.map((model) => {
       const name = modelName(model, this._hass.states);
+      const host = modelHost(model, this._hass.states);
       const segments = timeline(this._rows(model.warmth), { ...range, minMs });
       const loads = loadBars(this._rows(model.load), { ...range, unit: this._unit(model.load, "s") });
       const colds = coldStarts(this._rows(model.cold_request), {
@@ -323,7 +325,7 @@ class LlmWarmthCard extends HTMLElement {
       ].filter(Boolean);
       return `
         <div class="model-row">
-          <div class="model-head"><span class="name">${escape(name)}</span><span class="now state-${escape(now?.state ?? "none")}">${escape(nowText)}</span></div>
+          <div class="model-head"><span class="name">${escape(name)}${host ? `<span class="host"> · ${escape(host)}</span>` : ""}</span><span class="now state-${escape(now?.state ?? "none")}">${escape(nowText)}</span></div>
           <svg class="lane" width="${inner}" height="36" role="img" aria-label="${escape(name)} warmth">${svg.join("")}</svg>
           ${facts.length ? `<div class="facts">${facts.join(" · ")}</div>` : ""}
         </div>`;
@@ -518,6 +520,7 @@ const STYLE = `
   .model-row { margin-bottom: 6px; }
   .model-head { display: flex; justify-content: space-between; gap: 8px; font-size: 14px; color: var(--primary-text-color); }
   .name { font-weight: 500; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+  .host { font-weight: 400; color: var(--secondary-text-color); }
   .now { color: var(--secondary-text-color); white-space: nowrap; }
   svg { display: block; overflow: visible; }
   .lane { margin-top: 2px; }
