@@ -87,7 +87,13 @@ class Swaps:
             return url
         port = free_port()
         config = self._tmp / f"llama-swap-{port}.yaml"
-        lines = ["healthCheckTimeout: 15", f"startPort: {free_port()}", "models:"]
+        # Its models' llama-server output goes to its log too (llama-server's own times).
+        lines = [
+            "healthCheckTimeout: 15",
+            "logToStdout: both",
+            f"startPort: {free_port()}",
+            "models:",
+        ]
         for spec in models:
             file = "no-such-model.gguf" if spec.broken else "tiny.gguf"
             lines += [
@@ -129,6 +135,11 @@ class Swaps:
                 log = self._tmp / f"llama-swap-{port}.log"
                 assert time.monotonic() < deadline, log.read_text()
                 await asyncio.sleep(0.1)
+
+    def log(self, url: str) -> str:
+        """Return what a real one logged, its models' llama-server output included."""
+        port = url.rsplit(":", 1)[1]
+        return (self._tmp / f"llama-swap-{port}.log").read_text(errors="replace")
 
     async def stop(self, url: str) -> None:
         """Stop one (its models' processes with it) and leave its port closed."""

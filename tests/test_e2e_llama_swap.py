@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
+import re
 import time
 
 import aiohttp
@@ -458,3 +460,41 @@ async def test_an_outage_is_said_and_its_end_seen(hass: HomeAssistant, swaps: Sw
     await call(hass, "preload", config_entry_id=entry.entry_id, model=TINY)
     assert TINY in coordinator.data.held
     await hass.config_entries.async_unload(entry.entry_id)
+
+
+@pytest.mark.e2e
+async def test_a_load_timed_from_its_events_against_llama_servers_own_log(
+    tmp_path: Path, socket_enabled: None
+) -> None:
+    """The load figure (starting to ready on llama-swap's events) against llama-server's log.
+
+    llama-server logs its own time since it started ("listening on" once the model is
+    loaded); llama-swap starts it, waits 250 ms, then checks its health once a second
+    (internal/process/process_command.go) and turns it ready at the first check that
+    passes. So the figure is at least llama-server's own time to listen, and at most a
+    check later.
+    """
+    swaps = Swaps("real", tmp_path)
+    try:
+        url = await swaps.start([SwapSpec(TINY)])
+        async with aiohttp.ClientSession() as session:
+            client = LlamaSwapClient(session, url, request_timeout=60)
+            reply = await client.timed_generation("chat", TINY, "Reply with one word: ready?")
+        figure = reply.load_duration_ns / 1e9
+        (listening,) = [
+            _llama_server_seconds(line)
+            for line in swaps.log(url).splitlines()
+            if "llama_server: listening on" in line
+        ]
+        print(f"\nload from events {figure:.3f} s; llama-server listening at {listening:.3f} s")
+        assert max(listening, 0.25) <= figure <= max(listening, 0.25) + 1.0 + 0.3
+    finally:
+        await swaps.close()
+
+
+def _llama_server_seconds(line: str) -> float:
+    """llama-server's own time in a log line: ``M.SS.mmm.uuu`` since it started."""
+    stamp = re.search(r"(\d+)\.(\d\d)\.(\d{3})\.(\d{3}) I ", line)
+    assert stamp is not None, line
+    minutes, seconds, millis, micros = (int(part) for part in stamp.groups())
+    return minutes * 60 + seconds + millis / 1e3 + micros / 1e6
