@@ -11,7 +11,11 @@ from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
 import pytest
 
-from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.const import (
+    CONF_GUARD_CLEAR_MINUTES,
+    CONF_PROTECTED_ENTITIES,
+    DOMAIN,
+)
 
 
 def server_url(variable: str) -> str:
@@ -119,3 +123,17 @@ async def add_server(hass: HomeAssistant, url: str, interval: float = 2.0) -> Co
     assert entry.state is ConfigEntryState.LOADED
     assert entry.runtime_data.coordinator.update_interval.total_seconds() == interval
     return entry
+
+
+async def protect(hass: HomeAssistant, entry: ConfigEntry, *entities: str) -> None:
+    """Give the entry's household guard these protected entities (none waits to clear)."""
+    hass.config_entries.async_update_entry(
+        entry,
+        options={
+            **entry.options,
+            CONF_PROTECTED_ENTITIES: list(entities),
+            CONF_GUARD_CLEAR_MINUTES: 0,
+        },
+    )
+    await hass.config_entries.async_reload(entry.entry_id)
+    await hass.async_block_till_done()

@@ -22,8 +22,6 @@ import pytest
 from pytest_homeassistant_custom_component.common import async_capture_events
 
 from custom_components.llm_warmth.const import (
-    CONF_GUARD_CLEAR_MINUTES,
-    CONF_PROTECTED_ENTITIES,
     DOMAIN,
     EVENT_MODEL_UNLOADED,
     EVENT_PIN_REAPPLIED,
@@ -39,7 +37,7 @@ from custom_components.llm_warmth.core.backends.types import ResidencyState
 from custom_components.llm_warmth.core.usage import COLD
 
 from .conftest import model_id
-from .e2e import add_server, server_url, wait_until
+from .e2e import add_server, protect, server_url, wait_until
 from .llama_swaps import Swaps, SwapSpec
 from .recording_proxy import RecordingProxy
 from .test_pin import call
@@ -409,12 +407,7 @@ async def test_the_guard_releases_a_pin_and_applies_it_again(
     try:
         hass.states.async_set(PLEX, "off")
         entry = await add_server(hass, proxy.url, interval=2.0)
-        hass.config_entries.async_update_entry(
-            entry,
-            options={**entry.options, CONF_PROTECTED_ENTITIES: [PLEX], CONF_GUARD_CLEAR_MINUTES: 0},
-        )
-        await hass.config_entries.async_reload(entry.entry_id)
-        await hass.async_block_till_done()
+        await protect(hass, entry, PLEX)
         coordinator = entry.runtime_data.coordinator
         await call(hass, "pin", config_entry_id=entry.entry_id, model=TINY, priority=3)
         released = async_capture_events(hass, EVENT_PIN_RELEASED)

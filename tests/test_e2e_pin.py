@@ -13,8 +13,6 @@ import pytest
 from pytest_homeassistant_custom_component.common import async_capture_events
 
 from custom_components.llm_warmth.const import (
-    CONF_GUARD_CLEAR_MINUTES,
-    CONF_PROTECTED_ENTITIES,
     EVENT_COLD_START,
     EVENT_MODEL_LOADED,
     EVENT_PIN_REAPPLIED,
@@ -24,7 +22,7 @@ from custom_components.llm_warmth.const import (
 )
 
 from .conftest import model_id
-from .e2e import add_server, server_url, wait_until
+from .e2e import add_server, protect, server_url, wait_until
 from .recording_proxy import RecordingProxy
 from .test_pin import call
 
@@ -124,12 +122,7 @@ async def test_the_guard_on_the_real_ollama(hass: HomeAssistant, ollama_url: str
     try:
         hass.states.async_set(PLEX, "off")
         entry = await add_server(hass, proxy.url, interval=2.0)
-        hass.config_entries.async_update_entry(
-            entry,
-            options={**entry.options, CONF_PROTECTED_ENTITIES: [PLEX], CONF_GUARD_CLEAR_MINUTES: 0},
-        )
-        await hass.config_entries.async_reload(entry.entry_id)
-        await hass.async_block_till_done()
+        await protect(hass, entry, PLEX)
         coordinator = entry.runtime_data.coordinator
         name = coordinator.resolve_model("tiny")
         await call(hass, "pin", config_entry_id=entry.entry_id, model="tiny", priority=3)

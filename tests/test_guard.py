@@ -24,7 +24,7 @@ from custom_components.llm_warmth.const import (
 from custom_components.llm_warmth.household_guard import releases_issue_id
 
 from .conftest import ENTRY_ID, GIB, LLAMA, QWEN, ollama_request
-from .e2e import add_server, wait_until
+from .e2e import add_server, protect, wait_until
 from .fake_nvml import RTX_4090, FakeNvml
 from .llama_server_emulator import LlamaServerEmulator
 from .llama_swap_emulator import LlamaSwapEmulator
@@ -196,12 +196,7 @@ async def test_the_guard_on_llama_server_and_llama_swap(
         (await add_server(hass, server.url), server),
         (await add_swap(hass, swap.url), swap),
     ):
-        hass.config_entries.async_update_entry(
-            entry,
-            options={**entry.options, CONF_PROTECTED_ENTITIES: [PLEX], CONF_GUARD_CLEAR_MINUTES: 0},
-        )
-        await hass.config_entries.async_reload(entry.entry_id)
-        await hass.async_block_till_done()
+        await protect(hass, entry, PLEX)
         coordinator = entry.runtime_data.coordinator
         await call(hass, "pin", config_entry_id=entry.entry_id, model="tiny")
         released = async_capture_events(hass, EVENT_PIN_RELEASED)
