@@ -6,6 +6,7 @@ llama-swap's own source. Everything goes over real HTTP on loopback.
 
 import asyncio
 from collections.abc import AsyncIterator
+import json
 import time
 
 import aiohttp
@@ -451,3 +452,21 @@ async def test_a_model_that_fails_to_start_is_said_and_repaired_until_it_loads(
     assert controller.failed_starts == {}
     assert issue_registry.async_get_issue(DOMAIN, found.issue_id) is None
     await hass.config_entries.async_unload(entry.entry_id)
+
+
+@pytest.mark.parametrize(
+    "peer_id", [None, "", "   ", 7], ids=["missing", "empty", "blank", "not-a-string"]
+)
+async def test_a_peer_model_without_its_peer_is_a_bad_reply(
+    client: LlamaSwapClient, swap: LlamaSwapEmulator, peer_id: object
+) -> None:
+    """A /v1/models entry of type peer must name its peer: else the reply is refused."""
+    own = {"type": "peer"} if peer_id is None else {"type": "peer", "peerID": peer_id}
+    entry = {"id": "lab/tiny", "object": "model", "meta": {"llamaswap": own}}
+    swap.fail_next("/v1/models", 200, json.dumps({"data": [entry], "object": "list"}))
+    with pytest.raises(LlmServerResponseError, match="peerID"):
+        await client.installed_models()
+    # Well formed, it is listed with its peer; the peer's name is kept as sent.
+    own = {"type": "peer", "peerID": "lab"}
+    swap.fail_next("/v1/models", 200, json.dumps({"data": [{**entry, "meta": {"llamaswap": own}}]}))
+    assert [(m.name, m.peer) for m in await client.installed_models()] == [("lab/tiny", "lab")]
