@@ -424,12 +424,15 @@ settings.register_profile("llm_warmth", deadline=None)
 settings.load_profile("llm_warmth")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Keep every e2e test on one xdist worker, one after the other.
 
     They share the kit's real servers (a test unloads what another loaded), so they must
     not overlap; the unit tests share the other worker. ``--dist loadgroup`` (scripts/test)
-    honours the group; without xdist the mark does nothing.
+    honours the group, read by xdist's own hook of this name: this one must run first (it
+    did not, and e2e tests ran side by side on both workers). Without xdist the mark does
+    nothing.
     """
     for item in items:
         if item.get_closest_marker("e2e") is not None:
