@@ -7,6 +7,8 @@ from homeassistant.config_entries import SOURCE_USER
 from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
+from homeassistant.helpers import entity_registry as er
+from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
@@ -334,3 +336,111 @@ async def test_https_against_a_plain_http_server_says_so(
     )
     assert result["type"] is FlowResultType.FORM
     assert result["errors"] == {"base": "tls_error"}
+
+
+async def _assistant_flow(hass: HomeAssistant, entry: MockConfigEntry) -> str:
+    # Home Assistant's core integration, which the conversation agents need.
+    assert await async_setup_component(hass, "homeassistant", {})
+    result = await hass.config_entries.subentries.async_init(
+        (entry.entry_id, "warm_assistant"), context={"source": SOURCE_USER}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "user"
+    return str(result["flow_id"])
+
+
+@pytest.mark.parametrize(
+    ("settings", "field", "error"),
+    [
+        (
+            {"primary_agent": "conversation.big", "fallback_agents": ["conversation.big"]},
+            "fallback_agents",
+            "assistant_agents_repeat",
+        ),
+        (
+            {"primary_agent": "conversation.big", "fallback_agents": ["conversation.warm"]},
+            "fallback_agents",
+            "assistant_delegates_to_assistant",
+        ),
+        (
+            {"primary_agent": "conversation.warm"},
+            "primary_agent",
+            "assistant_delegates_to_assistant",
+        ),
+    ],
+)
+async def test_warm_assistant_flow_refuses_what_cannot_work(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    settings: dict[str, object],
+    field: str,
+    error: str,
+) -> None:
+    """Each refusal is tied to its field, in words; the form keeps what was entered."""
+    er.async_get(hass).async_get_or_create(
+        "conversation", DOMAIN, "other_assistant", suggested_object_id="warm"
+    )
+    flow_id = await _assistant_flow(hass, init_integration)
+    result = await hass.config_entries.subentries.async_configure(
+        flow_id, {"name": "House", "max_wait_seconds": 3, **settings}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == {field: error}
+    assert not init_integration.subentries
+
+
+async def test_warm_assistant_flow_adds_then_reconfigures(
+    hass: HomeAssistant, init_integration: MockConfigEntry
+) -> None:
+    """A new assistant becomes a conversation agent at once; reconfiguring changes it."""
+    flow_id = await _assistant_flow(hass, init_integration)
+    result = await hass.config_entries.subentries.async_configure(
+        flow_id,
+        {
+            "name": "House assistant",
+            "primary_agent": "conversation.big",
+            "fallback_agents": ["conversation.nas", "conversation.home_assistant"],
+            "max_wait_seconds": 2.5,
+        },
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    (subentry,) = init_integration.subentries.values()
+    assert subentry.title == "House assistant"
+    assert dict(subentry.data) == {
+        "primary_agent": "conversation.big",
+        "fallback_agents": ["conversation.nas", "conversation.home_assistant"],
+        "max_wait_seconds": 2.5,
+    }
+    state = hass.states.get("conversation.house_assistant")
+    assert state is not None
+    assert state.attributes["fallback_agents"] == [
+        "conversation.nas",
+        "conversation.home_assistant",
+    ]
+
+    result = await init_integration.start_subentry_reconfigure_flow(hass, subentry.subentry_id)
+    assert result["step_id"] == "reconfigure"
+    refused = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {
+            "primary_agent": "conversation.nas",
+            "fallback_agents": ["conversation.nas"],
+            "max_wait_seconds": 1,
+        },
+    )
+    assert refused["errors"] == {"fallback_agents": "assistant_agents_repeat"}
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {"primary_agent": "conversation.nas", "max_wait_seconds": 0}
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
+    assert dict(init_integration.subentries[subentry.subentry_id].data) == {
+        "primary_agent": "conversation.nas",
+        "fallback_agents": [],
+        "max_wait_seconds": 0.0,
+    }
+    state = hass.states.get("conversation.house_assistant")
+    assert state is not None
+    assert state.attributes["primary_agent"] == "conversation.nas"

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from homeassistant.config_entries import ConfigEntry
+from typing import Any
+
+from homeassistant.config_entries import (
+    SIGNAL_CONFIG_ENTRY_CHANGED,
+    ConfigEntry,
+    ConfigEntryChange,
+)
 from homeassistant.const import CONF_API_KEY, CONF_URL, CONF_VERIFY_SSL, Platform
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
 from homeassistant.helpers import (
     config_validation as cv,
     device_registry as dr,
@@ -12,11 +18,20 @@ from homeassistant.helpers import (
     issue_registry as ir,
 )
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
+from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.typing import ConfigType
 
 from .agents import AgentDirectory
 from .card import async_register_card
-from .const import CONF_RESERVE_GIB, CONF_SERVER_KIND, DEFAULT_RESERVE_GIB, DOMAIN, GIB, LOGGER
+from .const import (
+    CONF_RESERVE_GIB,
+    CONF_SERVER_KIND,
+    DEFAULT_RESERVE_GIB,
+    DOMAIN,
+    GIB,
+    LOGGER,
+    SUBENTRY_WARM_ASSISTANT,
+)
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import ServerKind
@@ -124,6 +139,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
             entry, store, coordinator, agents=agents, controller=controller, household=household
         ),
         peers=PeerWatch(hass, entry, coordinator),
+        platforms=_platforms(entry),
     )
     entry.async_on_unload(data.agents.async_start())
 
@@ -140,7 +156,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     # The probe action offers the installed models: again when they or the entries change.
     entry.async_on_unload(coordinator.async_add_listener(offer_models))
     entry.async_on_unload(entry.async_on_state_change(offer_models))
-    await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
+    await hass.config_entries.async_forward_entry_setups(entry, data.platforms)
     coordinator.async_start_events()
     for start in (
         data.diagnoses.async_start,
@@ -156,7 +172,36 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         data.peers.async_start,
     ):
         entry.async_on_unload(start())
+    entry.async_on_unload(_reload_on_new_assistants(hass, entry))
     return True
+
+
+def _platforms(entry: LlmWarmthConfigEntry) -> tuple[Platform, ...]:
+    """Return the entry's platforms: a conversation agent only for its warm assistants."""
+    if any(s.subentry_type == SUBENTRY_WARM_ASSISTANT for s in entry.subentries.values()):
+        return (*PLATFORMS, Platform.CONVERSATION)
+    return tuple(PLATFORMS)
+
+
+def _reload_on_new_assistants(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> CALLBACK_TYPE:
+    """Reload the entry when its warm assistants (subentries) change; return what stops it.
+
+    (Through the config entry signal: an update listener would clash with the options
+    flow's own reload.)
+    """
+
+    # Home Assistant changes a subentry in place: compare what it held at setup.
+    def held(entry: ConfigEntry) -> dict[str, tuple[str, str, dict[str, Any]]]:
+        return {i: (s.subentry_type, s.title, dict(s.data)) for i, s in entry.subentries.items()}
+
+    assistants = held(entry)
+
+    @callback
+    def changed(_change: ConfigEntryChange, changed_entry: ConfigEntry) -> None:
+        if changed_entry.entry_id == entry.entry_id and (held(changed_entry) != assistants):
+            hass.config_entries.async_schedule_reload(entry.entry_id)
+
+    return async_dispatcher_connect(hass, SIGNAL_CONFIG_ENTRY_CHANGED, changed)
 
 
 async def async_migrate_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
@@ -206,7 +251,7 @@ async def async_unload_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -
     leave it behind, and a failing source raises it again on its first reading.
     """
     ir.async_delete_issue(hass, DOMAIN, gpu_issue_id(entry.entry_id))
-    return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+    return await hass.config_entries.async_unload_platforms(entry, entry.runtime_data.platforms)
 
 
 async def async_remove_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> None:

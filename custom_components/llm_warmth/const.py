@@ -45,6 +45,7 @@ EVENT_PIN_RELEASED: Final = "llm_warmth_pin_released"
 EVENT_PIN_REAPPLIED: Final = "llm_warmth_pin_reapplied"
 EVENT_DIAGNOSIS_PROGRESS: Final = "llm_warmth_diagnosis_progress"
 EVENT_VOICE_TURN: Final = "llm_warmth_voice_turn"
+EVENT_ASSISTANT_ROUTE: Final = "llm_warmth_assistant_route"
 
 # The household's assistant model, when no conversation agent names it (options flow).
 CONF_ASSISTANT_MODEL: Final = "assistant_model"
@@ -66,5 +67,10 @@ DEFAULT_TTFT_TARGET: Final = 1.5
 # and how long the need must be gone before released pins are re-applied (minutes).
 CONF_PROTECTED_ENTITIES: Final = "protected_entities"
 CONF_GUARD_CLEAR_MINUTES: Final = "guard_clear_minutes"
+# The warm assistant (a subentry): its primary agent, ordered fall-backs, accepted wait.
+SUBENTRY_WARM_ASSISTANT: Final = "warm_assistant"
+CONF_ASSISTANT_PRIMARY: Final = "primary_agent"
+CONF_ASSISTANT_FALLBACKS: Final = "fallback_agents"
+CONF_ASSISTANT_WAIT: Final = "max_wait_seconds"
 DEFAULT_GUARD_CLEAR_MINUTES: Final = 10
 GIB: Final = 1024**3

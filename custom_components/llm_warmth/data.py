@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from homeassistant.config_entries import ConfigEntry
+from homeassistant.const import Platform
 
 if TYPE_CHECKING:
     from .agents import AgentDirectory
@@ -52,6 +53,8 @@ class LlmWarmthData:
     usage: UsageWatch
     # A llama-swap's peers' models, read from the entries that run them.
     peers: PeerWatch
+    # The platforms set up for it (a conversation agent only with warm assistants).
+    platforms: tuple[Platform, ...]
 
 
 type LlmWarmthConfigEntry = ConfigEntry[LlmWarmthData]

@@ -34,6 +34,11 @@ def entity_unique_id(entry_id: str, subject: str | None, key: str) -> str:
     return "_".join(part for part in (entry_id, subject, key) if part)
 
 
+def assistant_device_identifier(subentry_id: str) -> tuple[str, str]:
+    """Return the identifier of a warm assistant's device (one per subentry)."""
+    return (DOMAIN, f"assistant_{subentry_id}")
+
+
 def server_device_identifier(entry_id: str) -> tuple[str, str]:
     """Return the device registry identifier of a server."""
     return (DOMAIN, entry_id)
@@ -121,6 +126,7 @@ def async_sync_devices(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> None
         registry.async_update_device(device.id, sw_version=snapshot.version)
     wanted = {model_device_identifier(entry.entry_id, m) for m in snapshot.models}
     wanted.add(server_device_identifier(entry.entry_id))
+    wanted |= {assistant_device_identifier(s) for s in entry.subentries}
     keep_gpus = data.gpu is not None
     devices: list[dr.AnyDeviceEntry] = [
         *dr.async_entries_for_config_entry(registry, entry.entry_id),

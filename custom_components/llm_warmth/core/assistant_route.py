@@ -1,0 +1,151 @@
+"""Which conversation agent answers a turn of the warm assistant, and why (pure).
+
+The warm assistant has a primary agent, ordered fall-backs and the longest wait the user
+accepts. Each agent's model is read where LLM Warmth follows its server: warm, loading,
+cold, or its server down; or not followed at all (a model on a server LLM Warmth does not
+watch, or an agent with no model, such as Home Assistant's own). A cold or loading model's
+wait is what its last exact load took (a polled lower bound never stands in for it).
+
+The rule, in order:
+1. the primary, when its model is warm, or will be ready within the accepted wait;
+2. else the first fall-back whose model is warm (or not followed: nothing known to load),
+   then the first that will be ready within the wait; the primary is warmed for the next
+   turns, unless its server is down;
+3. else the primary, which loads while the household waits (no fall-back is any better);
+   when the primary's server is down, the first fall-back whose server is up, cold or not.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .warmth import Warmth
+
+
+class Readiness(StrEnum):
+    """How ready an agent's model is, as LLM Warmth sees its server."""
+
+    WARM = "warm"
+    LOADING = "loading"
+    COLD = "cold"
+    # Its server is unreachable: the agent would fail, or wait for a timeout.
+    DOWN = "down"
+    # Its model is on no server LLM Warmth follows (or it has no model).
+    NOT_FOLLOWED = "not_followed"
+
+
+class RouteReason(StrEnum):
+    """Why a turn went where it went."""
+
+    PRIMARY_WARM = "primary_warm"
+    PRIMARY_WITHIN_WAIT = "primary_within_wait"
+    PRIMARY_NOT_FOLLOWED = "primary_not_followed"
+    FALLBACK_PRIMARY_COLD = "fallback_primary_cold"
+    FALLBACK_PRIMARY_DOWN = "fallback_primary_down"
+    PRIMARY_NO_READY_FALLBACK = "primary_no_ready_fallback"
+    NOTHING_REACHABLE = "nothing_reachable"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentState:
+    """One agent as the router sees it.
+
+    ``ready_in_s``: for a cold or loading model, how long until it answers by its last
+    exact load (what is left of it, for one loading now); None where no load was measured.
+    """
+
+    agent_id: str
+    readiness: Readiness
+    ready_in_s: float | None = None
+
+    def ready_within(self, wait_s: float) -> bool:
+        """Return True when the model is known to be ready within ``wait_s`` seconds."""
+        if self.readiness in (Readiness.WARM, Readiness.NOT_FOLLOWED):
+            return True
+        if self.readiness is Readiness.DOWN or self.ready_in_s is None:
+            return False
+        return self.ready_in_s <= wait_s
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where one turn goes: the agent, why, and whether to warm the primary now."""
+
+    agent_id: str
+    reason: RouteReason
+    warm_primary: bool
+
+    @property
+    def fell_back(self) -> bool:
+        """Return True when a fall-back answers instead of the primary."""
+        return self.reason in (RouteReason.FALLBACK_PRIMARY_COLD, RouteReason.FALLBACK_PRIMARY_DOWN)
+
+
+def ready_in(load_s: float | None, loading_for_s: float | None) -> float | None:
+    """Return how long a model needs until it answers, by its last exact load.
+
+    ``loading_for_s``: how long it has been loading (None: it is not loading). A load that
+    already took longer than the last one is taken as about to end (0).
+    """
+    if load_s is None:
+        return None
+    if loading_for_s is None:
+        return load_s
+    return max(0.0, load_s - loading_for_s)
+
+
+def _primary_answers(primary: AgentState, wait_s: float) -> RouteReason | None:
+    """Return why the primary answers at once, or None when it cannot in time."""
+    if primary.readiness is Readiness.WARM:
+        return RouteReason.PRIMARY_WARM
+    if primary.readiness is Readiness.NOT_FOLLOWED:
+        return RouteReason.PRIMARY_NOT_FOLLOWED
+    if primary.ready_within(wait_s):
+        return RouteReason.PRIMARY_WITHIN_WAIT
+    return None
+
+
+def route_turn(primary: AgentState, fallbacks: Sequence[AgentState], wait_s: float) -> Route:
+    """Return where a turn goes (see the module's rule)."""
+    if (answers := _primary_answers(primary, wait_s)) is not None:
+        return Route(primary.agent_id, answers, warm_primary=False)
+    down = primary.readiness is Readiness.DOWN
+    reason = RouteReason.FALLBACK_PRIMARY_DOWN if down else RouteReason.FALLBACK_PRIMARY_COLD
+    others = [f for f in fallbacks if f.agent_id != primary.agent_id]
+    for ready in (
+        lambda f: f.readiness in (Readiness.WARM, Readiness.NOT_FOLLOWED),
+        lambda f: f.ready_within(wait_s),
+        # The primary's server is down: any fall-back whose server is up, cold or not.
+        lambda f: down and f.readiness is not Readiness.DOWN,
+    ):
+        if chosen := next((f for f in others if ready(f)), None):
+            return Route(chosen.agent_id, reason, warm_primary=not down)
+    if down:
+        return Route(primary.agent_id, RouteReason.NOTHING_REACHABLE, warm_primary=False)
+    return Route(primary.agent_id, RouteReason.PRIMARY_NO_READY_FALLBACK, warm_primary=False)
+
+
+def agent_state(
+    agent_id: str,
+    warmth: Warmth | None,
+    *,
+    reachable: bool,
+    load_s: float | None,
+    loading_for_s: float | None,
+) -> AgentState:
+    """Return how ready an agent is from its model's warmth on its server.
+
+    ``warmth``: None when the agent's model is on no server LLM Warmth follows.
+    ``reachable``: whether the server's last poll succeeded. ``load_s``: the model's last
+    exact load; ``loading_for_s``: how long the model has been loading (None: unknown).
+    """
+    if warmth is None:
+        return AgentState(agent_id, Readiness.NOT_FOLLOWED)
+    if not reachable:
+        return AgentState(agent_id, Readiness.DOWN)
+    if warmth in (Warmth.WARM, Warmth.KEPT_WARM):
+        return AgentState(agent_id, Readiness.WARM)
+    if warmth is Warmth.LOADING:
+        return AgentState(agent_id, Readiness.LOADING, ready_in(load_s, loading_for_s or 0.0))
+    # Cold, or on its way out: a whole load is ahead.
+    return AgentState(agent_id, Readiness.COLD, ready_in(load_s, None))

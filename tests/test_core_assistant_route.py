@@ -1,0 +1,169 @@
+"""Where the warm assistant sends a turn (core.assistant_route, no Home Assistant)."""
+
+from hypothesis import given, strategies as st
+import pytest
+
+from custom_components.llm_warmth.core.assistant_route import (
+    AgentState,
+    Readiness,
+    Route,
+    RouteReason,
+    agent_state,
+    ready_in,
+    route_turn,
+)
+from custom_components.llm_warmth.core.warmth import Warmth
+
+BIG = "conversation.big_box"
+NAS = "conversation.nas"
+HA = "conversation.home_assistant"
+
+
+def state(agent: str, readiness: Readiness, ready: float | None = None) -> AgentState:
+    return AgentState(agent, readiness, ready)
+
+
+@pytest.mark.parametrize(
+    ("primary", "reason"),
+    [
+        (state(BIG, Readiness.WARM), RouteReason.PRIMARY_WARM),
+        (state(BIG, Readiness.NOT_FOLLOWED), RouteReason.PRIMARY_NOT_FOLLOWED),
+        (state(BIG, Readiness.COLD, 3.0), RouteReason.PRIMARY_WITHIN_WAIT),
+        (state(BIG, Readiness.LOADING, 0.5), RouteReason.PRIMARY_WITHIN_WAIT),
+    ],
+)
+def test_the_primary_answers_when_ready_in_time(primary: AgentState, reason: RouteReason) -> None:
+    """A warm primary, one ready within the wait (3 s here, inclusive), or one not followed."""
+    route = route_turn(primary, [state(NAS, Readiness.WARM)], wait_s=3.0)
+    assert route == Route(BIG, reason, warm_primary=False)
+    assert not route.fell_back
+
+
+@pytest.mark.parametrize(
+    "primary",
+    [
+        state(BIG, Readiness.COLD, 3.01),  # just past the wait
+        state(BIG, Readiness.COLD),  # no load measured: no bet on it
+        state(BIG, Readiness.LOADING, 10.0),
+        state(BIG, Readiness.LOADING),
+    ],
+)
+def test_a_warm_fall_back_answers_while_the_primary_warms(primary: AgentState) -> None:
+    """The first warm fall-back in order answers; the primary is warmed for the next turns."""
+    fallbacks = [state(HA, Readiness.COLD, 1.0), state(NAS, Readiness.WARM)]
+    route = route_turn(primary, fallbacks, wait_s=3.0)
+    assert route == Route(NAS, RouteReason.FALLBACK_PRIMARY_COLD, warm_primary=True)
+    assert route.fell_back
+
+
+def test_fall_backs_are_taken_in_order() -> None:
+    """Two warm fall-backs: the first one listed."""
+    fallbacks = [state(NAS, Readiness.WARM), state(HA, Readiness.NOT_FOLLOWED)]
+    assert route_turn(state(BIG, Readiness.COLD), fallbacks, 0).agent_id == NAS
+    assert route_turn(state(BIG, Readiness.COLD), fallbacks[::-1], 0).agent_id == HA
+
+
+def test_a_fall_back_not_followed_counts_as_ready() -> None:
+    """An agent with no model LLM Warmth sees (Home Assistant's own) loads nothing."""
+    route = route_turn(state(BIG, Readiness.COLD), [state(HA, Readiness.NOT_FOLLOWED)], 0)
+    assert route == Route(HA, RouteReason.FALLBACK_PRIMARY_COLD, warm_primary=True)
+
+
+def test_a_fall_back_ready_within_the_wait_comes_after_the_warm_ones() -> None:
+    """No warm fall-back: the first that will be ready within the wait."""
+    fallbacks = [state(HA, Readiness.COLD, 9.0), state(NAS, Readiness.COLD, 2.0)]
+    route = route_turn(state(BIG, Readiness.COLD, 20.0), fallbacks, wait_s=3.0)
+    assert route == Route(NAS, RouteReason.FALLBACK_PRIMARY_COLD, warm_primary=True)
+
+
+def test_no_fall_back_ready_the_primary_loads() -> None:
+    """Every fall-back cold beyond the wait, or down: the primary, which loads."""
+    fallbacks = [state(NAS, Readiness.COLD, 9.0), state(HA, Readiness.DOWN)]
+    route = route_turn(state(BIG, Readiness.COLD, 20.0), fallbacks, wait_s=3.0)
+    assert route == Route(BIG, RouteReason.PRIMARY_NO_READY_FALLBACK, warm_primary=False)
+
+
+def test_primary_down_any_reachable_fall_back_answers() -> None:
+    """The primary's server is down: a warm fall-back, else any whose server is up; no warming."""
+    warm = route_turn(state(BIG, Readiness.DOWN), [state(NAS, Readiness.WARM)], 3.0)
+    assert warm == Route(NAS, RouteReason.FALLBACK_PRIMARY_DOWN, warm_primary=False)
+    fallbacks = [state(HA, Readiness.DOWN), state(NAS, Readiness.COLD, 30.0)]
+    cold = route_turn(state(BIG, Readiness.DOWN), fallbacks, 3.0)
+    assert cold == Route(NAS, RouteReason.FALLBACK_PRIMARY_DOWN, warm_primary=False)
+    nothing = route_turn(state(BIG, Readiness.DOWN), [state(NAS, Readiness.DOWN)], 3.0)
+    assert nothing == Route(BIG, RouteReason.NOTHING_REACHABLE, warm_primary=False)
+
+
+def test_the_primary_listed_as_a_fall_back_is_not_its_own_fall_back() -> None:
+    """A primary repeated among the fall-backs is skipped there."""
+    route = route_turn(state(BIG, Readiness.COLD), [state(BIG, Readiness.WARM)], 0)
+    assert route.reason is RouteReason.PRIMARY_NO_READY_FALLBACK
+
+
+@pytest.mark.parametrize(
+    ("load_s", "loading_for_s", "expected"),
+    [(None, None, None), (None, 2.0, None), (4.0, None, 4.0), (4.0, 1.5, 2.5), (4.0, 9.0, 0.0)],
+)
+def test_ready_in_by_the_last_load(
+    load_s: float | None, loading_for_s: float | None, expected: float | None
+) -> None:
+    """What is left of the last exact load; a load past it is about to end."""
+    assert ready_in(load_s, loading_for_s) == expected
+
+
+@pytest.mark.parametrize(
+    ("warmth", "reachable", "expected"),
+    [
+        (None, False, AgentState(BIG, Readiness.NOT_FOLLOWED)),
+        (Warmth.WARM, False, AgentState(BIG, Readiness.DOWN)),
+        (Warmth.WARM, True, AgentState(BIG, Readiness.WARM)),
+        (Warmth.KEPT_WARM, True, AgentState(BIG, Readiness.WARM)),
+        (Warmth.LOADING, True, AgentState(BIG, Readiness.LOADING, 3.0)),
+        (Warmth.COLD, True, AgentState(BIG, Readiness.COLD, 5.0)),
+        (Warmth.UNLOADING, True, AgentState(BIG, Readiness.COLD, 5.0)),
+    ],
+)
+def test_agent_state_from_warmth(
+    warmth: Warmth | None, reachable: bool, expected: AgentState
+) -> None:
+    """A loading model has what is left of its load ahead (2 s of 5 s gone), a cold one all."""
+    assert agent_state(BIG, warmth, reachable=reachable, load_s=5.0, loading_for_s=2.0) == expected
+
+
+def test_a_loading_model_of_unknown_start_has_its_whole_load_ahead() -> None:
+    """No sighting of the load's start: its whole last load."""
+    got = agent_state(BIG, Warmth.LOADING, reachable=True, load_s=5.0, loading_for_s=None)
+    assert got.ready_in_s == 5.0
+
+
+readiness_st = st.sampled_from(Readiness)
+agent_st = st.builds(
+    AgentState,
+    st.sampled_from([BIG, NAS, HA, "conversation.lab"]),
+    readiness_st,
+    st.none() | st.floats(min_value=0, max_value=600, allow_nan=False),
+)
+
+
+@given(
+    agent_st,
+    st.lists(agent_st, max_size=4, unique_by=lambda a: a.agent_id),
+    st.floats(min_value=0, max_value=60),
+)
+def test_route_properties(primary: AgentState, fallbacks: list[AgentState], wait: float) -> None:
+    """Whatever the states: an agent of the assistant answers; a warm primary always does;
+    a fall-back only when the primary cannot in time; a down server only when all are down;
+    the primary is warmed only while a fall-back answers and its server is up."""
+    route = route_turn(primary, fallbacks, wait)
+    states = {f.agent_id: f for f in fallbacks if f.agent_id != primary.agent_id}
+    assert route.agent_id == primary.agent_id or route.agent_id in states
+    if primary.readiness is Readiness.WARM:
+        assert route.reason is RouteReason.PRIMARY_WARM
+    if route.fell_back:
+        assert not primary.ready_within(wait)
+        assert states[route.agent_id].readiness is not Readiness.DOWN
+    else:
+        assert route.agent_id == primary.agent_id
+    if route.reason is RouteReason.NOTHING_REACHABLE:
+        assert all(s.readiness is Readiness.DOWN for s in (primary, *states.values()))
+    assert route.warm_primary == (route.fell_back and primary.readiness is not Readiness.DOWN)

@@ -1,0 +1,305 @@
+"""The warm assistant on two hosts: Home Assistant's Ollama agents on two Ollama emulators.
+
+The big box's agent is the primary, the always-on NAS's the fall-back; both servers are
+LLM Warmth entries. Turns go through Home Assistant's conversation API to the assistant,
+which hands them on through the same API.
+"""
+
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
+from typing import Any
+from unittest.mock import patch
+
+from homeassistant.components import conversation
+from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
+from homeassistant.core import Context, Event, HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import entity_registry as er
+from homeassistant.setup import async_setup_component
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
+
+from custom_components.llm_warmth.const import DOMAIN, EVENT_ASSISTANT_ROUTE
+from custom_components.llm_warmth.coordinator import LlmWarmthCoordinator
+
+from .assist import AGENT_SETTINGS, add_ollama_voice_agent
+from .conftest import LLAMA, QWEN, ollama_request
+from .ollama_emulator import EmulatedModel, FakeClock, OllamaEmulator
+
+GIB = 1024**3
+ASSISTANT = "conversation.house_assistant"
+
+
+@dataclass
+class House:
+    """Two hosts, their LLM Warmth entries, their agents and the warm assistant."""
+
+    hass: HomeAssistant
+    big: OllamaEmulator
+    nas: OllamaEmulator
+    big_entry: MockConfigEntry
+    nas_entry: MockConfigEntry
+    primary: str
+    fallback: str
+    routes: list[Event]
+
+    async def poll(self) -> None:
+        for entry in (self.big_entry, self.nas_entry):
+            await entry.runtime_data.coordinator.async_refresh()
+        await self.hass.async_block_till_done()
+
+    async def turn(self, text: str, conversation_id: str | None = None) -> Any:
+        return await conversation.async_converse(
+            self.hass, text, conversation_id, Context(), agent_id=ASSISTANT
+        )
+
+    def chats(self, emulator: OllamaEmulator) -> list[Any]:
+        return [r for r in emulator.requests if r.path == "/api/chat"]
+
+
+def server_entry(url: str, title: str, **subentries: Any) -> MockConfigEntry:
+    return MockConfigEntry(
+        domain=DOMAIN,
+        title=title,
+        unique_id=url,
+        version=2,
+        data={CONF_URL: url, CONF_API_KEY: "", CONF_VERIFY_SSL: True, "server_kind": "ollama"},
+        options={CONF_SCAN_INTERVAL: 10},
+        subentries_data=[
+            {"data": data, "subentry_type": "warm_assistant", "title": name, "unique_id": None}
+            for name, data in subentries.items()
+        ],
+    )
+
+
+def agent_id(hass: HomeAssistant, entry: MockConfigEntry) -> str:
+    registry = er.async_get(hass)
+    return next(
+        e.entity_id
+        for e in er.async_entries_for_config_entry(registry, entry.entry_id)
+        if e.domain == "conversation"
+    )
+
+
+@pytest.fixture
+async def house(hass: HomeAssistant, socket_enabled: None) -> AsyncGenerator[House]:
+    """The big box (qwen, 1 s loads) is the primary; the NAS (llama) the fall-back."""
+    clock = FakeClock()
+    big = OllamaEmulator(vram_budget=8 * GIB, clock=clock)
+    big.add_model(EmulatedModel(name=QWEN, size=6 * GIB, reply="From the big box"))
+    nas = OllamaEmulator(vram_budget=4 * GIB, clock=clock)
+    nas.add_model(EmulatedModel(name=LLAMA, size=3 * GIB, reply="From the NAS"))
+    await big.start()
+    await nas.start()
+    assert await async_setup_component(hass, "homeassistant", {})
+    big_agent = add_ollama_voice_agent(hass, big.url, QWEN, title="Big box", **AGENT_SETTINGS)
+    nas_agent = add_ollama_voice_agent(hass, nas.url, LLAMA, title="NAS", **AGENT_SETTINGS)
+    # Setting up the one sets up Home Assistant's Ollama integration, with both entries.
+    assert await hass.config_entries.async_setup(big_agent.entry_id)
+    await hass.async_block_till_done()
+    primary, fallback = agent_id(hass, big_agent), agent_id(hass, nas_agent)
+    big_entry = server_entry(big.url, "Big box")
+    nas_entry = server_entry(
+        nas.url,
+        "NAS",
+        **{
+            "House assistant": {
+                "primary_agent": primary,
+                "fallback_agents": [fallback],
+                "max_wait_seconds": 3.0,
+            }
+        },
+    )
+    routes = async_capture_events(hass, EVENT_ASSISTANT_ROUTE)
+    with patch.object(LlmWarmthCoordinator, "utcnow", staticmethod(clock.now)):
+        for entry in (big_entry, nas_entry):
+            entry.add_to_hass(hass)
+            assert await hass.config_entries.async_setup(entry.entry_id)
+        await hass.async_block_till_done()
+        yield House(hass, big, nas, big_entry, nas_entry, primary, fallback, routes)
+        for entry in (nas_entry, big_entry):
+            await hass.config_entries.async_unload(entry.entry_id)
+    await big.stop()
+    await nas.stop()
+
+
+async def make_warm(house: House, emulator: OllamaEmulator, model: str) -> None:
+    await ollama_request(emulator, "/api/generate", {"model": model, "keep_alive": -1})
+    await house.poll()
+    await house.poll()
+
+
+def last_route(house: House) -> dict[str, Any]:
+    return dict(house.routes[-1].data)
+
+
+async def test_cold_primary_warm_fall_back(house: House) -> None:
+    """The NAS answers while the big box loads; the next turn is the big box's, same chat."""
+    await make_warm(house, house.nas, LLAMA)
+    first = await house.turn("turn on the kitchen light")
+    assert first.response.speech["plain"]["speech"] == "From the NAS"
+    route = last_route(house)
+    assert route["agent"] == house.fallback
+    assert route["reason"] == "fallback_primary_cold"
+    assert route["primary_readiness"] == "cold"
+    assert route["primary_ready_in"] is None  # no load of the big box measured yet
+    assert route["warming_primary"] is True
+    assert route["agent_server"] == "NAS"
+    assert route["agent_model"] == LLAMA
+    assert route["conversation_id"] == first.conversation_id
+    assert route["switched_from"] is None
+    await house.hass.async_block_till_done()
+    # The big box was loaded for the next turn: one load-only request with the agent's keep.
+    loads = [r for r in house.big.requests if r.path == "/api/generate"]
+    assert len(loads) == 1
+    assert loads[0].json["keep_alive"] == -1
+    assert loads[0].json["options"]["num_ctx"] == AGENT_SETTINGS["num_ctx"]
+    assert house.chats(house.big) == []
+    await house.poll()
+    second = await house.turn("and the hall", first.conversation_id)
+    assert second.response.speech["plain"]["speech"] == "From the big box"
+    assert second.conversation_id == first.conversation_id
+    route = last_route(house)
+    assert route["agent"] == house.primary
+    assert route["reason"] == "primary_warm"
+    assert route["warming_primary"] is False
+    assert route["switched_from"] == house.fallback
+    # The primary read the whole conversation: the NAS's turn is in its messages.
+    messages = house.chats(house.big)[0].json["messages"]
+    assert [m["content"] for m in messages if m["role"] == "user"] == [
+        "turn on the kitchen light",
+        "and the hall",
+    ]
+    assert "From the NAS" in [m["content"] for m in messages if m["role"] == "assistant"]
+    state = house.hass.states.get(ASSISTANT)
+    assert state is not None
+    assert state.attributes["agent"] == house.primary
+    assert state.attributes["reason"] == "primary_warm"
+    assert state.attributes["primary_agent"] == house.primary
+    assert state.attributes["fallback_agents"] == [house.fallback]
+    assert state.attributes["max_wait_seconds"] == 3.0
+
+
+async def test_primary_ready_within_the_wait_answers(house: House) -> None:
+    """A load measured at 1 s, a wait of 3 s: the cold primary answers, nothing else loads."""
+    house.big.models[QWEN].load_delay = 0.0
+    await house.hass.services.async_call(
+        DOMAIN,
+        "preload",
+        {"config_entry_id": house.big_entry.entry_id, "model": QWEN},
+        blocking=True,
+        return_response=True,
+    )
+    timing = house.big_entry.runtime_data.coordinator.data.timings[QWEN]
+    assert timing.load_seconds is not None
+    assert timing.load_seconds <= 3.0
+    await house.hass.services.async_call(
+        DOMAIN,
+        "evict",
+        {"config_entry_id": house.big_entry.entry_id, "model": QWEN},
+        blocking=True,
+    )
+    await house.poll()
+    await make_warm(house, house.nas, LLAMA)
+    loads_before = len(house.big.requests)
+    result = await house.turn("what time is it")
+    assert result.response.speech["plain"]["speech"] == "From the big box"
+    route = last_route(house)
+    assert route["reason"] == "primary_within_wait"
+    assert route["primary_ready_in"] == timing.load_seconds
+    assert route["warming_primary"] is False
+    assert [r.path for r in house.big.requests[loads_before:]] == ["/api/chat"]
+    assert house.chats(house.nas) == []
+
+
+async def test_warm_primary_answers_directly(house: House) -> None:
+    """A warm primary: the turn is the primary's, the fall-back never asked."""
+    await make_warm(house, house.big, QWEN)
+    await make_warm(house, house.nas, LLAMA)
+    result = await house.turn("hello")
+    assert result.response.speech["plain"]["speech"] == "From the big box"
+    assert last_route(house)["reason"] == "primary_warm"
+    assert house.chats(house.nas) == []
+
+
+async def test_primary_server_down_fall_back_without_a_wait(house: House) -> None:
+    """The big box is off: the NAS answers (cold or not) and nothing is sent to the big box."""
+    await house.big.stop()
+    await house.poll()
+    assert not house.big_entry.runtime_data.coordinator.last_update_success
+    result = await house.turn("hello")
+    assert result.response.speech["plain"]["speech"] == "From the NAS"
+    route = last_route(house)
+    assert route["reason"] == "fallback_primary_down"
+    assert route["primary_readiness"] == "down"
+    assert route["warming_primary"] is False
+
+
+async def test_primary_cold_no_fall_back_ready_the_primary_loads(house: House) -> None:
+    """The NAS's model is cold too (no load measured): the primary answers, loading."""
+    result = await house.turn("hello")
+    assert result.response.speech["plain"]["speech"] == "From the big box"
+    assert last_route(house)["reason"] == "primary_no_ready_fallback"
+
+
+async def test_primary_under_the_guard_is_not_warmed(house: House, hass: HomeAssistant) -> None:
+    """The big box's household needs its GPU: the NAS answers and the big box is left alone."""
+    hass.states.async_set("media_player.plex", "playing")
+    hass.config_entries.async_update_entry(
+        house.big_entry,
+        options={**house.big_entry.options, "protected_entities": ["media_player.plex"]},
+    )
+    assert await hass.config_entries.async_reload(house.big_entry.entry_id)
+    await hass.async_block_till_done()
+    await make_warm(house, house.nas, LLAMA)
+    result = await house.turn("hello")
+    await hass.async_block_till_done()
+    assert result.response.speech["plain"]["speech"] == "From the NAS"
+    assert last_route(house)["reason"] == "fallback_primary_cold"
+    assert last_route(house)["warming_primary"] is False
+    assert [r for r in house.big.requests if r.path in ("/api/generate", "/api/chat")] == []
+
+
+async def test_an_agent_that_is_gone_is_said_in_words(house: House, hass: HomeAssistant) -> None:
+    """The fall-back's integration was removed: the turn's error names the agent."""
+    await make_warm(house, house.nas, LLAMA)
+    ollama_nas = er.async_get(hass).async_get(house.fallback)
+    assert ollama_nas is not None
+    assert ollama_nas.config_entry_id
+    await hass.config_entries.async_unload(ollama_nas.config_entry_id)
+    await hass.async_block_till_done()
+    entity = hass.data["entity_components"]["conversation"].get_entity(ASSISTANT)
+    # The registry still names the agent (its entry is only unloaded), it answers no more.
+    with pytest.raises(HomeAssistantError) as err:
+        await entity.async_process(
+            conversation.ConversationInput(
+                text="hello",
+                context=Context(),
+                conversation_id=None,
+                device_id=None,
+                satellite_id=None,
+                language="en",
+                agent_id=ASSISTANT,
+            )
+        )
+    assert err.value.translation_key == "assistant_agent_missing"
+    assert err.value.translation_placeholders == {"agent": house.fallback}
+    assert last_route(house)["failed"] is True
+
+
+async def test_unloading_the_primary_entry_mid_warm_leaves_nothing(
+    house: House, hass: HomeAssistant
+) -> None:
+    """The big box's entry goes while the warm-up loads: its task is cancelled with it."""
+    house.big.hold_loads()
+    await make_warm(house, house.nas, LLAMA)
+    await house.turn("hello")
+    await house.big.wait_loading(QWEN)
+    tasks: Callable[[], set[Any]] = lambda: {  # noqa: E731
+        t for t in house.big_entry._background_tasks if not t.done()
+    }
+    assert tasks()
+    await hass.config_entries.async_unload(house.big_entry.entry_id)
+    await hass.async_block_till_done()
+    assert not tasks()
+    house.big.finish_loads()
