@@ -11,6 +11,7 @@ from typing import Any
 from unittest.mock import patch
 
 from homeassistant.components import conversation
+from homeassistant.components.assist_pipeline import async_get_pipeline, async_update_pipeline
 from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
 from homeassistant.core import Context, Event, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
@@ -18,13 +19,20 @@ from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
+from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
-from custom_components.llm_warmth.const import DOMAIN, EVENT_ASSISTANT_ROUTE
+from custom_components.llm_warmth.const import DOMAIN, EVENT_ASSISTANT_ROUTE, EVENT_VOICE_TURN
 from custom_components.llm_warmth.coordinator import LlmWarmthCoordinator
 
-from .assist import AGENT_SETTINGS, add_ollama_voice_agent
+from .assist import (  # noqa: F401
+    AGENT_SETTINGS,
+    add_ollama_voice_agent,
+    hass_config_dir_fixture,
+    setup_assist,
+)
 from .conftest import LLAMA, QWEN, ollama_request
 from .ollama_emulator import EmulatedModel, FakeClock, OllamaEmulator
+from .test_voice import settle
 
 GIB = 1024**3
 ASSISTANT = "conversation.house_assistant"
@@ -303,3 +311,65 @@ async def test_unloading_the_primary_entry_mid_warm_leaves_nothing(
     await hass.async_block_till_done()
     assert not tasks()
     house.big.finish_loads()
+
+
+async def test_a_voice_pipeline_with_the_warm_assistant(
+    hass: HomeAssistant, hass_client: ClientSessionGenerator, socket_enabled: None
+) -> None:
+    """An Assist pipeline whose agent is the warm assistant: the NAS speaks first, streamed
+    into the pipeline (its text reaches text-to-speech before the turn ends), the voice turn
+    says who answered; the next turn, the big box, warmed in between, answers."""
+    clock = FakeClock()
+    big = OllamaEmulator(vram_budget=8 * GIB, clock=clock)
+    big.add_model(EmulatedModel(name=QWEN, size=6 * GIB, reply="From the big box"))
+    nas = OllamaEmulator(vram_budget=4 * GIB, clock=clock)
+    nas.add_model(EmulatedModel(name=LLAMA, size=3 * GIB, reply="From the NAS", token_delay=0.05))
+    await big.start()
+    await nas.start()
+    assist = await setup_assist(hass, hass_client, big.url, QWEN, emulator=big, title="Big box")
+    nas_agent = add_ollama_voice_agent(hass, nas.url, LLAMA, title="NAS", **AGENT_SETTINGS)
+    assert await hass.config_entries.async_setup(nas_agent.entry_id)
+    fallback = agent_id(hass, nas_agent)
+    settings = {
+        "primary_agent": assist.agent_entity_id,
+        "fallback_agents": [fallback],
+        "max_wait_seconds": 3.0,
+    }
+    big_entry = server_entry(big.url, "Big box", **{"House assistant": settings})
+    nas_entry = server_entry(nas.url, "NAS")
+    voice_turns = async_capture_events(hass, EVENT_VOICE_TURN)
+    with patch.object(LlmWarmthCoordinator, "utcnow", staticmethod(clock.now)):
+        for entry in (big_entry, nas_entry):
+            entry.add_to_hass(hass)
+            assert await hass.config_entries.async_setup(entry.entry_id)
+        await hass.async_block_till_done()
+        pipeline = async_get_pipeline(hass, assist.pipeline_id)
+        await async_update_pipeline(hass, pipeline, conversation_engine=ASSISTANT)
+        await ollama_request(nas, "/api/generate", {"model": LLAMA, "keep_alive": -1})
+        for entry in (big_entry, nas_entry):
+            await entry.runtime_data.coordinator.async_refresh()
+            await entry.runtime_data.coordinator.async_refresh()
+        await hass.async_block_till_done()
+
+        first = await assist.turn(stt_seconds=0.1)
+        assert first.error is None
+        assert first.response_text == "From the NAS"
+        # Streamed through the delegate: the text reached text-to-speech as it came.
+        assert first.event("intent-progress").data["chat_log_delta"]
+        await settle(hass)
+        assert voice_turns[-1].data["assistant_route"] == {
+            "agent": fallback,
+            "reason": "fallback_primary_cold",
+            "agent_server": "NAS",
+            "agent_model": LLAMA,
+        }
+        await big_entry.runtime_data.coordinator.async_refresh()
+        await hass.async_block_till_done()
+        second = await assist.turn(stt_seconds=0.1)
+        assert second.response_text == "From the big box"
+        await settle(hass)
+        assert voice_turns[-1].data["assistant_route"]["reason"] == "primary_warm"
+        for entry in (big_entry, nas_entry):
+            await hass.config_entries.async_unload(entry.entry_id)
+    await big.stop()
+    await nas.stop()

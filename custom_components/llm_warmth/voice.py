@@ -32,7 +32,7 @@ from homeassistant.helpers import entity_registry as er, issue_registry as ir
 from homeassistant.helpers.event import async_call_later
 
 from .agents import Agent, AgentDirectory, agent_system_prompt
-from .const import DOMAIN, EVENT_VOICE_TURN, LOGGER
+from .const import DOMAIN, EVENT_ASSISTANT_ROUTE, EVENT_VOICE_TURN, LOGGER
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import GENERATION_TIMEOUT, ReportsRequests
@@ -59,6 +59,7 @@ from .feature import Feature
 from .household import HouseholdWatch
 from .probe_prompts import AGENT_WARM_UP_PROMPT, probe_options
 from .storage import EntryStore
+from .warm_assistant import assistant_primary
 
 SECTION: Final = "voice"
 _PIPELINE_DOMAIN: Final = "assist_pipeline"
@@ -92,6 +93,9 @@ class VoicePipeline:
     name: str
     model: str
     agent: Agent | None
+    # The pipeline's agent when it is a warm assistant (whose primary agent is ``agent``):
+    # its turns say which agent answered.
+    assistant: str | None = None
 
 
 @dataclass(slots=True)
@@ -279,6 +283,8 @@ class VoiceWatch(Feature):
         self.pipelines: dict[str, VoicePipeline] = {}
         self.last: dict[str, VoiceRecord] = {}
         self._runs: dict[str, _Run] = {}
+        # Each warm assistant's last route (by its entity id), until a turn reads it.
+        self._routes: dict[str, dict[str, Any]] = {}
         self._timers: set[CALLBACK_TYPE] = set()
         self._unreadable = False
         # Per model: the (pipeline, satellite) whose prompt the server served last on this
@@ -311,6 +317,7 @@ class VoiceWatch(Feature):
             self._agents.async_add_listener(self._read_pipelines),
             self._coordinator.async_add_change_listener(self._residency_changed),
             self._coordinator.async_add_poll_listener(self._polled),
+            self.hass.bus.async_listen(EVENT_ASSISTANT_ROUTE, self._routed),
         )
 
         @callback
@@ -323,10 +330,18 @@ class VoiceWatch(Feature):
             self._runs.clear()
             self._wasted.clear()
             self._prefix_held.clear()
+            self._routes.clear()
             self._stopped = True
             ir.async_delete_issue(self.hass, DOMAIN, self.issue_id)
 
         return stop
+
+    @callback
+    def _routed(self, event: Event[Mapping[str, Any]]) -> None:
+        """Keep a warm assistant's last route, for the turn it answers."""
+        self._routes[str(event.data.get("assistant"))] = {
+            key: event.data.get(key) for key in ("agent", "reason", "agent_server", "agent_model")
+        }
 
     @callback
     def _read_pipelines(self) -> None:
@@ -341,12 +356,16 @@ class VoiceWatch(Feature):
         found: dict[str, VoicePipeline] = {}
         for pipeline in async_get_pipelines(self.hass):
             entity = registry.async_get(pipeline.conversation_engine or "")
+            assistant = None
+            if entity is not None and (primary := assistant_primary(self.hass, entity)):
+                # A warm assistant: its primary agent's model is the one to warm.
+                assistant, entity = entity.entity_id, registry.async_get(primary)
             if entity is None:
                 continue  # Home Assistant's own agent, or one without an entity
             if used := self._agents.agent_of_entity(
                 entity.config_entry_id, entity.config_subentry_id
             ):
-                found[pipeline.id] = VoicePipeline(pipeline.id, pipeline.name, *used)
+                found[pipeline.id] = VoicePipeline(pipeline.id, pipeline.name, *used, assistant)
         if found != self.pipelines:
             self.pipelines = found
             self.async_changed()
@@ -783,6 +802,12 @@ class VoiceWatch(Feature):
                 "pipeline": pipeline.id,
                 "pipeline_name": pipeline.name,
                 **record.details(),
+                # A warm assistant's turn: the agent that answered, and why.
+                **(
+                    {"assistant_route": self._routes.pop(pipeline.assistant, None)}
+                    if pipeline.assistant
+                    else {}
+                ),
             },
         )
 

@@ -37,6 +37,7 @@ from .const import (
     DOMAIN,
     EVENT_ASSISTANT_ROUTE,
     LOGGER,
+    SUBENTRY_WARM_ASSISTANT,
 )
 from .core.assistant_route import AgentState, Route, agent_state, route_turn
 from .core.backends.base import GENERATION_TIMEOUT
@@ -122,6 +123,21 @@ class RouteRecord:
             "switched_from": self.switched_from,
             "failed": self.failed,
         }
+
+
+@callback
+def assistant_primary(hass: HomeAssistant, entity: er.RegistryEntry) -> str | None:
+    """Return the primary agent of the warm assistant ``entity`` (None: it is none)."""
+    if entity.platform != DOMAIN or entity.domain != "conversation":
+        return None
+    entry = hass.config_entries.async_get_entry(entity.config_entry_id or "")
+    subentry = entry.subentries.get(entity.config_subentry_id or "") if entry else None
+    if subentry is None or subentry.subentry_type != SUBENTRY_WARM_ASSISTANT:
+        return None
+    try:
+        return AssistantSettings.from_data(subentry.data).primary
+    except ValueError:
+        return None
 
 
 @callback
