@@ -15,7 +15,7 @@ from homeassistant.components.assist_pipeline import async_get_pipeline, async_u
 from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
 from homeassistant.core import Context, Event, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers import entity_registry as er, issue_registry as ir
 from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
@@ -230,17 +230,39 @@ async def test_warm_primary_answers_directly(house: House) -> None:
     assert house.chats(house.nas) == []
 
 
-async def test_primary_server_down_fall_back_without_a_wait(house: House) -> None:
-    """The big box is off: the NAS answers (cold or not) and nothing is sent to the big box."""
+async def test_primary_server_down_fall_back_without_a_wait(
+    house: House, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The big box is off: the NAS answers (cold or not), nothing is sent to the big box;
+    one log line and one repair say so, both gone once the big box answers again."""
     await house.big.stop()
     await house.poll()
     assert not house.big_entry.runtime_data.coordinator.last_update_success
-    result = await house.turn("hello")
-    assert result.response.speech["plain"]["speech"] == "From the NAS"
-    route = last_route(house)
-    assert route["reason"] == "fallback_primary_down"
-    assert route["primary_readiness"] == "down"
-    assert route["warming_primary"] is False
+    caplog.clear()
+    for _ in range(2):
+        result = await house.turn("hello")
+        assert result.response.speech["plain"]["speech"] == "From the NAS"
+        route = last_route(house)
+        assert route["reason"] == "fallback_primary_down"
+        assert route["primary_readiness"] == "down"
+        assert route["warming_primary"] is False
+    said = [r for r in caplog.records if "is down" in r.getMessage()]
+    assert len(said) == 1
+    assert said[0].levelname == "WARNING"
+    issues = ir.async_get(house.hass).issues
+    (issue,) = [i for (domain, _), i in issues.items() if domain == DOMAIN]
+    assert issue.translation_key == "assistant_primary_down"
+    assert issue.translation_placeholders == {
+        "assistant": "House assistant",
+        "agent": house.primary,
+        "server": "Big box",
+    }
+    # The same address (the emulator keeps its port), up again.
+    await house.big.start()
+    await house.poll()
+    await house.turn("hello")
+    assert last_route(house)["primary_readiness"] != "down"
+    assert not [k for k in ir.async_get(house.hass).issues if k[0] == DOMAIN]
 
 
 async def test_primary_cold_no_fall_back_ready_the_primary_loads(house: House) -> None:

@@ -72,6 +72,7 @@ class WarmAssistantEntity(conversation.ConversationEntity):
         """Write the state after each turn's route."""
         await super().async_added_to_hass()
         self.async_on_remove(self.assistant.async_add_listener(self.async_write_ha_state))
+        self.async_on_remove(self.assistant.async_stop)
 
     @property
     @override

@@ -24,7 +24,7 @@ from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers import entity_registry as er, issue_registry as ir
 from homeassistant.helpers.chat_session import async_get_chat_session
 from homeassistant.util import dt as dt_util
 from homeassistant.util.limited_size_dict import LimitedSizeDict
@@ -39,7 +39,7 @@ from .const import (
     LOGGER,
     SUBENTRY_WARM_ASSISTANT,
 )
-from .core.assistant_route import AgentState, Route, agent_state, route_turn
+from .core.assistant_route import AgentState, Readiness, Route, agent_state, route_turn
 from .core.backends.base import GENERATION_TIMEOUT
 from .core.backends.errors import LlmServerError
 from .core.voice import WAKE_KEEP
@@ -187,12 +187,15 @@ class WarmAssistant:
         self.hass = hass
         self.entry = entry
         self.name = subentry.title
+        self.issue_id = f"assistant_primary_down_{subentry.subentry_id}"
         self.settings = AssistantSettings.from_data(subentry.data)
         self.last: RouteRecord | None = None
         self._delegates: LimitedSizeDict[str, str] = LimitedSizeDict(
             size_limit=REMEMBERED_CONVERSATIONS
         )
         self._listeners: list[CALLBACK_TYPE] = []
+        # Whether the primary's server was down at the last turn (said once, until it is up).
+        self._primary_down = False
 
     @callback
     def async_add_listener(self, listener: CALLBACK_TYPE) -> CALLBACK_TYPE:
@@ -220,6 +223,7 @@ class WarmAssistant:
             conversation_id = session.conversation_id
             route, primary, served = self.decide()
             primary_served = served[self.settings.primary]
+            self._say_primary_down(primary, primary_served)
             warming = bool(route.warm_primary and primary_served and self._warm(primary_served))
             previous = self._delegates.get(conversation_id)
             self._delegates[conversation_id] = route.agent_id
@@ -265,6 +269,47 @@ class WarmAssistant:
             failed = result.response.error_code is not None
             self._publish(_failed(record) if failed else record, assistant_id, conversation_id)
             return result
+
+    @callback
+    def _say_primary_down(self, primary: AgentState, served: Served | None) -> None:
+        """Say once, with a log line and a repair, that the primary's server is down.
+
+        Both are cleared at the first turn that finds the server up again.
+        """
+        down = primary.readiness is Readiness.DOWN
+        if down == self._primary_down:
+            return
+        self._primary_down = down
+        server = served.entry.title if served else ""
+        if not down:
+            LOGGER.info("%s: %s's server %s answers again", self.name, primary.agent_id, server)
+            ir.async_delete_issue(self.hass, DOMAIN, self.issue_id)
+            return
+        LOGGER.warning(
+            "%s: the server of its primary agent %s (%s) is down; the fall-backs answer",
+            self.name,
+            primary.agent_id,
+            server,
+        )
+        ir.async_create_issue(
+            self.hass,
+            DOMAIN,
+            self.issue_id,
+            is_fixable=False,
+            severity=ir.IssueSeverity.WARNING,
+            translation_key="assistant_primary_down",
+            translation_placeholders={
+                "assistant": self.name,
+                "agent": primary.agent_id,
+                "server": server,
+            },
+        )
+
+    @callback
+    def async_stop(self) -> None:
+        """Forget the outage it said (the entity goes)."""
+        self._primary_down = False
+        ir.async_delete_issue(self.hass, DOMAIN, self.issue_id)
 
     @callback
     def _publish(self, record: RouteRecord, assistant_id: str, conversation_id: str) -> None:
