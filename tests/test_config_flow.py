@@ -243,6 +243,8 @@ async def test_options_flow(hass: HomeAssistant, init_integration: MockConfigEnt
         "reserve_gib": 1.0,
         "protected_entities": [],
         "guard_clear_minutes": 10,
+        # Kept from the entry's migration: its URL's host.
+        "host": "127.0.0.1",
     }
     await hass.async_block_till_done()
     coordinator = init_integration.runtime_data.coordinator

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from homeassistant.const import CONF_SCAN_INTERVAL, STATE_ON
+from homeassistant.const import (
+    CONF_API_KEY,
+    CONF_SCAN_INTERVAL,
+    CONF_URL,
+    CONF_VERIFY_SSL,
+    STATE_ON,
+)
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import issue_registry as ir
@@ -15,6 +21,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, async_
 from custom_components.llm_warmth.const import (
     CONF_GPU_SOURCE,
     CONF_GUARD_CLEAR_MINUTES,
+    CONF_HOST,
     CONF_PROTECTED_ENTITIES,
     CONF_RESERVE_GIB,
     DOMAIN,
@@ -28,7 +35,7 @@ from .e2e import add_server, protect, wait_until
 from .fake_nvml import RTX_4090, FakeNvml
 from .llama_server_emulator import LlamaServerEmulator
 from .llama_swap_emulator import LlamaSwapEmulator
-from .ollama_emulator import OllamaEmulator
+from .ollama_emulator import EmulatedModel, OllamaEmulator
 from .test_gpu import nvml  # noqa: F401 (a fixture)
 from .test_llama_server import server  # noqa: F401 (a fixture)
 from .test_llama_swap import add_swap, swap  # noqa: F401 (a fixture)
@@ -238,3 +245,99 @@ async def test_a_pin_the_server_let_go_waits_while_the_household_needs_the_gpu(
     await hass.async_block_till_done(wait_background_tasks=True)
     await next_poll(hass, emulator)
     await wait_until(lambda: LLAMA in emulator.loaded, 10, "the kept pin asserted again")
+
+
+async def test_the_guard_is_per_host(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """A household service belongs to its host: Plex on the gaming PC releases the pins of
+    the servers there, never those of the NAS; a server moved to the PC's host is held back
+    by the PC's services, set on the other entry."""
+    nas = OllamaEmulator(vram_budget=16 * GIB, clock=emulator.clock)
+    nas.add_model(EmulatedModel(name=LLAMA, size=3 * GIB))
+    await nas.start()
+    try:
+        hass.states.async_set(PLEX, "off")
+        await start(hass, mock_config_entry, **{CONF_HOST: "gaming-pc"})
+        nas_entry = MockConfigEntry(
+            domain=DOMAIN,
+            title="NAS",
+            unique_id=nas.url,
+            version=2,
+            minor_version=2,
+            data={
+                CONF_URL: nas.url,
+                CONF_API_KEY: "",
+                CONF_VERIFY_SSL: True,
+                "server_kind": "ollama",
+            },
+            options={CONF_SCAN_INTERVAL: 10, CONF_HOST: "nas", CONF_GUARD_CLEAR_MINUTES: 1},
+        )
+        nas_entry.add_to_hass(hass)
+        assert await hass.config_entries.async_setup(nas_entry.entry_id)
+        await hass.async_block_till_done()
+        assert nas_entry.runtime_data.household.protected == []
+        await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA)
+        await call(hass, "pin", config_entry_id=nas_entry.entry_id, model=LLAMA)
+        released = async_capture_events(hass, EVENT_PIN_RELEASED)
+
+        hass.states.async_set(PLEX, STATE_ON)
+        await hass.async_block_till_done(wait_background_tasks=True)
+        assert [(e.data["server"], e.data["host"]) for e in released] == [
+            ("Ollama test", "gaming-pc")
+        ]
+        assert LLAMA in nas.loaded
+        assert LLAMA not in emulator.loaded
+        # The NAS refuses nothing for Plex.
+        await call(hass, "preload", config_entry_id=nas_entry.entry_id, model=LLAMA)
+
+        # The NAS's server is moved to the gaming PC (say, it ran there all along): the
+        # PC's Plex, set on the other entry, now holds it back too.
+        hass.config_entries.async_update_entry(
+            nas_entry, options={**nas_entry.options, CONF_HOST: "Gaming-PC "}
+        )
+        assert await hass.config_entries.async_reload(nas_entry.entry_id)
+        await hass.async_block_till_done(wait_background_tasks=True)
+        assert nas_entry.runtime_data.household.host == "gaming-pc"
+        assert nas_entry.runtime_data.household.protected == [PLEX]
+        # Plex's next transcode releases the NAS server's pin too.
+        hass.states.async_set(PLEX, "off")
+        await hass.async_block_till_done(wait_background_tasks=True)
+        hass.states.async_set(PLEX, STATE_ON)
+        await hass.async_block_till_done(wait_background_tasks=True)
+        assert [(e.data["server"], e.data["host"]) for e in released][-1] == ("NAS", "gaming-pc")
+        assert LLAMA not in nas.loaded
+        await hass.config_entries.async_unload(nas_entry.entry_id)
+    finally:
+        await nas.stop()
+
+
+async def test_a_service_added_on_a_host_mate_is_followed_at_once(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """Another entry of the same host gets a protected entity: this entry's guard follows it
+    without a reload of its own."""
+    hass.states.async_set(PLEX, "off")
+    await start(hass, mock_config_entry, **{CONF_PROTECTED_ENTITIES: [], CONF_HOST: "pc"})
+    await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA)
+    released = async_capture_events(hass, EVENT_PIN_RELEASED)
+    other = MockConfigEntry(
+        domain=DOMAIN,
+        title="Other",
+        unique_id="http://pc:9292",
+        version=2,
+        minor_version=2,
+        data={CONF_URL: "http://pc:9292", "server_kind": "llama_swap"},
+        options={CONF_HOST: "pc"},
+        disabled_by=None,
+    )
+    other.add_to_hass(hass)  # not set up: its settings are what count
+    hass.config_entries.async_update_entry(
+        other, options={CONF_HOST: "pc", CONF_PROTECTED_ENTITIES: [PLEX]}
+    )
+    await hass.async_block_till_done()
+    hass.states.async_set(PLEX, STATE_ON)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert [(e.data["model"], e.data["entity"], e.data["host"]) for e in released] == [
+        (LLAMA, PLEX, "pc")
+    ]

@@ -8,6 +8,7 @@ from unittest.mock import patch
 from homeassistant.config_entries import SOURCE_REAUTH, ConfigEntryState
 from homeassistant.const import (
     CONF_API_KEY,
+    CONF_SCAN_INTERVAL,
     CONF_URL,
     CONF_VERIFY_SSL,
     STATE_OFF,
@@ -498,7 +499,7 @@ async def test_a_version_1_entry_becomes_an_ollama_entry_and_keeps_everything(
     assert await hass.config_entries.async_setup(entry.entry_id)
     await hass.async_block_till_done()
     assert entry.state is ConfigEntryState.LOADED
-    assert (entry.version, entry.minor_version) == (2, 1)
+    assert (entry.version, entry.minor_version) == (2, 2)
     assert entry.data == {
         CONF_URL: emulator.url,
         CONF_API_KEY: "",
@@ -506,6 +507,8 @@ async def test_a_version_1_entry_becomes_an_ollama_entry_and_keeps_everything(
         "server_kind": "ollama",
     }
     assert entry.unique_id == emulator.url
+    # 2.2: the household guard's services belong to the server's host, from its URL.
+    assert entry.options == {"host": "127.0.0.1"}
     assert entity_registry.async_get(old.entity_id).unique_id == old.unique_id
     assert hass.states.get(old.entity_id) is not None
     load = hass.states.get("sensor.ollama_test_llama3_2_3b_last_measured_load_duration")
@@ -688,3 +691,39 @@ async def test_a_polled_figure_stored_before_1_7_becomes_a_lower_bound(
     stored = hass_storage[key]
     assert stored["minor_version"] == 7  # type: ignore[index]
     assert stored["data"]["models"][QWEN]["cold_request_at_least_seconds"] == 3.5  # type: ignore[index]
+
+
+async def test_a_2_1_entry_gets_its_host_and_keeps_its_guard(
+    hass: HomeAssistant, emulator: OllamaEmulator
+) -> None:
+    """The guard's options of 2.1 stay as they were; the host is the URL's, no step asked."""
+    options = {
+        CONF_SCAN_INTERVAL: 10,
+        "protected_entities": ["binary_sensor.plex_transcoding"],
+        "guard_clear_minutes": 5,
+    }
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        title="Ollama test",
+        entry_id=ENTRY_ID,
+        unique_id=emulator.url,
+        version=2,
+        minor_version=1,
+        data={
+            CONF_URL: emulator.url,
+            CONF_API_KEY: "",
+            CONF_VERIFY_SSL: True,
+            "server_kind": "ollama",
+        },
+        options=options,
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    assert (entry.version, entry.minor_version) == (2, 2)
+    assert entry.options == {**options, "host": "127.0.0.1"}
+    household = entry.runtime_data.household
+    assert (household.host, household.protected) == (
+        "127.0.0.1",
+        ["binary_sensor.plex_transcoding"],
+    )

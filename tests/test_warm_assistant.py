@@ -126,7 +126,8 @@ async def house(hass: HomeAssistant, socket_enabled: None) -> AsyncGenerator[Hou
         await hass.async_block_till_done()
         yield House(hass, big, nas, big_entry, nas_entry, primary, fallback, routes)
         for entry in (nas_entry, big_entry):
-            await hass.config_entries.async_unload(entry.entry_id)
+            if hass.config_entries.async_get_entry(entry.entry_id):  # not removed
+                await hass.config_entries.async_unload(entry.entry_id)
     await big.stop()
     await nas.stop()
 
@@ -395,3 +396,33 @@ async def test_a_voice_pipeline_with_the_warm_assistant(
             await hass.config_entries.async_unload(entry.entry_id)
     await big.stop()
     await nas.stop()
+
+
+async def test_the_household_lines_show_every_server(house: House, hass: HomeAssistant) -> None:
+    """A line per server: its reach, host, every model's warmth, the agents that use its
+    models; one server down or removed changes its own line alone."""
+    await make_warm(house, house.nas, LLAMA)
+    nas = hass.states.get("sensor.nas_household")
+    assert nas is not None
+    assert nas.state == "up"
+    assert nas.attributes["host"] == "127.0.0.1"
+    assert nas.attributes["server_kind"] == "ollama"
+    assert nas.attributes["warm_models"] == [LLAMA]
+    assert nas.attributes["models"] == {LLAMA: {"warmth": "kept_warm", "peer": None}}
+    assert nas.attributes["agents"] == {"NAS": LLAMA}
+    assert nas.attributes["gpus"] == []
+    big = hass.states.get("sensor.big_box_household")
+    assert big is not None
+    assert big.attributes["models"] == {QWEN: {"warmth": "cold", "peer": None}}
+    assert big.attributes["warm_models"] == []
+    assert big.attributes["agents"] == {"Big box": QWEN}
+
+    await house.big.stop()
+    await house.poll()
+    assert hass.states.get("sensor.big_box_household").state == "down"
+    assert hass.states.get("sensor.nas_household").state == "up"
+
+    await hass.config_entries.async_remove(house.big_entry.entry_id)
+    await hass.async_block_till_done()
+    assert hass.states.get("sensor.big_box_household") is None
+    assert hass.states.get("sensor.nas_household").state == "up"

@@ -24,6 +24,7 @@ from homeassistant.helpers.typing import ConfigType
 from .agents import AgentDirectory
 from .card import async_register_card
 from .const import (
+    CONF_HOST,
     CONF_RESERVE_GIB,
     CONF_SERVER_KIND,
     DEFAULT_RESERVE_GIB,
@@ -36,6 +37,7 @@ from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import ServerKind
 from .core.backends.detection import create_client
+from .core.server_url import host_of
 from .data import LlmWarmthConfigEntry, LlmWarmthData
 from .devices import (
     async_register_server,
@@ -207,8 +209,9 @@ def _reload_on_new_assistants(hass: HomeAssistant, entry: LlmWarmthConfigEntry) 
 async def async_migrate_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
     """Bring an entry of an older version up to date.
 
-    Version 1 entries are all Ollama servers: version 2 names the kind. Unique ids,
-    entities and stored measurements stay as they are.
+    Version 1 entries are all Ollama servers: version 2 names the kind; 2.2 names the host
+    whose GPU the server uses (the household guard's services are that host's), taken from
+    the server's URL. Unique ids, entities and stored measurements stay as they are.
     """
     if entry.version > 2:  # a newer release wrote it: do not guess
         return False
@@ -220,6 +223,14 @@ async def async_migrate_entry(hass: HomeAssistant, entry: ConfigEntry) -> bool:
             minor_version=1,
         )
         LOGGER.debug("Migrated %s to version 2 (server kind: ollama)", entry.title)
+    if entry.minor_version < 2:
+        # The household guard's services belong to a host: the server's, from its URL.
+        hass.config_entries.async_update_entry(
+            entry,
+            options={CONF_HOST: host_of(str(entry.data.get(CONF_URL, ""))), **entry.options},
+            minor_version=2,
+        )
+        LOGGER.debug("Migrated %s to version 2.2 (host: %s)", entry.title, entry.options[CONF_HOST])
     return True
 
 

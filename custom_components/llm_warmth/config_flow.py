@@ -46,6 +46,7 @@ from .const import (
     CONF_EXPORTER_URL,
     CONF_GPU_SOURCE,
     CONF_GUARD_CLEAR_MINUTES,
+    CONF_HOST,
     CONF_PROTECTED_ENTITIES,
     CONF_RESERVE_GIB,
     CONF_SERVER_KIND,
@@ -66,10 +67,11 @@ from .core.backends.detection import DEFAULT_PORTS, Detected, detect
 from .core.backends.errors import LlmServerError, LlmServerNotSupportedError
 from .core.gpu.errors import GpuSourceError
 from .core.gpu.exporter import ExporterKind
-from .core.server_url import normalize_url, redact_url, unique_id_for
+from .core.server_url import host_of, normalize_url, redact_url, unique_id_for
 from .data import LlmWarmthConfigEntry
 from .errors import server_translation_key
 from .gpu_coordinator import gpu_source_from_options
+from .household import entry_host
 from .warm_assistant import MAX_WAIT_SECONDS, AssistantSettings
 
 _PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
@@ -110,7 +112,7 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
     """Add an LLM server."""
 
     VERSION = 2
-    MINOR_VERSION = 1
+    MINOR_VERSION = 2
 
     @staticmethod
     @callback
@@ -182,7 +184,12 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
                 host = unique_id_for(data[CONF_URL]).split("://", 1)[1]
                 kind = ServerKind(data[CONF_SERVER_KIND])
                 LOGGER.debug("Adding %s %s at %s", kind, version, redact_url(data[CONF_URL]))
-                return self.async_create_entry(title=f"{KIND_TITLES[kind]} {host}", data=data)
+                return self.async_create_entry(
+                    title=f"{KIND_TITLES[kind]} {host}",
+                    data=data,
+                    # The host whose GPU it uses: its URL's, until the user names it.
+                    options={CONF_HOST: host_of(data[CONF_URL])},
+                )
         return self.async_show_form(
             step_id="user",
             data_schema=self.add_suggested_values_to_schema(_server_schema({}), user_input),
@@ -278,13 +285,20 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
                 CONF_RESERVE_GIB: float(user_input[CONF_RESERVE_GIB]),
                 CONF_PROTECTED_ENTITIES: list(user_input.get(CONF_PROTECTED_ENTITIES) or []),
                 CONF_GUARD_CLEAR_MINUTES: int(user_input[CONF_GUARD_CLEAR_MINUTES]),
+                CONF_HOST: str(user_input.get(CONF_HOST) or "").strip().lower()
+                or entry_host(self.config_entry),
             }
             if self._options[CONF_GPU_SOURCE] == GPU_SOURCE_EXPORTER:
                 return await self.async_step_exporter()
             if (reason := await self._gpu_source_fails(self._options)) is None:
                 return self.async_create_entry(data=self._options)
             errors["base"], placeholders["reason"] = "gpu_source_failed", reason
-        current = {**_DEFAULT_OPTIONS, **self.config_entry.options, **(user_input or {})}
+        current = {
+            **_DEFAULT_OPTIONS,
+            CONF_HOST: entry_host(self.config_entry),
+            **self.config_entry.options,
+            **(user_input or {}),
+        }
         data = getattr(self.config_entry, "runtime_data", None)  # None: the entry is not up
         models = sorted(data.coordinator.data.models) if data else []
         schema = _OPTIONS_SCHEMA.extend(
@@ -372,8 +386,9 @@ _OPTIONS_SCHEMA = vol.Schema(
                 min=0, max=256, step=0.25, unit_of_measurement="GiB", mode=NumberSelectorMode.BOX
             )
         ),
-        # The household guard: what says "the GPU is needed now", and how long to wait
-        # after it before pins are re-applied.
+        # The household guard: the host whose GPU the server uses, what says "the GPU is
+        # needed now" there, and how long to wait after it before pins are re-applied.
+        vol.Optional(CONF_HOST): TextSelector(),
         vol.Optional(CONF_PROTECTED_ENTITIES): EntitySelector(EntitySelectorConfig(multiple=True)),
         vol.Required(CONF_GUARD_CLEAR_MINUTES, default=DEFAULT_GUARD_CLEAR_MINUTES): NumberSelector(
             NumberSelectorConfig(

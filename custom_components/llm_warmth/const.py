@@ -66,6 +66,8 @@ DEFAULT_TTFT_TARGET: Final = 1.5
 # The household guard (options flow): entities whose "on" means "the GPU is needed now",
 # and how long the need must be gone before released pins are re-applied (minutes).
 CONF_PROTECTED_ENTITIES: Final = "protected_entities"
+# The machine whose GPU the server uses: its household services are that host's.
+CONF_HOST: Final = "host"
 CONF_GUARD_CLEAR_MINUTES: Final = "guard_clear_minutes"
 # The warm assistant (a subentry): its primary agent, ordered fall-backs, accepted wait.
 SUBENTRY_WARM_ASSISTANT: Final = "warm_assistant"

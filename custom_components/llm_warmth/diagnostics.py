@@ -53,6 +53,7 @@ async def async_get_config_entry_diagnostics(
         # Counts only: the times of each use would tell when the household is at home.
         "usage": runtime.usage.summary(),
         "guard": {
+            "host": runtime.household.host,
             "protected": runtime.household.protected,
             "clear_for_seconds": guard.guard.clear_for.total_seconds(),
             "household": asdict(runtime.household.household()),

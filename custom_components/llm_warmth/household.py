@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from typing import Final
 
-from homeassistant.const import STATE_ON
-from homeassistant.core import HomeAssistant, State
+from homeassistant.config_entries import ConfigEntry
+from homeassistant.const import CONF_URL, STATE_ON
+from homeassistant.core import HomeAssistant, State, callback
 from homeassistant.exceptions import HomeAssistantError
 
-from .const import CONF_PROTECTED_ENTITIES, DOMAIN, GIB
+from .const import CONF_HOST, CONF_PROTECTED_ENTITIES, DOMAIN, GIB
 from .coordinator import LlmWarmthCoordinator
 from .core.guard import GpuNeed, Household, Refusal, admit, admit_hold
+from .core.server_url import host_of
 from .data import LlmWarmthConfigEntry
 from .gpu_coordinator import GpuCoordinator
 
@@ -35,6 +37,14 @@ def _needs_gpu(state: State | None) -> bool:
         return False
 
 
+def entry_host(entry: ConfigEntry) -> str:
+    """Return the host whose GPU an entry's server uses: as set, else its URL's host."""
+    host = entry.options.get(CONF_HOST)
+    if isinstance(host, str) and host.strip():
+        return host.strip().lower()
+    return host_of(str(entry.data.get(CONF_URL, "")))
+
+
 def _gib(value: int | None) -> str:
     return "?" if value is None else f"{value / GIB:.1f}"
 
@@ -49,11 +59,32 @@ class HouseholdWatch:
         coordinator: LlmWarmthCoordinator,
         gpu: GpuCoordinator | None,
     ) -> None:
-        """Read the protected entities from the entry's options."""
+        """Follow the entry's host and read its protected entities."""
         self._hass = hass
         self._coordinator = coordinator
         self.gpu = gpu
-        self.protected: list[str] = list(entry.options.get(CONF_PROTECTED_ENTITIES, []))
+        self.host = entry_host(entry)
+        self.protected: list[str] = []
+        self.read_protected()
+
+    @callback
+    def read_protected(self) -> bool:
+        """Read the household services of this server's host; return True when they changed.
+
+        Those set on every LLM Warmth entry (in use) whose server runs on the same host: a
+        service on one host never holds back the models of another. Read at the start and
+        whenever an entry changes (the guard asks), not on every poll.
+        """
+        found: list[str] = []
+        for entry in self._hass.config_entries.async_entries(
+            DOMAIN, include_ignore=False, include_disabled=False
+        ):
+            if entry_host(entry) != self.host:
+                continue
+            found += [e for e in entry.options.get(CONF_PROTECTED_ENTITIES, []) if e not in found]
+        changed = found != self.protected
+        self.protected = found
+        return changed
 
     def household(self) -> Household:
         """Return what the household needs now."""

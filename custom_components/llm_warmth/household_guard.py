@@ -12,8 +12,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Final, override
 
+from homeassistant.config_entries import (
+    SIGNAL_CONFIG_ENTRY_CHANGED,
+    ConfigEntry,
+    ConfigEntryChange,
+)
 from homeassistant.core import CALLBACK_TYPE, Event, EventStateChangedData, callback
 from homeassistant.helpers import issue_registry as ir
+from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.event import async_track_state_change_event
 
 from .const import (
@@ -80,6 +86,8 @@ class HouseholdGuard(Feature):
         minutes = entry.options.get(CONF_GUARD_CLEAR_MINUTES, DEFAULT_GUARD_CLEAR_MINUTES)
         self.guard = Guard(timedelta(minutes=minutes), _record(self.stored))
         self._releasing: set[str] = set()
+        # What stops following the protected entities.
+        self._tracked: CALLBACK_TYPE | None = None
         self._shown_minutes = round(self.guard.contended_minutes, 1)
 
     @override
@@ -93,15 +101,41 @@ class HouseholdGuard(Feature):
         unsubs = [self._coordinator.async_add_poll_listener(self._async_decide)]
         if (gpu := self._household.gpu) is not None:
             unsubs.append(gpu.async_add_listener(self._async_decide))
-        if protected := self._household.protected:
-            unsubs.append(async_track_state_change_event(self.hass, protected, self._async_changed))
+        # The host's services may be set on another entry of the host: followed anew
+        # whenever an entry changes.
+        unsubs.append(
+            async_dispatcher_connect(self.hass, SIGNAL_CONFIG_ENTRY_CHANGED, self._retrack)
+        )
+        self._track()
 
         @callback
         def stop() -> None:
             for unsub in unsubs:
                 unsub()
+            self._untrack()
 
         return stop
+
+    @callback
+    def _track(self) -> None:
+        """Follow the host's protected entities (as they are now)."""
+        self._untrack()
+        if protected := self._household.protected:
+            self._tracked = async_track_state_change_event(
+                self.hass, protected, self._async_changed
+            )
+
+    @callback
+    def _untrack(self) -> None:
+        if self._tracked is not None:
+            self._tracked()
+            self._tracked = None
+
+    @callback
+    def _retrack(self, _change: ConfigEntryChange, entry: ConfigEntry) -> None:
+        if entry.domain == DOMAIN and self._household.read_protected():
+            self._track()
+            self._async_decide()
 
     @callback
     def _async_changed(self, _event: Event[EventStateChangedData]) -> None:
@@ -121,7 +155,7 @@ class HouseholdGuard(Feature):
         ]
         self._pins.reapply(reapplied)
         for model in reapplied:
-            coordinator.fire(EVENT_PIN_REAPPLIED, model=model)
+            coordinator.fire(EVENT_PIN_REAPPLIED, model=model, host=self._household.host)
         for release in released:
             self._pins.release([release.model], release.need.value, now)
             self._releasing.add(release.model)
@@ -147,6 +181,7 @@ class HouseholdGuard(Feature):
         coordinator.fire(
             EVENT_PIN_RELEASED,
             model=model,
+            host=self._household.host,
             reason=need.value,
             entity=entity,
             headroom_gib=None

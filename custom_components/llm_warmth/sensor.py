@@ -27,6 +27,7 @@ from .entity import (
 )
 from .gpu_sensor import GPU_SENSORS, GpuSensor, SensorValue
 from .guard_sensor import GPU_CONTENTION, GpuContention
+from .household_entities import HOUSEHOLD_SERVER, HouseholdServer
 from .sensor_descriptions import (
     MODEL_GPU_SENSORS,
     MODEL_SENSORS,
@@ -57,6 +58,7 @@ async def async_setup_entry(
         [
             AssistantWarmth(coordinator, ASSISTANT_WARMTH),
             GpuContention(coordinator, GPU_CONTENTION),
+            HouseholdServer(coordinator, HOUSEHOLD_SERVER),
             *(
                 ServerSensor(coordinator, description)
                 for description in supported(SERVER_SENSORS, capabilities)

@@ -47,3 +47,8 @@ def redact_url(url: str) -> str:
     if parsed.user is None and parsed.password is None:
         return url
     return str(parsed.with_user("**REDACTED**").with_password(None))
+
+
+def host_of(url: str) -> str:
+    """Return the machine a server URL names (its host name, lower case), the default host."""
+    return (URL(url).host or "").lower()
