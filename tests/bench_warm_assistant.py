@@ -6,7 +6,8 @@ of four turns whose order is drawn per round (``random.Random(LLM_WARMTH_BENCH_S
 - ``cold_direct``: the big box's model cold, the pipeline's agent the primary itself (the
   control arm: the household waits the load);
 - ``cold_assistant``: the big box's model cold, the warm assistant the agent;
-- ``warm_direct``: the big box's model warm, the primary itself;
+- ``warm_direct``: the big box's model warm (loaded afresh before the turn: no earlier
+  prompt kept, as in the other warm arm), the primary itself;
 - ``warm_assistant``: the big box's model warm, the warm assistant.
 
 The NAS's model is warm throughout. Each turn's figures go to ``LLM_WARMTH_BENCH_OUT``.
@@ -45,7 +46,7 @@ async def test_rounds(hass: HomeAssistant, hass_client: ClientSessionGenerator) 
                 if arm.startswith("cold"):
                     await house.primary_cold()
                 else:
-                    await house.primary_warm()
+                    await house.primary_loaded_afresh()
                 await house.use_assistant(arm.endswith("assistant"))
                 turn = await house.turn()
                 turns.append(

@@ -23,6 +23,7 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.llm_warmth.const import DOMAIN, EVENT_ASSISTANT_ROUTE, EVENT_VOICE_TURN
 from custom_components.llm_warmth.coordinator import LlmWarmthCoordinator
+from custom_components.llm_warmth.dashboard import build_dashboard
 
 from .assist import (  # noqa: F401
     AGENT_SETTINGS,
@@ -416,6 +417,17 @@ async def test_the_household_lines_show_every_server(house: House, hass: HomeAss
     assert big.attributes["models"] == {QWEN: {"warmth": "cold", "peer": None}}
     assert big.attributes["warm_models"] == []
     assert big.attributes["agents"] == {"Big box": QWEN}
+
+    # The ready dashboard opens with the household: both lines and the warm assistant.
+    card = build_dashboard(hass)["views"][0]["cards"][0]
+    assert card == {
+        "type": "custom:llm-warmth-card",
+        "title": "Household",
+        "household": {
+            "servers": ["sensor.big_box_household", "sensor.nas_household"],
+            "assistants": [ASSISTANT],
+        },
+    }
 
     await house.big.stop()
     await house.poll()

@@ -112,6 +112,14 @@ class RealHouse:
     async def primary_warm(self) -> None:
         await self.resident(self.big_entry, self.big_url, self.big_model)
 
+    async def primary_loaded_afresh(self) -> None:
+        """Unload the big model and load it again (from the page cache): warm, with nothing
+        of an earlier turn's prompt kept, the same for every arm that starts warm."""
+        coordinator = self.big_entry.runtime_data.coordinator
+        await evict(self.big_url, self.big_model)
+        await wait_until(lambda: self.big_model not in coordinator.data.held, 10, "big gone")
+        await self.primary_warm()
+
     async def fallback_warm(self) -> None:
         await self.resident(self.nas_entry, self.nas_url, self.nas_model)
 

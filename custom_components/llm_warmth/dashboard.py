@@ -143,6 +143,8 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
                 )
                 if (e := entity(f"gpu_{uuid}", key, platform))
             ]
+    if household := _household_card(registry, entries):
+        cards.insert(0, household)
     if keep_warm:
         # Pins: on keeps the model resident (the household guard may release it), and
         # the minutes the household needed the GPU while a pin held it.
@@ -202,6 +204,38 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
     return {
         "title": "LLM Warmth",
         "views": [{"title": "Warmth", "path": "llm-warmth", "cards": cards}],
+    }
+
+
+def _household_card(
+    registry: er.EntityRegistry, entries: list[LlmWarmthConfigEntry]
+) -> dict[str, Any] | None:
+    """Return the household's card (every server's Household line, the warm assistants).
+
+    Only for a house of several servers, or one with a warm assistant.
+    """
+    servers = [
+        e
+        for entry in sorted(entries, key=lambda e: e.title)
+        if (
+            e := registry.async_get_entity_id(
+                Platform.SENSOR, DOMAIN, entity_unique_id(entry.entry_id, None, "household")
+            )
+        )
+    ]
+    assistants = [
+        e
+        for entry in sorted(entries, key=lambda e: e.title)
+        for subentry_id in entry.subentries
+        if (e := registry.async_get_entity_id("conversation", DOMAIN, subentry_id))
+    ]
+    if len(servers) < 2 and not assistants:
+        return None
+    household = {"servers": servers, "assistants": assistants}
+    return {
+        "type": "custom:llm-warmth-card",
+        "title": "Household",
+        "household": {key: ids for key, ids in household.items() if ids},
     }
 
 

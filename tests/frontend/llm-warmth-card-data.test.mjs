@@ -10,6 +10,7 @@ import {
   durationMs,
   formatBytes,
   formatSeconds,
+  household,
   loadBars,
   memory,
   modelHost,
@@ -660,5 +661,94 @@ describe("the waterfall's remainder", () => {
       { model: "m", ttft: state(900, "ms"), name: "not a state", other: { state: "1" } },
     ]);
     assert.equal(result.updated, T0);
+  });
+});
+
+describe("household", () => {
+  const states = {
+    "sensor.big_box_household": {
+      state: "down",
+      attributes: {
+        friendly_name: "Big box Household",
+        host: "gaming-pc",
+        warm_models: [],
+        models: { "qwen3:8b": { warmth: "cold", peer: null } },
+        gpus: [{ name: "RTX 4090", total_gib: 24, used_gib: 3, headroom_gib: 19 }],
+        agents: { "Big box": "qwen3:8b" },
+      },
+    },
+    "sensor.nas_household": {
+      state: "up",
+      attributes: {
+        friendly_name: "NAS Household",
+        host: "nas",
+        warm_models: ["llama3.2:3b"],
+        models: {
+          "llama3.2:3b": { warmth: "kept_warm", peer: null },
+          "lab/tiny": { warmth: "warm", peer: "lab" },
+        },
+        gpus: [],
+        agents: {},
+      },
+    },
+    "conversation.house_assistant": {
+      state: "2026-12-05T08:00:00+00:00",
+      attributes: {
+        friendly_name: "House assistant",
+        primary_agent: "conversation.big_box",
+        fallback_agents: ["conversation.nas"],
+        agent: "conversation.nas",
+        reason: "fallback_primary_down",
+        agent_server: "NAS",
+        agent_model: "llama3.2:3b",
+        routed_at: "2026-12-05T08:00:00+00:00",
+      },
+    },
+  };
+  const config = {
+    household: {
+      servers: ["sensor.nas_household", "sensor.big_box_household", "sensor.gone_household"],
+      assistants: ["conversation.house_assistant", "conversation.gone"],
+    },
+  };
+
+  it("groups the servers by host, each with its reach, models, GPUs and agents", () => {
+    const view = household(config, states);
+    assert.deepEqual(
+      view.hosts.map((h) => [h.host, h.servers.map((s) => [s.name, s.up])]),
+      [
+        ["gaming-pc", [["Big box", false]]],
+        ["nas", [["NAS", true]]],
+        ["unknown host", [["sensor.gone_household", null]]],
+      ],
+    );
+    const nas = view.hosts[1].servers[0];
+    assert.deepEqual(nas.warm, ["llama3.2:3b"]);
+    assert.deepEqual(nas.models[1], { name: "lab/tiny", warmth: "warm", peer: "lab" });
+    const big = view.hosts[0].servers[0];
+    assert.equal(big.gpus[0].headroom_gib, 19);
+    assert.deepEqual(big.agents, [{ agent: "Big box", model: "qwen3:8b" }]);
+  });
+
+  it("says which agent answered each assistant's last turn, and why, in words", () => {
+    const [house, gone] = household(config, states).assistants;
+    assert.equal(house.agent, "conversation.nas");
+    assert.equal(house.reason, "fall-back: primary's server down");
+    assert.equal(house.at, Date.UTC(2026, 11, 5, 8, 0, 0));
+    assert.deepEqual(house.fallbacks, ["conversation.nas"]);
+    assert.equal(gone.exists, false);
+  });
+
+  it("a household alone is a valid card; a household without entities is not", () => {
+    const checked = checkConfig({ household: { servers: ["sensor.nas_household"] } });
+    assert.deepEqual(checked.models, []);
+    assert.deepEqual(configEntities(checked), ["sensor.nas_household"]);
+    assert.throws(() => checkConfig({ household: {} }), /household: list the servers/);
+    assert.throws(() => checkConfig({ household: "yes" }), /household: give servers/);
+    assert.throws(
+      () => checkConfig({ household: { servers: ["not an id"] } }),
+      /household\[0\] must be an entity id/,
+    );
+    assert.throws(() => checkConfig({}), /models: list the models/);
   });
 });

@@ -438,7 +438,21 @@ export function checkConfig(config) {
   if (typeof hours !== "number" || !(hours > 0) || hours > 24 * 366) {
     throw new Error("hours_to_show must be a number of hours above 0 (at most a year)");
   }
-  if (!Array.isArray(config.models) || config.models.length === 0) {
+  const householdIds = [
+    ...(config.household?.servers ?? []),
+    ...(config.household?.assistants ?? []),
+  ];
+  if (config.household !== undefined) {
+    const h = config.household;
+    if (!h || typeof h !== "object" || !Array.isArray(h.servers ?? []) || !Array.isArray(h.assistants ?? [])) {
+      throw new Error("household: give servers (their Household sensors) and assistants (lists)");
+    }
+    if (householdIds.length === 0) {
+      throw new Error("household: list the servers' Household sensors or the warm assistants");
+    }
+  }
+  const models = config.models ?? [];
+  if (!Array.isArray(models) || (models.length === 0 && !householdIds.length)) {
     throw new Error("models: list the models, each with its warmth sensor (warmth: sensor.…)");
   }
   const entity = (value, where) => {
@@ -447,7 +461,8 @@ export function checkConfig(config) {
       throw new Error(`${where} must be an entity id, not ${JSON.stringify(value)}`);
     }
   };
-  config.models.forEach((model, i) => {
+  householdIds.forEach((id, i) => entity(id, `household[${i}]`));
+  models.forEach((model, i) => {
     if (!model || typeof model !== "object" || !model.warmth) {
       throw new Error(`models[${i}]: warmth (the model's Warmth sensor) is required`);
     }
@@ -464,7 +479,7 @@ export function checkConfig(config) {
     }
     for (const key of ["total", "other", "headroom_low"]) entity(gpu[key], `gpus[${i}].${key}`);
   });
-  return { ...config, hours_to_show: hours, gpus: config.gpus ?? [] };
+  return { ...config, hours_to_show: hours, models, gpus: config.gpus ?? [] };
 }
 
 /** Return every entity id a configuration names. */
@@ -475,6 +490,7 @@ export function configEntities(config) {
     ids.push(...Object.values(model.probe ?? {}));
   }
   for (const gpu of config.gpus ?? []) ids.push(gpu.total, gpu.other, gpu.headroom_low);
+  ids.push(...(config.household?.servers ?? []), ...(config.household?.assistants ?? []));
   return ids.filter(Boolean);
 }
 
@@ -500,4 +516,65 @@ export function modelHost(model, states) {
     unreachable: "its entry cannot reach it",
   }[attributes.peer_reading];
   return `on peer ${attributes.peer}${why ? ` (${why})` : ""}`;
+}
+
+const REASONS = {
+  primary_warm: "primary warm",
+  primary_within_wait: "primary ready within the wait",
+  primary_not_followed: "primary not followed",
+  fallback_primary_cold: "fall-back: primary cold",
+  fallback_primary_down: "fall-back: primary's server down",
+  primary_no_ready_fallback: "primary: no fall-back ready",
+  nothing_reachable: "no agent's server reachable",
+};
+
+/**
+ * The household section: each server's Household sensor grouped by its host (reach, warm
+ * models, every model's warmth and peer, its host's GPUs, the agents that use its models),
+ * and each warm assistant's last route. Servers whose sensor is missing say so.
+ */
+export function household(config, states) {
+  const hosts = new Map();
+  for (const id of config.household?.servers ?? []) {
+    const state = states?.[id];
+    const a = state?.attributes ?? {};
+    const host = a.host ?? "unknown host";
+    const models = Object.entries(a.models ?? {}).map(([name, m]) => ({
+      name,
+      warmth: m?.warmth ?? "unknown",
+      peer: m?.peer ?? null,
+    }));
+    const server = {
+      id,
+      name: (a.friendly_name ?? id).replace(/ Household$/, ""),
+      up: state ? state.state === "up" : null,
+      warm: a.warm_models ?? [],
+      models,
+      gpus: a.gpus ?? [],
+      agents: Object.entries(a.agents ?? {}).map(([agent, model]) => ({ agent, model })),
+    };
+    if (!hosts.has(host)) hosts.set(host, []);
+    hosts.get(host).push(server);
+  }
+  const assistants = (config.household?.assistants ?? []).map((id) => {
+    const a = states?.[id]?.attributes ?? {};
+    return {
+      id,
+      name: a.friendly_name ?? id,
+      exists: Boolean(states?.[id]),
+      primary: a.primary_agent ?? null,
+      fallbacks: a.fallback_agents ?? [],
+      agent: a.agent ?? null,
+      reason: a.reason ? REASONS[a.reason] ?? a.reason : null,
+      server: a.agent_server ?? null,
+      model: a.agent_model ?? null,
+      at: a.routed_at ? Date.parse(a.routed_at) : null,
+    };
+  });
+  return {
+    hosts: [...hosts.entries()]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([host, servers]) => ({ host, servers })),
+    assistants,
+  };
 }

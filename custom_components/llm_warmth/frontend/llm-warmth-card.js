@@ -14,6 +14,7 @@ import {
   formatSeconds,
   loadBars,
   memory,
+  household,
   modelHost,
   modelName,
   timeTicks,
@@ -225,10 +226,13 @@ class LlmWarmthCard extends HTMLElement {
     if (!this._hass) {
       parts.push(`<p class="note">Waiting for Home Assistant…</p>`);
     } else {
-      const range = this._chartRange();
-      parts.push(this._timelines(range, inner));
-      parts.push(this._memory(range, inner));
-      parts.push(this._waterfall(inner));
+      if (this._config.household) parts.push(this._household());
+      if (this._config.models.length) {
+        const range = this._chartRange();
+        parts.push(this._timelines(range, inner));
+        parts.push(this._memory(range, inner));
+        parts.push(this._waterfall(inner));
+      }
     }
     this.shadowRoot.innerHTML = `
       <style>${STYLE}</style>
@@ -236,6 +240,39 @@ class LlmWarmthCard extends HTMLElement {
         ${title ? `<h1 class="card-header">${escape(title)}</h1>` : ""}
         <div class="content">${parts.join("")}</div>
       </ha-card>`;
+  }
+
+  _household() {
+    const view = household(this._config, this._hass.states);
+    const warmth = (w) => STATE_LABELS[w] ?? w;
+    const hosts = view.hosts.map(({ host, servers }) => {
+      const rows = servers.map((s) => {
+        const reach = s.up === null ? "no such entity" : s.up ? "up" : "down";
+        const models = s.models
+          .map((m) => `<span class="state-${escape(m.warmth)}">${escape(m.name)}${m.peer ? ` (on peer ${escape(m.peer)})` : ""}: ${escape(warmth(m.warmth))}</span>`)
+          .join(", ");
+        const gpus = s.gpus
+          .map((g) => `${escape(g.name)}: ${g.headroom_gib ?? "?"} GiB headroom of ${g.total_gib ?? "?"} GiB`)
+          .join("; ");
+        const agents = s.agents.map((a) => `${escape(a.agent)} → ${escape(a.model)}`).join(", ");
+        return `<div class="household-server"><span class="name">${escape(s.name)}</span> <span class="reach reach-${reach.replace(/ /g, "-")}">${escape(reach)}</span>
+          <div class="facts">${models || "no models"}${gpus ? ` · ${gpus}` : ""}${agents ? ` · agents: ${agents}` : ""}</div></div>`;
+      });
+      return `<div class="household-host"><h2>Host ${escape(host)}</h2>${rows.join("")}</div>`;
+    });
+    const time = new Intl.DateTimeFormat(this._hass.locale?.language ?? undefined, {
+      hour: "2-digit",
+      minute: "2-digit",
+    });
+    const assistants = view.assistants.map((a) => {
+      if (!a.exists) return `<div class="household-assistant">${escape(a.id)}: no such entity</div>`;
+      const last = a.agent
+        ? `last turn ${a.at ? escape(time.format(a.at)) : ""}: answered by <b>${escape(a.agent)}</b>${a.model ? ` (${escape(a.model)} on ${escape(a.server ?? "?")})` : ""}, ${escape(a.reason ?? "")}`
+        : "no turn yet";
+      return `<div class="household-assistant"><span class="name">${escape(a.name)}</span>: primary ${escape(a.primary ?? "?")}, then ${escape(a.fallbacks.join(", ") || "none")}<div class="facts">${last}</div></div>`;
+    });
+    const heading = assistants.length ? `<h2>Warm assistants</h2>` : "";
+    return `<div class="household">${hosts.join("")}${heading}${assistants.join("")}</div>`;
   }
 
   _axis(range, inner, offsetMs) {
@@ -532,6 +569,10 @@ const STYLE = `
   .cold-text b { color: var(--error-color, #db4437); }
   .facts { font-size: 12px; color: var(--secondary-text-color); margin-top: 2px; line-height: 1.4; }
   .facts b { color: var(--primary-text-color); font-weight: 500; }
+  .household-server, .household-assistant { margin: 4px 0 8px; }
+  .reach { font-size: 12px; padding: 0 6px; border-radius: 8px; }
+  .reach-up { background: var(--success-color, #43a047); color: #fff; }
+  .reach-down { background: var(--error-color, #db4437); color: #fff; }
   .legend { display: flex; flex-wrap: wrap; gap: 4px 12px; font-size: 12px; color: var(--secondary-text-color); margin-top: 4px; }
   .legend i { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 4px; vertical-align: -1px; }
   .legend i.load-key { height: 6px; }
