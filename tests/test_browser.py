@@ -49,6 +49,7 @@ from .conftest import ENTRY_ID, LLAMA, QWEN, free_port, model_device, ollama_req
 from .e2e import wait_until
 from .ollama_emulator import OllamaEmulator
 from .test_gpu import NVML_OPTIONS, nvml, setup_with  # noqa: F401 (nvml: a fixture)
+from .test_warm_assistant import House, house_fixture, make_warm  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.browser
 
@@ -263,7 +264,7 @@ _CARD_JS = """(() => {
   const count = (selector) => root.querySelectorAll(selector).length;
   const box = card.getBoundingClientRect();
   const svgs = [...root.querySelectorAll('svg')];
-  const right = Math.max(...svgs.map((s) => s.getBoundingClientRect().right));
+  const right = svgs.length ? Math.max(...svgs.map((s) => s.getBoundingClientRect().right)) : box.right;
   return {
     models: count('.model-row'), segments: count('.segment'), loads: count('.load'),
     exact: count('.load.exact'), lowerBound: count('.load.lower-bound'),
@@ -508,3 +509,28 @@ async def test_the_card_keeps_a_month_legible(
         assert "a client waited" in card["text"]
         assert "reserve 6.0 GiB" in card["text"]
         assert "30 days" in card["text"]
+
+
+async def test_the_household_section_in_a_browser(
+    hass: HomeAssistant, browser: Browser, house: House
+) -> None:
+    """Two hosts and the warm assistant, as the ready dashboard shows them: every server's
+    line under its host, and the assistant's last turn (the NAS answered: the big box was
+    cold)."""
+    house.big.clock.set(dt_util.utcnow())
+    await make_warm(house, house.nas, LLAMA)
+    await house.turn("turn on the kitchen light")
+    await hass.async_block_till_done()
+    await _paste_dashboard(hass, browser, "llm-household")
+    card = await _card(
+        browser,
+        "/llm-household/llm-warmth",
+        "household",
+        "card.text.includes('Warm assistants') && card.text.includes('answered by')",
+    )
+    text = card["text"]
+    assert "Host 127.0.0.1" in text, text
+    assert "Big box" in text
+    assert "NAS" in text
+    assert "llama3.2:3b: warm, no expiry" in text, text
+    assert "fall-back: primary cold" in text

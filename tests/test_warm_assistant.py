@@ -90,8 +90,8 @@ def agent_id(hass: HomeAssistant, entry: MockConfigEntry) -> str:
     )
 
 
-@pytest.fixture
-async def house(hass: HomeAssistant, socket_enabled: None) -> AsyncGenerator[House]:
+@pytest.fixture(name="house")
+async def house_fixture(hass: HomeAssistant, socket_enabled: None) -> AsyncGenerator[House]:
     """The big box (qwen, 1 s loads) is the primary; the NAS (llama) the fall-back."""
     clock = FakeClock()
     big = OllamaEmulator(vram_budget=8 * GIB, clock=clock)

@@ -704,6 +704,7 @@ describe("household", () => {
         routed_at: "2026-12-05T08:00:00+00:00",
       },
     },
+    "conversation.nas": { state: "unknown", attributes: { friendly_name: "NAS assistant" } },
   };
   const config = {
     household: {
@@ -732,10 +733,12 @@ describe("household", () => {
 
   it("says which agent answered each assistant's last turn, and why, in words", () => {
     const [house, gone] = household(config, states).assistants;
-    assert.equal(house.agent, "conversation.nas");
+    // Agents by their names where their states are there, else by their entity ids.
+    assert.equal(house.agent, "NAS assistant");
+    assert.equal(house.primary, "conversation.big_box");
     assert.equal(house.reason, "fall-back: primary's server down");
     assert.equal(house.at, Date.UTC(2026, 11, 5, 8, 0, 0));
-    assert.deepEqual(house.fallbacks, ["conversation.nas"]);
+    assert.deepEqual(house.fallbacks, ["NAS assistant"]);
     assert.equal(gone.exists, false);
   });
 

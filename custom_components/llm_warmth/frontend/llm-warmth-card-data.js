@@ -556,15 +556,17 @@ export function household(config, states) {
     if (!hosts.has(host)) hosts.set(host, []);
     hosts.get(host).push(server);
   }
+  // An agent by its name where Home Assistant has its state, else by its entity id.
+  const agentName = (id) => (id ? states?.[id]?.attributes?.friendly_name ?? id : null);
   const assistants = (config.household?.assistants ?? []).map((id) => {
     const a = states?.[id]?.attributes ?? {};
     return {
       id,
       name: a.friendly_name ?? id,
       exists: Boolean(states?.[id]),
-      primary: a.primary_agent ?? null,
-      fallbacks: a.fallback_agents ?? [],
-      agent: a.agent ?? null,
+      primary: agentName(a.primary_agent),
+      fallbacks: (a.fallback_agents ?? []).map(agentName),
+      agent: agentName(a.agent),
       reason: a.reason ? REASONS[a.reason] ?? a.reason : null,
       server: a.agent_server ?? null,
       model: a.agent_model ?? null,
