@@ -264,7 +264,8 @@ _CARD_JS = """(() => {
   const count = (selector) => root.querySelectorAll(selector).length;
   const box = card.getBoundingClientRect();
   const svgs = [...root.querySelectorAll('svg')];
-  const right = svgs.length ? Math.max(...svgs.map((s) => s.getBoundingClientRect().right)) : box.right;
+  const right = svgs.length
+    ? Math.max(...svgs.map((s) => s.getBoundingClientRect().right)) : box.right;
   return {
     models: count('.model-row'), segments: count('.segment'), loads: count('.load'),
     exact: count('.load.exact'), lowerBound: count('.load.lower-bound'),

@@ -167,3 +167,19 @@ def test_route_properties(primary: AgentState, fallbacks: list[AgentState], wait
     if route.reason is RouteReason.NOTHING_REACHABLE:
         assert all(s.readiness is Readiness.DOWN for s in (primary, *states.values()))
     assert route.warm_primary == (route.fell_back and primary.readiness is not Readiness.DOWN)
+
+
+@pytest.mark.parametrize(
+    ("agent", "expected"),
+    [
+        (state(BIG, Readiness.WARM), True),
+        (state(BIG, Readiness.NOT_FOLLOWED), True),
+        (state(BIG, Readiness.DOWN, 0.0), False),
+        (state(BIG, Readiness.COLD), False),
+        (state(BIG, Readiness.COLD, 2.0), True),
+        (state(BIG, Readiness.COLD, 2.5), False),
+    ],
+)
+def test_ready_within(agent: AgentState, expected: bool) -> None:
+    """Warm or not followed: ready; down or no load measured: not; else by the load."""
+    assert agent.ready_within(2.0) is expected

@@ -24,6 +24,7 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 from custom_components.llm_warmth.const import DOMAIN, EVENT_ASSISTANT_ROUTE, EVENT_VOICE_TURN
 from custom_components.llm_warmth.coordinator import LlmWarmthCoordinator
 from custom_components.llm_warmth.dashboard import build_dashboard
+from custom_components.llm_warmth.warm_assistant import AssistantSettings
 
 from .assist import (  # noqa: F401
     AGENT_SETTINGS,
@@ -438,3 +439,75 @@ async def test_the_household_lines_show_every_server(house: House, hass: HomeAss
     await hass.async_block_till_done()
     assert hass.states.get("sensor.big_box_household") is None
     assert hass.states.get("sensor.nas_household").state == "up"
+
+
+GOOD = {
+    "primary_agent": "conversation.big",
+    "fallback_agents": ["conversation.nas"],
+    "max_wait_seconds": 3,
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "error"),
+    [
+        ({"primary_agent": None}, "primary_agent", "assistant_not_agent"),
+        ({"primary_agent": "sensor.big"}, "primary_agent", "assistant_not_agent"),
+        ({"fallback_agents": "conversation.nas"}, "fallback_agents", "assistant_not_agent"),
+        ({"fallback_agents": [3]}, "fallback_agents", "assistant_not_agent"),
+        ({"fallback_agents": ["sensor.nas"]}, "fallback_agents", "assistant_not_agent"),
+        ({"fallback_agents": ["conversation.big"]}, "fallback_agents", "assistant_agents_repeat"),
+        (
+            {"fallback_agents": ["conversation.nas", "conversation.nas"]},
+            "fallback_agents",
+            "assistant_agents_repeat",
+        ),
+        ({"max_wait_seconds": True}, "max_wait_seconds", "assistant_wait_range"),
+        ({"max_wait_seconds": "3"}, "max_wait_seconds", "assistant_wait_range"),
+        ({"max_wait_seconds": -0.5}, "max_wait_seconds", "assistant_wait_range"),
+        ({"max_wait_seconds": 60.5}, "max_wait_seconds", "assistant_wait_range"),
+    ],
+)
+def test_settings_refused_field_by_field(change: dict[str, Any], field: str, error: str) -> None:
+    """Stored settings are read as strictly as the form checks them."""
+    with pytest.raises(ValueError, match=error) as err:
+        AssistantSettings.from_data({**GOOD, **change})
+    assert err.value.args == (field, error)
+
+
+@pytest.mark.parametrize("wait", [0, 0.0, 60, 60.0, 2.5])
+def test_settings_within_range(wait: float) -> None:
+    """The bounds are the form's: 0 and 60 s included; no fall-back at all is fine."""
+    settings = AssistantSettings.from_data({**GOOD, "max_wait_seconds": wait})
+    assert settings == AssistantSettings("conversation.big", ("conversation.nas",), float(wait))
+    alone = AssistantSettings.from_data(
+        {"primary_agent": "conversation.big", "max_wait_seconds": 1}
+    )
+    assert alone.fallbacks == ()
+
+
+async def test_home_assistants_own_agent_as_the_fall_back(
+    house: House, hass: HomeAssistant
+) -> None:
+    """An agent with no model (Home Assistant's own) is taken as ready: with the big box cold
+    it answers, and a turn it cannot understand is recorded as failed."""
+    assert await async_setup_component(hass, "conversation", {})
+    subentry = next(iter(house.nas_entry.subentries.values()))
+    hass.config_entries.async_update_subentry(
+        house.nas_entry,
+        subentry,
+        data={**subentry.data, "fallback_agents": ["conversation.home_assistant"]},
+    )
+    await hass.async_block_till_done()
+    result = await house.turn("frobnicate the quux")
+    route = last_route(house)
+    assert route["agent"] == "conversation.home_assistant"
+    assert route["reason"] == "fallback_primary_cold"
+    assert route["agent_server"] is None
+    assert route["agent_model"] is None
+    assert result.response.error_code is not None
+    assert route["failed"] is True
+    # A turn that works is no failure.
+    await make_warm(house, house.big, QWEN)
+    await house.turn("hello")
+    assert last_route(house)["failed"] is False
