@@ -39,9 +39,7 @@ import os
 from pathlib import Path
 import random
 from statistics import median
-import subprocess
 import sys
-import tempfile
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -49,7 +47,7 @@ import urllib.request
 
 import aiohttp
 
-from benchmarks.world import Machine, listening_pid, read_throttle, verdict
+from benchmarks.world import Machine, listening_pid, read_throttle, run_in_pytest, verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "big-voice:latest"  # tests/voice_runs.py: big's weights, replies of 8 tokens
@@ -90,29 +88,14 @@ def row(label: str, figure: str, goal: str = "", met: bool | None = None) -> str
 
 
 def run_turns(args: argparse.Namespace) -> dict[str, Any]:
-    """Run the turns in pytest (the test Home Assistant); return what it wrote."""
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "turns.json"
-        env = {
-            **os.environ,
-            "LLM_WARMTH_BENCH_OUT": str(out),
-            "LLM_WARMTH_BENCH_RUNS": str(args.runs),
-            "LLM_WARMTH_BENCH_RESIDENT_RUNS": str(args.resident_runs),
-            "LLM_WARMTH_BENCH_SEED": str(args.seed),
-            "LLM_WARMTH_BENCH_SERVER": args.server,
-        }
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-        command += ["-o", "addopts=", "--timeout=0", "tests/bench_voice_warm.py"]
-        done = subprocess.run(
-            command, check=False, cwd=ROOT, env=env, capture_output=True, text=True
-        )
-        if done.returncode != 0 or not out.exists():
-            print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
-            raise SystemExit("the voice turns did not run (above: what pytest said)")
-        result: dict[str, Any] = json.loads(out.read_text())
-        if args.json:
-            args.json.write_text(json.dumps(result, indent=1))
-        return result
+    """Run the turns in pytest (the test Home Assistant); return what they wrote."""
+    settings = {
+        "LLM_WARMTH_BENCH_RUNS": str(args.runs),
+        "LLM_WARMTH_BENCH_RESIDENT_RUNS": str(args.resident_runs),
+        "LLM_WARMTH_BENCH_SEED": str(args.seed),
+        "LLM_WARMTH_BENCH_SERVER": args.server,
+    }
+    return run_in_pytest("tests/bench_voice_warm.py", settings, args.json)
 
 
 def by_pair(turns: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:

@@ -22,19 +22,15 @@ It asserts nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 import random
 from statistics import median
-import subprocess
-import sys
-import tempfile
 from typing import Any
 from urllib.parse import urlsplit
 
 from benchmarks.voice_warm import row, spread
-from benchmarks.world import Machine, listening_pid, read_throttle
+from benchmarks.world import Machine, listening_pid, read_throttle, run_in_pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 COLD_GOAL = 0.20
@@ -42,27 +38,9 @@ WARM_GOAL = 0.05
 
 
 def run_rounds(args: argparse.Namespace) -> dict[str, Any]:
-    """Run the rounds in pytest (the test Home Assistant); return what it wrote."""
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "turns.json"
-        env = {
-            **os.environ,
-            "LLM_WARMTH_BENCH_OUT": str(out),
-            "LLM_WARMTH_BENCH_RUNS": str(args.runs),
-            "LLM_WARMTH_BENCH_SEED": str(args.seed),
-        }
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-        command += ["-o", "addopts=", "--timeout=0", "tests/bench_warm_assistant.py"]
-        done = subprocess.run(
-            command, check=False, cwd=ROOT, env=env, capture_output=True, text=True
-        )
-        if done.returncode != 0 or not out.exists():
-            print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
-            raise SystemExit("the turns did not run (above: what pytest said)")
-        result: dict[str, Any] = json.loads(out.read_text())
-        if args.json:
-            args.json.write_text(json.dumps(result, indent=1))
-        return result
+    """Run the rounds in pytest (the test Home Assistant); return what they wrote."""
+    settings = {"LLM_WARMTH_BENCH_RUNS": str(args.runs), "LLM_WARMTH_BENCH_SEED": str(args.seed)}
+    return run_in_pytest("tests/bench_warm_assistant.py", settings, args.json)
 
 
 def table(result: dict[str, Any]) -> list[str]:

@@ -6,16 +6,21 @@ CPU the machine spent meanwhile: this benchmark's own (with its children), the s
 under test's (where one is named), and the rest, with the busiest other processes by
 name: the concurrent load a figure was measured under.
 
-``verdict(met)`` is the word printed after a figure's goal.
+``verdict(met)`` is the word printed after a figure's goal. ``run_in_pytest`` runs a
+benchmark's turns in the test Home Assistant and returns what they wrote.
 """
 
 from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+import json
 import os
 from pathlib import Path
 import resource
+import subprocess
+import sys
+import tempfile
 from typing import Any
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -216,3 +221,29 @@ class Machine:
         if named:
             lines.append(f"machine: busiest other processes (still running): {named}")
         return lines
+
+
+def run_in_pytest(
+    module: str, settings: dict[str, str], keep: Path | None = None
+) -> dict[str, Any]:
+    """Run ``module`` (a ``tests/bench_*.py``) in pytest and return the JSON it wrote.
+
+    ``settings``: its ``LLM_WARMTH_BENCH_*`` variables; ``keep``: also write the result
+    there. What pytest said is printed, and the benchmark ends, when it did not run.
+    """
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "turns.json"
+        env = {**os.environ, **settings, "LLM_WARMTH_BENCH_OUT": str(out)}
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        command += ["-o", "addopts=", "--timeout=0", module]
+        done = subprocess.run(
+            command, check=False, cwd=root, env=env, capture_output=True, text=True
+        )
+        if done.returncode != 0 or not out.exists():
+            print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
+            raise SystemExit(f"{module} did not run (above: what pytest said)")
+        result: dict[str, Any] = json.loads(out.read_text())
+        if keep:
+            keep.write_text(json.dumps(result, indent=1))
+        return result

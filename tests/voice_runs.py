@@ -31,14 +31,19 @@ NUM_CTX = 1024
 PROMPT = "Answer in one word."
 
 
-async def make_big_voice(url: str) -> str:
-    """Create ``big-voice`` (``big``'s weights, replies of 8 tokens) on the server."""
+async def make_voice_model(url: str, base: str, name: str) -> str:
+    """Create ``name`` (``base``'s weights, replies of 8 tokens) on the server; return it."""
     await ollama_call(
         url,
         "/api/create",
-        {"model": BIG_VOICE, "from": "big:latest", "parameters": {"num_predict": 8}},
+        {"model": name, "from": f"{base}:latest", "parameters": {"num_predict": 8}},
     )
-    return f"{BIG_VOICE}:latest"
+    return f"{name}:latest"
+
+
+async def make_big_voice(url: str) -> str:
+    """Create ``big-voice`` (``big``'s weights, replies of 8 tokens) on the server."""
+    return await make_voice_model(url, "big", BIG_VOICE)
 
 
 @dataclass(frozen=True)

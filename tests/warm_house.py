@@ -36,7 +36,7 @@ from .e2e import (
     wait_until,
 )
 from .recording_proxy import RecordingProxy
-from .voice_runs import NUM_CTX, PROMPT, make_big_voice
+from .voice_runs import NUM_CTX, PROMPT, make_big_voice, make_voice_model
 
 ASSISTANT = "conversation.house_assistant"
 TINY_VOICE = "tiny-voice"
@@ -44,16 +44,6 @@ TINY_VOICE = "tiny-voice"
 MAX_WAIT = 2.0
 SPEECH_MS = 1500
 STT_SECONDS = 0.5
-
-
-async def make_tiny_voice(url: str) -> str:
-    """Create ``tiny-voice`` (``tiny``'s weights, replies of 8 tokens) on the server."""
-    await ollama_call(
-        url,
-        "/api/create",
-        {"model": TINY_VOICE, "from": "tiny:latest", "parameters": {"num_predict": 8}},
-    )
-    return f"{TINY_VOICE}:latest"
 
 
 @dataclass
@@ -148,7 +138,7 @@ async def real_house(hass: HomeAssistant, hass_client: ClientSessionGenerator) -
     proxy = RecordingProxy(big_url)
     await proxy.start()
     big_model = await make_big_voice(big_url)
-    nas_model = await make_tiny_voice(nas_url)
+    nas_model = await make_voice_model(nas_url, "tiny", TINY_VOICE)
     big_entry = await add_server(hass, proxy.url)
     nas_entry = await add_server(hass, nas_url)
     assist = await setup_assist(
