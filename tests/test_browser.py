@@ -535,3 +535,9 @@ async def test_the_household_section_in_a_browser(
     assert "NAS" in text
     assert "llama3.2:3b: warm, no expiry" in text, text
     assert "fall-back: primary cold" in text
+    # The household device's page: a line per server.
+    (household,) = [e for e in hass.config_entries.async_entries(DOMAIN) if e.title == "Household"]
+    (device,) = dr.async_entries_for_config_entry(dr.async_get(hass), household.entry_id)
+    await _look(
+        browser, f"/config/devices/device/{device.id}", ["Big box", "NAS"], "household-device"
+    )

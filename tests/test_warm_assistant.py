@@ -12,10 +12,12 @@ from unittest.mock import patch
 
 from homeassistant.components import conversation
 from homeassistant.components.assist_pipeline import async_get_pipeline, async_update_pipeline
+from homeassistant.config_entries import SOURCE_RECONFIGURE, ConfigEntryState
 from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
 from homeassistant.core import Context, Event, HomeAssistant
-from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import entity_registry as er, issue_registry as ir
+from homeassistant.data_entry_flow import FlowResultType
+from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
+from homeassistant.helpers import device_registry as dr, entity_registry as er, issue_registry as ir
 from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
@@ -24,6 +26,7 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 from custom_components.llm_warmth.const import DOMAIN, EVENT_ASSISTANT_ROUTE, EVENT_VOICE_TURN
 from custom_components.llm_warmth.coordinator import LlmWarmthCoordinator
 from custom_components.llm_warmth.dashboard import build_dashboard
+from custom_components.llm_warmth.diagnostics import async_get_config_entry_diagnostics
 from custom_components.llm_warmth.warm_assistant import AssistantSettings
 
 from .assist import (  # noqa: F401
@@ -400,11 +403,23 @@ async def test_a_voice_pipeline_with_the_warm_assistant(
     await nas.stop()
 
 
-async def test_the_household_lines_show_every_server(house: House, hass: HomeAssistant) -> None:
-    """A line per server: its reach, host, every model's warmth, the agents that use its
-    models; one server down or removed changes its own line alone."""
+async def test_the_household_device_shows_every_server(house: House, hass: HomeAssistant) -> None:
+    """A house of two servers gets its household entry (no step asked): one device with a
+    line per server: its reach, host, every model's warmth, the agents that use its models;
+    one server down or removed changes its own line alone."""
     await make_warm(house, house.nas, LLAMA)
-    nas = hass.states.get("sensor.nas_household")
+    (household,) = [e for e in hass.config_entries.async_entries(DOMAIN) if e.title == "Household"]
+    assert household.data == {"household": True}
+    assert household.state is ConfigEntryState.LOADED
+    (device,) = dr.async_entries_for_config_entry(dr.async_get(hass), household.entry_id)
+    assert device.name == "Household"
+    lines = {
+        e.entity_id
+        for e in er.async_entries_for_device(er.async_get(hass), device.id)
+        if e.domain == "sensor"
+    }
+    assert lines == {"sensor.household_big_box", "sensor.household_nas"}
+    nas = hass.states.get("sensor.household_nas")
     assert nas is not None
     assert nas.state == "up"
     assert nas.attributes["host"] == "127.0.0.1"
@@ -413,7 +428,7 @@ async def test_the_household_lines_show_every_server(house: House, hass: HomeAss
     assert nas.attributes["models"] == {LLAMA: {"warmth": "kept_warm", "peer": None}}
     assert nas.attributes["agents"] == {"NAS": LLAMA}
     assert nas.attributes["gpus"] == []
-    big = hass.states.get("sensor.big_box_household")
+    big = hass.states.get("sensor.household_big_box")
     assert big is not None
     assert big.attributes["models"] == {QWEN: {"warmth": "cold", "peer": None}}
     assert big.attributes["warm_models"] == []
@@ -425,20 +440,73 @@ async def test_the_household_lines_show_every_server(house: House, hass: HomeAss
         "type": "custom:llm-warmth-card",
         "title": "Household",
         "household": {
-            "servers": ["sensor.big_box_household", "sensor.nas_household"],
+            "servers": ["sensor.household_big_box", "sensor.household_nas"],
             "assistants": [ASSISTANT],
         },
     }
 
     await house.big.stop()
     await house.poll()
-    assert hass.states.get("sensor.big_box_household").state == "down"
-    assert hass.states.get("sensor.nas_household").state == "up"
-
+    assert hass.states.get("sensor.household_big_box").state == "down"
+    assert hass.states.get("sensor.household_nas").state == "up"
+    # The big box's entry unloaded: its line unavailable; removed: its line gone.
+    await hass.config_entries.async_unload(house.big_entry.entry_id)
+    await hass.async_block_till_done()
+    assert hass.states.get("sensor.household_big_box").state == "unavailable"
     await hass.config_entries.async_remove(house.big_entry.entry_id)
     await hass.async_block_till_done()
-    assert hass.states.get("sensor.big_box_household") is None
-    assert hass.states.get("sensor.nas_household").state == "up"
+    assert hass.states.get("sensor.household_big_box") is None
+    assert er.async_get(hass).async_get("sensor.household_big_box") is None
+    assert hass.states.get("sensor.household_nas").state == "up"
+    # A third server comes: its line appears.
+    await house.big.start()
+    third = server_entry(house.big.url, "Lab")
+    third.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(third.entry_id)
+    await hass.async_block_till_done()
+    assert hass.states.get("sensor.household_lab").state == "up"
+    await hass.config_entries.async_unload(third.entry_id)
+
+
+async def test_the_household_entry_is_no_server(house: House, hass: HomeAssistant) -> None:
+    """Actions that name it are refused in words; it has no options, no reconfigure and no
+    warm assistants of its own."""
+    await hass.async_block_till_done()
+    (household,) = [e for e in hass.config_entries.async_entries(DOMAIN) if e.title == "Household"]
+    with pytest.raises(ServiceValidationError) as err:
+        await hass.services.async_call(
+            DOMAIN,
+            "preload",
+            {"config_entry_id": household.entry_id, "model": QWEN},
+            blocking=True,
+            return_response=True,
+        )
+    assert err.value.translation_key == "household_not_a_server"
+    (device,) = dr.async_entries_for_config_entry(dr.async_get(hass), household.entry_id)
+    with pytest.raises(ServiceValidationError) as err:
+        await hass.services.async_call(
+            DOMAIN, "preload", {"device_id": device.id}, blocking=True, return_response=True
+        )
+    assert err.value.translation_key == "not_a_model_device"
+    assert household.supports_options is False
+    assert household.supported_subentry_types == {}
+    result = await hass.config_entries.flow.async_init(
+        DOMAIN, context={"source": SOURCE_RECONFIGURE, "entry_id": household.entry_id}
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "household_not_a_server"
+    # Its diagnostics name the servers it shows.
+    assert await async_get_config_entry_diagnostics(hass, household) == {
+        "household": True,
+        "servers": [
+            {"title": "Big box", "state": "loaded"},
+            {"title": "NAS", "state": "loaded"},
+        ],
+    }
+    # Only one household, however many servers start.
+    await hass.config_entries.async_reload(house.nas_entry.entry_id)
+    await hass.async_block_till_done()
+    assert [e.title for e in hass.config_entries.async_entries(DOMAIN)].count("Household") == 1
 
 
 GOOD = {

@@ -32,6 +32,7 @@ from .e2e import (
     evict,
     model_file,
     ollama_call,
+    ollama_get,
     server_url,
     wait_until,
 )
@@ -131,6 +132,14 @@ class RealHouse:
         return [r for r in self.proxy.requests if r.at >= started and r.path == path]
 
 
+async def evict_all(url: str) -> None:
+    """Unload every model the Ollama at ``url`` holds."""
+    listed = await ollama_get(url, "/api/ps")
+    models = listed.get("models")
+    for model in models if isinstance(models, list) else []:
+        await evict(url, str(model["name"]))
+
+
 async def real_house(hass: HomeAssistant, hass_client: ClientSessionGenerator) -> RealHouse:
     """Set up the two hosts, the agents, the warm assistant and the pipeline (its agent)."""
     big_url = server_url("LLM_WARMTH_OLLAMA_SECOND_URL")
@@ -139,6 +148,10 @@ async def real_house(hass: HomeAssistant, hass_client: ClientSessionGenerator) -
     await proxy.start()
     big_model = await make_big_voice(big_url)
     nas_model = await make_voice_model(nas_url, "tiny", TINY_VOICE)
+    # Nothing resident from earlier tests: Ollama runs a model of the same weights (tiny
+    # for tiny-voice) in one runner, listed under the name that loaded it first.
+    for url in (big_url, nas_url):
+        await evict_all(url)
     big_entry = await add_server(hass, proxy.url)
     nas_entry = await add_server(hass, nas_url)
     assist = await setup_assist(

@@ -51,6 +51,7 @@ from .devices import (
 from .diagnoses import Diagnoses
 from .gpu_coordinator import GpuCoordinator, gpu_issue_id, gpu_source_from_options
 from .household import HouseholdWatch
+from .household_entry import HOUSEHOLD_PLATFORMS, async_ensure_household, is_household
 from .household_guard import HouseholdGuard, releases_issue_id
 from .idle_profiler import IdleProfiler
 from .peer_watch import PeerWatch
@@ -78,7 +79,13 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
 
 
 async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> bool:
-    """Connect to one server, take the first snapshot and set up the platforms."""
+    """Connect to one server, take the first snapshot and set up the platforms.
+
+    The household entry (``household_entry.py``) sets up its lines instead.
+    """
+    if is_household(entry):
+        await hass.config_entries.async_forward_entry_setups(entry, HOUSEHOLD_PLATFORMS)
+        return True
     kind = ServerKind(entry.data[CONF_SERVER_KIND])
     client = create_client(
         kind,
@@ -175,6 +182,8 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     ):
         entry.async_on_unload(start())
     entry.async_on_unload(_reload_on_new_assistants(hass, entry))
+    # A house of two servers gets its household entry (one device showing them all).
+    async_ensure_household(hass)
     return True
 
 
@@ -261,6 +270,8 @@ async def async_unload_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -
     The GPU repair issue goes with it: a reload with a working (or no) source must not
     leave it behind, and a failing source raises it again on its first reading.
     """
+    if is_household(entry):
+        return await hass.config_entries.async_unload_platforms(entry, HOUSEHOLD_PLATFORMS)
     ir.async_delete_issue(hass, DOMAIN, gpu_issue_id(entry.entry_id))
     return await hass.config_entries.async_unload_platforms(entry, entry.runtime_data.platforms)
 

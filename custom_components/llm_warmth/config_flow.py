@@ -47,6 +47,7 @@ from .const import (
     CONF_GPU_SOURCE,
     CONF_GUARD_CLEAR_MINUTES,
     CONF_HOST,
+    CONF_HOUSEHOLD,
     CONF_PROTECTED_ENTITIES,
     CONF_RESERVE_GIB,
     CONF_SERVER_KIND,
@@ -72,6 +73,7 @@ from .data import LlmWarmthConfigEntry
 from .errors import server_translation_key
 from .gpu_coordinator import gpu_source_from_options
 from .household import entry_host
+from .household_entry import is_household
 from .warm_assistant import MAX_WAIT_SECONDS, AssistantSettings
 
 _PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
@@ -126,8 +128,23 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
     def async_get_supported_subentry_types(
         cls, config_entry: ConfigEntry
     ) -> dict[str, type[ConfigSubentryFlow]]:
-        """Return the warm assistant, the one kind of subentry."""
+        """Return the warm assistant, the one kind of subentry (a server's)."""
+        if is_household(config_entry):
+            return {}
         return {SUBENTRY_WARM_ASSISTANT: WarmAssistantFlow}
+
+    @classmethod
+    @callback
+    @override
+    def async_supports_options_flow(cls, config_entry: ConfigEntry) -> bool:
+        """Return True for a server (the household entry has no options)."""
+        return not is_household(config_entry)
+
+    async def async_step_system(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Make the household entry (started by the integration once there are two servers)."""
+        await self.async_set_unique_id(CONF_HOUSEHOLD)
+        self._abort_if_unique_id_configured()
+        return self.async_create_entry(title="Household", data={CONF_HOUSEHOLD: True})
 
     async def _async_validate(self, user_input: dict[str, Any]) -> tuple[dict[str, Any], str]:
         """Find the server; return the cleaned entry data (with its kind) and its version.
@@ -202,6 +219,8 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
     ) -> ConfigFlowResult:
         """Change the URL, API key or TLS check of a configured server."""
         entry = self._get_reconfigure_entry()
+        if is_household(entry):
+            return self.async_abort(reason="household_not_a_server")
         errors: dict[str, str] = {}
         placeholders = {"found": ""}
         if user_input is not None:

@@ -71,6 +71,8 @@ CONF_HOST: Final = "host"
 CONF_GUARD_CLEAR_MINUTES: Final = "guard_clear_minutes"
 # The warm assistant (a subentry): its primary agent, ordered fall-backs, accepted wait.
 SUBENTRY_WARM_ASSISTANT: Final = "warm_assistant"
+# The household entry (made by the integration once a house has two servers): data key.
+CONF_HOUSEHOLD: Final = "household"
 CONF_ASSISTANT_PRIMARY: Final = "primary_agent"
 CONF_ASSISTANT_FALLBACKS: Final = "fallback_agents"
 CONF_ASSISTANT_WAIT: Final = "max_wait_seconds"

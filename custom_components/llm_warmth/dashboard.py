@@ -18,6 +18,7 @@ from .assistant import assistant_model
 from .const import DOMAIN
 from .data import LlmWarmthConfigEntry
 from .devices import display_name, entity_unique_id
+from .household_entry import is_household, server_entries
 from .voice import voice_subject
 
 # Model sensors on the graphs, by key, with a short label: a graph's legend would otherwise
@@ -65,7 +66,7 @@ WEEK_HOURS = 7 * 24
 def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
     """Return a Lovelace dashboard (one view) for every loaded LLM Warmth entry."""
     registry = er.async_get(hass)
-    entries: list[LlmWarmthConfigEntry] = hass.config_entries.async_loaded_entries(DOMAIN)
+    entries = server_entries(hass)
     cards: list[dict[str, Any]] = []
     warmth: list[str] = []
     loads: list[dict[str, str]] = []
@@ -143,7 +144,7 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
                 )
                 if (e := entity(f"gpu_{uuid}", key, platform))
             ]
-    if household := _household_card(registry, entries):
+    if household := _household_card(hass, registry, entries):
         cards.insert(0, household)
     if keep_warm:
         # Pins: on keeps the model resident (the household guard may release it), and
@@ -208,18 +209,20 @@ def build_dashboard(hass: HomeAssistant) -> dict[str, Any]:
 
 
 def _household_card(
-    registry: er.EntityRegistry, entries: list[LlmWarmthConfigEntry]
+    hass: HomeAssistant, registry: er.EntityRegistry, entries: list[LlmWarmthConfigEntry]
 ) -> dict[str, Any] | None:
-    """Return the household's card (every server's Household line, the warm assistants).
+    """Return the household's card: the household device's lines, the warm assistants.
 
-    Only for a house of several servers, or one with a warm assistant.
+    Only for a house with its household entry (two servers or more), or a warm assistant.
     """
     servers = [
-        e
-        for entry in sorted(entries, key=lambda e: e.title)
+        line
+        for household in hass.config_entries.async_entries(DOMAIN)
+        if is_household(household)
+        for server in sorted(entries, key=lambda e: e.title)
         if (
-            e := registry.async_get_entity_id(
-                Platform.SENSOR, DOMAIN, entity_unique_id(entry.entry_id, None, "household")
+            line := registry.async_get_entity_id(
+                Platform.SENSOR, DOMAIN, f"{household.entry_id}_{server.entry_id}_household"
             )
         )
     ]
@@ -229,7 +232,7 @@ def _household_card(
         for subentry_id in entry.subentries
         if (e := registry.async_get_entity_id("conversation", DOMAIN, subentry_id))
     ]
-    if len(servers) < 2 and not assistants:
+    if not servers and not assistants:
         return None
     household = {"servers": servers, "assistants": assistants}
     return {

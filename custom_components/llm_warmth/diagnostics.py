@@ -9,9 +9,10 @@ from homeassistant.components.diagnostics import async_redact_data
 from homeassistant.const import CONF_API_KEY, CONF_URL
 from homeassistant.core import HomeAssistant
 
-from .const import CONF_EXPORTER_URL
+from .const import CONF_EXPORTER_URL, DOMAIN
 from .core.server_url import redact_url
 from .data import LlmWarmthConfigEntry
+from .household_entry import is_household
 
 TO_REDACT = {CONF_API_KEY}
 
@@ -20,6 +21,16 @@ async def async_get_config_entry_diagnostics(
     hass: HomeAssistant, entry: LlmWarmthConfigEntry
 ) -> dict[str, Any]:
     """Return what helps to debug an entry, without its API key or URL credentials."""
+    if is_household(entry):
+        # The household runs nothing of its own: which servers it shows, and their state.
+        return {
+            "household": True,
+            "servers": [
+                {"title": server.title, "state": server.state.value}
+                for server in hass.config_entries.async_entries(DOMAIN)
+                if not is_household(server)
+            ],
+        }
     runtime = entry.runtime_data
     coordinator = runtime.coordinator
     guard = runtime.guard

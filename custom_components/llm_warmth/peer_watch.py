@@ -18,6 +18,7 @@ from .const import DOMAIN
 from .coordinator import LlmWarmthCoordinator
 from .core.peers import OtherServer, peer_views
 from .data import LlmWarmthConfigEntry
+from .household_entry import server_entries
 
 # Sent with an entry id whenever that entry's snapshot changed or the entry unloads.
 SIGNAL_SERVER_SEEN: Final = f"{DOMAIN}_server_seen"
@@ -72,7 +73,7 @@ class PeerWatch:
                 entry.runtime_data.coordinator.data,
                 entry.runtime_data.coordinator.last_update_success,
             )
-            for entry in self._hass.config_entries.async_loaded_entries(DOMAIN)
+            for entry in server_entries(self._hass)
             if entry.entry_id != self._entry.entry_id
         ]
         self._coordinator.async_set_peers(peer_views(snapshot.installed, others))

@@ -27,7 +27,8 @@ from .entity import (
 )
 from .gpu_sensor import GPU_SENSORS, GpuSensor, SensorValue
 from .guard_sensor import GPU_CONTENTION, GpuContention
-from .household_entities import HOUSEHOLD_SERVER, HouseholdServer
+from .household_entities import async_setup_household_sensors
+from .household_entry import is_household
 from .sensor_descriptions import (
     MODEL_GPU_SENSORS,
     MODEL_SENSORS,
@@ -49,7 +50,10 @@ async def async_setup_entry(
     entry: LlmWarmthConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
-    """Set up the server's sensors and, as models appear, theirs."""
+    """Set up the server's sensors and, as models appear, theirs (the household's lines)."""
+    if is_household(entry):
+        await async_setup_household_sensors(hass, entry, async_add_entities)
+        return
     coordinator = entry.runtime_data.coordinator
     capabilities = entry.runtime_data.client.capabilities
     model_sensors = supported(MODEL_SENSORS, capabilities)
@@ -58,7 +62,6 @@ async def async_setup_entry(
         [
             AssistantWarmth(coordinator, ASSISTANT_WARMTH),
             GpuContention(coordinator, GPU_CONTENTION),
-            HouseholdServer(coordinator, HOUSEHOLD_SERVER),
             *(
                 ServerSensor(coordinator, description)
                 for description in supported(SERVER_SENSORS, capabilities)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from homeassistant.core import (
     HomeAssistant,
@@ -25,7 +25,6 @@ from .const import DOMAIN
 from .core.server_url import redact_url
 from .core.summary import summary
 from .dashboard import build_dashboard
-from .data import LlmWarmthConfigEntry
 from .diagnosis import (
     CANCEL_SCHEMA,
     DIAGNOSE_SCHEMA,
@@ -39,6 +38,7 @@ from .diagnosis import (
     async_stop_idle_profile,
 )
 from .errors import translated_errors
+from .household_entry import server_entries
 from .probe_prompts import DEFAULT_PROMPT, LONG_PROMPT, probe_options
 from .residency_actions import (
     SERVICE_EVICT,
@@ -159,8 +159,8 @@ def async_offer_models(hass: HomeAssistant) -> None:
     models = sorted(
         {
             model
-            for entry in hass.config_entries.async_loaded_entries(DOMAIN)
-            for model in cast(LlmWarmthConfigEntry, entry).runtime_data.coordinator.data.installed
+            for entry in server_entries(hass)
+            for model in entry.runtime_data.coordinator.data.installed
         }
     )
     if hass.data.get(_OFFERED_MODELS) == models:

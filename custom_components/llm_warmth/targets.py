@@ -21,6 +21,7 @@ from .core.backends.base import GENERATION_TIMEOUT
 from .core.server_url import redact_url
 from .data import LlmWarmthConfigEntry
 from .devices import server_device_identifier
+from .household_entry import is_household
 
 ATTR_DEVICE_ID: Final = "device_id"
 ATTR_MODEL: Final = "model"
@@ -90,7 +91,7 @@ def target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str | None]:
         device = dr.async_get(call.hass).async_get(device_id)
         entry_id = device.config_entry_id if device else ""
         entry = call.hass.config_entries.async_get_entry(entry_id)
-        if device is None or entry is None or entry.domain != DOMAIN:
+        if device is None or entry is None or entry.domain != DOMAIN or is_household(entry):
             raise ServiceValidationError(
                 translation_domain=DOMAIN,
                 translation_key="not_a_model_device",
@@ -121,6 +122,10 @@ def target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str | None]:
     if ATTR_CONFIG_ENTRY_ID not in call.data:
         raise ServiceValidationError(translation_domain=DOMAIN, translation_key="no_model_target")
     entry = service.async_get_config_entry(call.hass, DOMAIN, call.data[ATTR_CONFIG_ENTRY_ID])
+    if is_household(entry):
+        raise ServiceValidationError(
+            translation_domain=DOMAIN, translation_key="household_not_a_server"
+        )
     return cast(LlmWarmthConfigEntry, entry), named
 
 

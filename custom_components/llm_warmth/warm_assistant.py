@@ -45,6 +45,7 @@ from .core.backends.errors import LlmServerError
 from .core.voice import WAKE_KEEP
 from .core.warmth import model_warmth
 from .data import LlmWarmthConfigEntry
+from .household_entry import server_entries
 
 # The longest wait a user may accept, in seconds (a minute of silence is no answer).
 MAX_WAIT_SECONDS: Final = 60.0
@@ -146,7 +147,7 @@ def served_by(hass: HomeAssistant, agent_id: str) -> Served | None:
     registered = er.async_get(hass).async_get(agent_id)
     if registered is None or registered.config_entry_id is None:
         return None
-    for entry in hass.config_entries.async_loaded_entries(DOMAIN):
+    for entry in server_entries(hass):
         runtime = entry.runtime_data
         found = runtime.agents.agent_of_entity(
             registered.config_entry_id, registered.config_subentry_id

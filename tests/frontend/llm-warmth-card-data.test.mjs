@@ -666,10 +666,10 @@ describe("the waterfall's remainder", () => {
 
 describe("household", () => {
   const states = {
-    "sensor.big_box_household": {
+    "sensor.household_big_box": {
       state: "down",
       attributes: {
-        friendly_name: "Big box Household",
+        friendly_name: "Household Big box",
         host: "gaming-pc",
         warm_models: [],
         models: { "qwen3:8b": { warmth: "cold", peer: null } },
@@ -677,10 +677,10 @@ describe("household", () => {
         agents: { "Big box": "qwen3:8b" },
       },
     },
-    "sensor.nas_household": {
+    "sensor.household_nas": {
       state: "up",
       attributes: {
-        friendly_name: "NAS Household",
+        friendly_name: "Household NAS",
         host: "nas",
         warm_models: ["llama3.2:3b"],
         models: {
@@ -708,7 +708,7 @@ describe("household", () => {
   };
   const config = {
     household: {
-      servers: ["sensor.nas_household", "sensor.big_box_household", "sensor.gone_household"],
+      servers: ["sensor.household_nas", "sensor.household_big_box", "sensor.household_gone"],
       assistants: ["conversation.house_assistant", "conversation.gone"],
     },
   };
@@ -720,7 +720,7 @@ describe("household", () => {
       [
         ["gaming-pc", [["Big box", false]]],
         ["nas", [["NAS", true]]],
-        ["unknown host", [["sensor.gone_household", null]]],
+        ["unknown host", [["sensor.household_gone", null]]],
       ],
     );
     const nas = view.hosts[1].servers[0];
@@ -743,9 +743,9 @@ describe("household", () => {
   });
 
   it("a household alone is a valid card; a household without entities is not", () => {
-    const checked = checkConfig({ household: { servers: ["sensor.nas_household"] } });
+    const checked = checkConfig({ household: { servers: ["sensor.household_nas"] } });
     assert.deepEqual(checked.models, []);
-    assert.deepEqual(configEntities(checked), ["sensor.nas_household"]);
+    assert.deepEqual(configEntities(checked), ["sensor.household_nas"]);
     assert.throws(() => checkConfig({ household: {} }), /household: list the servers/);
     assert.throws(() => checkConfig({ household: "yes" }), /household: give servers/);
     assert.throws(

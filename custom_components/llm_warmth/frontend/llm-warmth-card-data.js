@@ -546,7 +546,8 @@ export function household(config, states) {
     }));
     const server = {
       id,
-      name: (a.friendly_name ?? id).replace(/ Household$/, ""),
+      // "Household Big box": the household device's name, then the server's.
+      name: (a.friendly_name ?? id).replace(/^Household /, ""),
       up: state ? state.state === "up" : null,
       warm: a.warm_models ?? [],
       models,
