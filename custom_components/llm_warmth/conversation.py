@@ -33,7 +33,7 @@ async def async_setup_entry(
     for subentry in entry.subentries.values():
         if subentry.subentry_type == SUBENTRY_WARM_ASSISTANT:
             async_add_entities(
-                [WarmAssistantEntity(WarmAssistant(hass, entry, subentry), subentry)],
+                [WarmAssistantEntity(WarmAssistant(hass, subentry), subentry)],
                 config_subentry_id=subentry.subentry_id,
             )
 

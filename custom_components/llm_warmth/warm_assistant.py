@@ -16,7 +16,7 @@ Every turn fires ``llm_warmth_assistant_route`` and is kept as the assistant's l
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
@@ -181,12 +181,9 @@ def readiness(hass: HomeAssistant, agent_id: str) -> tuple[AgentState, Served | 
 class WarmAssistant:
     """Routes the turns of one warm assistant (one subentry of an LLM Warmth entry)."""
 
-    def __init__(
-        self, hass: HomeAssistant, entry: LlmWarmthConfigEntry, subentry: ConfigSubentry
-    ) -> None:
+    def __init__(self, hass: HomeAssistant, subentry: ConfigSubentry) -> None:
         """Route for ``subentry``; its settings were checked by its flow."""
         self.hass = hass
-        self.entry = entry
         self.name = subentry.title
         self.issue_id = f"assistant_primary_down_{subentry.subentry_id}"
         self.settings = AssistantSettings.from_data(subentry.data)
@@ -260,7 +257,7 @@ class WarmAssistant:
                     extra_system_prompt=user_input.extra_system_prompt,
                 )
             except ValueError:  # the agent is gone (its integration was removed)
-                record = _failed(record)
+                record = replace(record, failed=True)
                 self._publish(record, assistant_id, conversation_id)
                 raise HomeAssistantError(
                     translation_domain=DOMAIN,
@@ -268,7 +265,7 @@ class WarmAssistant:
                     translation_placeholders={"agent": route.agent_id},
                 ) from None
             failed = result.response.error_code is not None
-            self._publish(_failed(record) if failed else record, assistant_id, conversation_id)
+            self._publish(replace(record, failed=failed), assistant_id, conversation_id)
             return result
 
     @callback
@@ -352,16 +349,3 @@ class WarmAssistant:
             self.hass, warm(), f"llm_warmth warm assistant {served.model}"
         )
         return True
-
-
-def _failed(record: RouteRecord) -> RouteRecord:
-    return RouteRecord(
-        record.at,
-        record.route,
-        record.primary,
-        record.agent_server,
-        record.agent_model,
-        record.switched_from,
-        record.warming,
-        failed=True,
-    )
