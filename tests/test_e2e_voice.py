@@ -45,8 +45,19 @@ async def test_a_cold_turn_then_warm_on_wake_on_the_real_ollama(
         cold = turns[-1].data
         print(f"\ncold turn: {cold}")
         assert (cold["model"], cold["resident_at_intent_start"]) == (model, False)
-        assert cold["dominant_stage"] == "load"
-        assert cold["stages"]["load"] > 0
+        # The wait for the first words is the load: all of it where the server gave no
+        # figure of its own (``residency``), else the server's figure within it. Which
+        # stage cost the most is the largest of them: ``tiny`` loads in about 0.3 s from
+        # the page cache, about what the pipeline waits for enough words to speak, so
+        # the load is not always the costliest (CI: load 0.29 s, tts 0.316 s).
+        stages = cold["stages"]
+        assert stages["load"] > 0
+        if cold["load_source"] == "residency":
+            assert stages["load"] == cold["agent_first_text_seconds"]
+        else:
+            waited = min(cold["load_seconds"], cold["agent_first_text_seconds"])
+            assert stages["load"] == pytest.approx(waited, abs=0.001)
+        assert cold["dominant_stage"] == max(stages, key=stages.get)
         assert cold["silence_seconds"] >= cold["agent_first_text_seconds"]
         # Warm on wake: the next turn finds the model cold again, and it is loaded at the
         # wake with the agent's settings, before the agent's own request.
