@@ -13,9 +13,10 @@ from homeassistant.components.automation import helpers as automation_helpers
 from homeassistant.components.blueprint import models as blueprint_models
 from homeassistant.const import STATE_OFF, STATE_ON
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers import device_registry as dr
+from homeassistant.helpers import device_registry as dr, entity_registry as er
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
+from homeassistant.util.yaml import load_yaml
 import pytest
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
@@ -26,6 +27,7 @@ from pytest_homeassistant_custom_component.common import (
 from .conftest import LLAMA, QWEN, model_device, ollama_request, start_load
 from .e2e import wait_until
 from .ollama_emulator import OllamaEmulator
+from .test_gpu import NVML_OPTIONS, nvml, setup_with  # noqa: F401 (nvml: a fixture)
 
 BLUEPRINTS = Path(__file__).parent.parent / "blueprints" / "automation" / "llm_warmth"
 PLEX = "binary_sensor.plex_transcoding"
@@ -64,6 +66,56 @@ async def test_the_blueprints_are_valid(hass: HomeAssistant) -> None:
     for blueprint in loaded.values():
         assert isinstance(blueprint, blueprint_models.Blueprint)
         assert blueprint.metadata["source_url"].startswith("https://github.com/")
+
+
+def _offered(hass: HomeAssistant, device: dr.AnyDeviceEntry, selector: dict[str, Any]) -> bool:
+    """Return True when a device selector offers ``device``, as the frontend filters.
+
+    Each ``filter`` names the device's integration (by its config entry); each ``entity``
+    filter asks for one of the device's entities of that integration and domain.
+    """
+    entry = hass.config_entries.async_get_entry(device.config_entry_id or "")
+    filters = selector.get("filter", [])
+    filters = filters if isinstance(filters, list) else [filters]
+    if filters and not any(entry and entry.domain == f.get("integration") for f in filters):
+        return False
+    wanted = selector.get("entity", [])
+    wanted = wanted if isinstance(wanted, list) else [wanted]
+    entities = er.async_entries_for_device(er.async_get(hass), device.id)
+    return not wanted or any(
+        all(
+            getattr(entity, key if key != "integration" else "platform") == value
+            for key, value in each.items()
+        )
+        for each in wanted
+        for entity in entities
+    )
+
+
+@pytest.mark.usefixtures("nvml")
+async def test_the_model_pickers_offer_the_models_only(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    device_registry: dr.DeviceRegistry,
+) -> None:
+    """A blueprint's model input lists the models' devices, not the server's or a GPU's."""
+    await setup_with(hass, mock_config_entry, NVML_OPTIONS)
+    devices = [
+        *dr.async_entries_for_config_entry(device_registry, mock_config_entry.entry_id),
+        *dr.async_child_entries_for_config_entry(device_registry, mock_config_entry.entry_id),
+    ]
+    models = {model_device(device_registry, m).id for m in (LLAMA, QWEN)}  # type: ignore[union-attr]
+    assert len(devices) > len(models)  # the server and two GPUs too
+    for path, field in (
+        ("warm_before_use.yaml", "model"),
+        ("warm_on_household_context.yaml", "model"),
+        ("free_gpu_for_household.yaml", "models"),
+    ):
+        blueprint = load_yaml(BLUEPRINTS / path)
+        assert isinstance(blueprint, dict)
+        selector = blueprint["blueprint"]["input"][field]["selector"]["device"]
+        offered = {d.id for d in devices if _offered(hass, d, selector)}
+        assert offered == models, path
 
 
 async def test_warm_before_use_pins_ahead_of_the_window_and_releases_after(
