@@ -5,6 +5,7 @@ import { describe, it } from "node:test";
 import {
   chartStart,
   checkConfig,
+  coldStartWords,
   coldStarts,
   configEntities,
   durationMs,
@@ -12,10 +13,12 @@ import {
   formatSeconds,
   household,
   loadBars,
+  loadWords,
   memory,
   modelHost,
   modelName,
   numeric,
+  peakSample,
   sample,
   timeTicks,
   timeline,
@@ -295,6 +298,26 @@ describe("loads and cold starts", () => {
     assert.equal(formatBytes(11.25 * GIB), "11.3 GiB");
     assert.equal(formatBytes(512 * 1024 ** 2), "512 MiB");
   });
+
+  it("names an exact load as timed, and a cold start polls saw part of as what they saw", () => {
+    // The demo's morning: a probe timed a 4.0 s load; later another client's cold start
+    // that polls saw the end of. "last load 4.0 s" beside "a client waited at least 0.5 s"
+    // read as one load said twice, two ways.
+    const say = (w) => [w.before, w.figure, w.after].filter(Boolean).join(" ");
+    assert.equal(say(loadWords({ seconds: 4, exact: true })), "last timed load 4.0 s");
+    assert.equal(
+      say(loadWords({ seconds: 3, exact: false })),
+      "last load at least 3.0 s (polls saw part of it)",
+    );
+    assert.equal(
+      say(coldStartWords({ seconds: 0.5, exact: false, waitedBy: "a client" })),
+      "polling saw a client wait at least 0.5 s",
+    );
+    assert.equal(
+      say(coldStartWords({ seconds: 7.8, exact: true, waitedBy: "probe" })),
+      "probe waited 7.8 s",
+    );
+  });
 });
 
 describe("GPU memory", () => {
@@ -361,6 +384,49 @@ describe("GPU memory", () => {
       gpus: [{ total: [row(T0, "24", gib()), row(T0 + H, "unavailable")], other: [] }],
     });
     assert.deepEqual(lost.total, [24 * GIB, null]);
+  });
+
+  it("never stacks two models that took each other's place within one interval", () => {
+    // An 8 GiB GPU: the 3 GiB model loaded, pushed out by the 6 GiB one a minute later,
+    // back again; all within one interval of a six-hour chart.
+    const six = { start: T0, end: T0 + 6 * H };
+    const at = (minutes) => T0 + 5 * H + minutes * MIN;
+    const result = memory({
+      ...six,
+      models: [
+        {
+          name: "llama3.2:3b",
+          history: [row(T0, "0", gib()), row(at(1), "3", gib()), row(at(2), "0", gib()), row(at(4), "3", gib())],
+        },
+        { name: "qwen3:8b", history: [row(T0, "0", gib()), row(at(2), "6", gib()), row(at(4), "0", gib())] },
+      ],
+      gpus: [{ total: [row(T0, "8", gib())], other: [row(T0, "0.5", gib())] }],
+      buckets: 3,
+    });
+    assert.equal(result.edges.length, 4); // sampled: more changes than intervals
+    const peak = Math.max(...result.layers.at(-1).upper);
+    assert.equal(peak, 6.5 * GIB); // the 6 GiB model and the other processes, at once
+    assert.equal(result.max, 8 * GIB); // the axis: the GPU's total, not 9.5 GiB
+    // Without a GPU source: the highest the models held at once.
+    const modelsOnly = memory({
+      ...six,
+      models: [
+        { name: "a", history: [row(T0, "0", gib()), row(at(1), "3", gib()), row(at(2), "0", gib())] },
+        { name: "b", history: [row(T0, "0", gib()), row(at(2), "6", gib())] },
+      ],
+      buckets: 2,
+    });
+    assert.equal(modelsOnly.max, 6 * GIB);
+  });
+
+  it("samples several series at the moment their sum was highest", () => {
+    const a = [{ t: T0, value: 3 }, { t: T0 + 10 * MIN, value: 0 }, { t: T0 + 70 * MIN, value: 1 }];
+    const b = [{ t: T0 + 10 * MIN, value: 6 }, { t: T0 + 20 * MIN, value: null }];
+    assert.deepEqual(peakSample([a, b], [T0, T0 + H, T0 + 2 * H]), [
+      [0, 1],
+      [6, null],
+    ]);
+    assert.deepEqual(peakSample([[]], [T0, T0 + H]), [[null]]);
   });
 
   it("keeps a month legible: at most `buckets` intervals, a short load still shows", () => {

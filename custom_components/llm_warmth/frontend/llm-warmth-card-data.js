@@ -236,6 +236,32 @@ export function formatSeconds(seconds, exact = true) {
   return `${bound}${minutes} min${rest ? ` ${rest} s` : ""}`;
 }
 
+/**
+ * Return a load's figure in the words of a model's row, `{before, figure, after}`: "last
+ * timed load 4.0 s" for an exact figure; "last load at least 3.0 s (polls saw part of
+ * it)" for a lower bound. The row names an exact figure as timed, so that it does not
+ * read as the length of a later cold start that polling saw part of.
+ */
+export function loadWords(load) {
+  const figure = formatSeconds(load.seconds, load.exact);
+  return load.exact
+    ? { before: "last timed load", figure, after: "" }
+    : { before: "last load", figure, after: "(polls saw part of it)" };
+}
+
+/**
+ * Return a cold start in words, `{before, figure, after}`: "a client waited 7.8 s" when
+ * timed; "polling saw a client wait at least 0.5 s" when polls saw only part of the wait
+ * (from the first poll that saw the load to the request's end: a lower bound, which says
+ * nothing of how long the load took).
+ */
+export function coldStartWords(cold) {
+  const figure = formatSeconds(cold.seconds, cold.exact);
+  return cold.exact
+    ? { before: `${cold.waitedBy} waited`, figure, after: "" }
+    : { before: `polling saw ${cold.waitedBy} wait`, figure, after: "" };
+}
+
 /** Return a memory size in words: "11.3 GiB", "512 MiB". */
 export function formatBytes(bytes) {
   if (bytes >= 1024 ** 3) return `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
@@ -269,15 +295,58 @@ export function sample(series, edges) {
 }
 
 /**
+ * Return step series sampled on intervals at one moment each: for each [edges[i],
+ * edges[i+1]) the values all of them held at the moment their sum was highest in it
+ * (ties: the earliest), null where a series held none. Stacked, they show what was held
+ * at once: the highest value of each (`sample`) would stack a model that left with the
+ * one that took its place.
+ */
+export function peakSample(seriesList, edges) {
+  const out = seriesList.map(() => []);
+  const next = seriesList.map(() => 0);
+  const current = seriesList.map(() => null);
+  const advance = (t) => {
+    seriesList.forEach((series, s) => {
+      while (next[s] < series.length && series[next[s]].t <= t) current[s] = series[next[s]++].value;
+    });
+  };
+  for (let i = 0; i + 1 < edges.length; i++) {
+    advance(edges[i]);
+    let best = [...current];
+    let high = best.reduce((a, v) => a + (v ?? 0), 0);
+    for (;;) {
+      // The next change inside the interval, of any series.
+      let t = Infinity;
+      seriesList.forEach((series, s) => {
+        if (next[s] < series.length) t = Math.min(t, series[next[s]].t);
+      });
+      if (!(t < edges[i + 1])) break;
+      advance(t);
+      const total = current.reduce((a, v) => a + (v ?? 0), 0);
+      if (total > high) {
+        high = total;
+        best = [...current];
+      }
+    }
+    best.forEach((v, s) => out[s].push(v));
+  }
+  return out;
+}
+
+/**
  * Return the GPU memory over [start, end], stacked: each model's memory from the bottom,
  * then the other processes; the total and the household reserve (a band below the total)
  * beside them.
  *
  * Input: `models` `[{name, history, unit}]`, `gpus` `[{total, other, unit}]` (histories;
  * several GPUs are added up), `reserveBytes`. At most `buckets` intervals: a long span is
- * sampled on equal intervals, each showing the highest value of each layer.
- * Returns `{edges, layers: [{name, kind, values, lower, upper}], total, reserve, max}`,
- * each array one value per interval; `total` null where no GPU reported one.
+ * sampled on equal intervals, each showing the layers as they were at the moment the
+ * stack was highest in it (two models that pushed each other out within one interval are
+ * never drawn on top of each other: the stack never tops what the GPU held at once), and
+ * the highest total. Returns `{edges, layers: [{name, kind, values, lower, upper}],
+ * total, reserve, max}`, each array one value per interval; `total` null where no GPU
+ * reported one. `max` is the highest total, or the highest stack where that is higher
+ * (no total reported, or a total lower than what the layers add up to).
  */
 export function memory({ models = [], gpus = [], reserveBytes = 0, start, end, buckets = 240 }) {
   const bytesOf = (fallback) => (e) => toBytes(numeric(e.state), unitOf(e, fallback));
@@ -299,17 +368,16 @@ export function memory({ models = [], gpus = [], reserveBytes = 0, start, end, b
       if (keepNull && values.some((v) => v === null)) return null;
       return values.reduce((a, v) => a + (v ?? 0), 0);
     });
+  // Each layer's series (the other processes: one per GPU, added up), at the stack's peak.
+  const stacked = peakSample([...modelSteps, ...otherSteps], edges);
   const layers = [
-    ...models.map((m, i) => ({ name: m.name, kind: "model", values: sample(modelSteps[i], edges) })),
+    ...models.map((m, i) => ({ name: m.name, kind: "model", values: stacked[i] })),
   ];
   if (gpus.length) {
     layers.push({
       name: "other processes",
       kind: "other",
-      values: sum(
-        otherSteps.map((s) => sample(s, edges)),
-        false,
-      ),
+      values: sum(stacked.slice(models.length), false),
     });
   }
   const base = edges.slice(1).map(() => 0);

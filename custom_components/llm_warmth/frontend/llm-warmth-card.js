@@ -8,11 +8,13 @@ import {
   WARMTH_STATES,
   chartStart,
   checkConfig,
+  coldStartWords,
   coldStarts,
   configEntities,
   formatBytes,
   formatSeconds,
   loadBars,
+  loadWords,
   memory,
   household,
   modelHost,
@@ -344,20 +346,24 @@ class LlmWarmthCard extends HTMLElement {
             : `<g class="load lower-bound"><rect x="${px(left)}" y="22.5" width="${px(w)}" height="7" rx="1"></rect><path d="M${px(left - 4)} 26 l4 -3.5 v7 z"></path><title>${escape(label)} (polling saw it from its first sighting on)</title></g>`,
         );
       }
+      const words = (w, bold) =>
+        [escape(w.before), bold ? `<b>${escape(w.figure)}</b>` : escape(w.figure), escape(w.after)]
+          .filter(Boolean)
+          .join(" ");
       for (const cold of colds) {
         const cx = x(cold.t);
-        const label = `cold start ${time.format(cold.t)}: ${cold.waitedBy} waited ${formatSeconds(cold.seconds, cold.exact)}`;
+        const label = `cold start ${escape(time.format(cold.t))}: ${words(coldStartWords(cold), false)}`;
         svg.push(
-          `<g class="cold-start"><path d="M${px(cx - 5)} 34 h10 l-5 -7 z"></path><title>${escape(label)}</title></g>`,
+          `<g class="cold-start"><path d="M${px(cx - 5)} 34 h10 l-5 -7 z"></path><title>${label}</title></g>`,
         );
       }
       const lastCold = colds.at(-1);
       const lastLoad = loads.at(-1);
       const facts = [
         lastLoad &&
-          `last load <b>${escape(formatSeconds(lastLoad.seconds, lastLoad.exact))}</b> (${escape(time.format(lastLoad.end))})`,
+          `${words(loadWords(lastLoad), true)} (${escape(time.format(lastLoad.end))})`,
         lastCold &&
-          `<span class="cold-text">cold start ${escape(time.format(lastCold.t))}: ${escape(lastCold.waitedBy)} waited <b>${escape(formatSeconds(lastCold.seconds, lastCold.exact))}</b></span>`,
+          `<span class="cold-text">cold start ${escape(time.format(lastCold.t))}: ${words(coldStartWords(lastCold), true)}</span>`,
         colds.length > 1 && `${colds.length} cold starts in this span`,
       ].filter(Boolean);
       return `
