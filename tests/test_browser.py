@@ -342,6 +342,8 @@ async def test_the_card_draws_loads_cold_starts_memory_and_the_last_probe(
     # figure to the millisecond, seen once in CI, is no new state: one bar fewer).
     emulator.models[LLAMA].load_delay = 0.8
     await hass.services.async_call(DOMAIN, "pin", {**entry, "model": LLAMA}, blocking=True)
+    # A warm probe after the cold one: the card keeps the cold one's stages in sight.
+    await hass.services.async_call(DOMAIN, "probe", {**entry, "model": LLAMA}, blocking=True)
     await hass.async_block_till_done()
     await async_wait_recording_done(hass)
     dashboard = await hass.services.async_call(
@@ -368,6 +370,9 @@ async def test_the_card_draws_loads_cold_starts_memory_and_the_last_probe(
         assert "reserve 4.0 GiB" in card["text"]  # 2 GiB on each of the two GPUs
         assert "first token after" in card["text"]
         assert "queue and load" in card["text"]
+        # The warm probe last, the cold one beside it with its load (issue 32).
+        assert "Last probe: time to first token" in card["text"], card["text"]
+        assert "Last cold probe: time to first token" in card["text"], card["text"]
         # A new installation: the charts begin with its first recorded minutes.
         assert "Warmth, since" in card["text"], card["text"]
 

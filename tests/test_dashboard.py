@@ -108,6 +108,8 @@ async def test_the_dashboard_shows_what_exists(
         # The disabled prefill sensor is left out; the card says what the stages miss.
         "probe": {
             "ttft": "sensor.ollama_test_llama3_2_3b_last_time_to_first_token",
+            # The last cold probe's stages stay in sight after warm ones.
+            "cold_ttft": "sensor.ollama_test_llama3_2_3b_last_cold_time_to_first_token",
             "load": "sensor.ollama_test_llama3_2_3b_queue_and_load_stage",
             "first_decode": "sensor.ollama_test_llama3_2_3b_first_decode_stage",
             "overhead": "sensor.ollama_test_llama3_2_3b_overhead_stage",

@@ -40,6 +40,8 @@ _CARD_MODEL_KEYS = {
 }
 _CARD_PROBE_KEYS = {
     "last_ttft": "ttft",
+    # When it changed: the last cold probe, whose stages the card reads from the history.
+    "last_cold_ttft": "cold_ttft",
     "load_stage": "load",
     "queue_stage": "queue",
     "prefill_stage": "prefill",

@@ -3,8 +3,10 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import {
+  asOf,
   chartStart,
   checkConfig,
+  coldProbe,
   coldStartWords,
   coldStarts,
   configEntities,
@@ -495,6 +497,43 @@ describe("the last probe's waterfall", () => {
       result.stages.map((s) => s.label),
       ["queue and load", "prefill", "first decode", "overhead"],
     );
+  });
+
+  it("keeps the last cold probe's stages once a warm probe came after it", () => {
+    // The demo's morning: a cold probe at 06:50 (4 s of load), a warm one at 06:55.
+    const cold = T0;
+    const warm = T0 + 5 * MIN;
+    const rows = {
+      ttft: [row(T0 - H, "0.21"), row(cold + 12, "4.35"), row(warm + 3, "0.2")],
+      load: [row(T0 - H, "0.01"), row(cold + 10, "4.0"), row(warm, "0.0")],
+      // The same prefill at both probes: no row of its own at the cold one.
+      prefill: [row(T0 - H, "150")],
+    };
+    const units = { ttft: "s", load: "s", prefill: "ms" };
+    const result = coldProbe([
+      { model: "llama3.2:3b", cold: state(4.35, "s", cold), rows, units },
+    ]);
+    assert.equal(result.model, "llama3.2:3b");
+    assert.equal(result.ttftMs, 4350);
+    assert.equal(result.updated, cold);
+    assert.deepEqual(
+      result.stages.map((s) => [s.label, s.ms]),
+      [
+        ["queue and load", 4000],
+        ["prefill", 150],
+        ["not reported", 200],
+      ],
+    );
+    // History that does not reach back to it, or says another time to first token: none.
+    assert.equal(coldProbe([{ model: "m", cold: state(4.35, "s", cold), rows: { ttft: [row(warm, "0.2")] }, units }]), null);
+    assert.equal(
+      coldProbe([{ model: "m", cold: state(9.9, "s", cold), rows, units }]),
+      null,
+    );
+    assert.equal(coldProbe([{ model: "m", cold: state("unknown", "s", cold), rows, units }]), null);
+    assert.equal(coldProbe([]), null);
+    assert.equal(asOf(rows.ttft, cold)?.state, "0.21");
+    assert.equal(asOf(rows.ttft, T0 - 2 * H), null);
   });
 
   it("is null before any probe, or while its figures are unavailable", () => {

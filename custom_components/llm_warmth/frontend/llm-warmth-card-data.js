@@ -476,6 +476,63 @@ export function waterfall(probes) {
   return { model: probe.model, ttftMs, updated, stages };
 }
 
+/** Return a history's newest entry written at or before `t` (null: none by then). */
+export function asOf(history, t) {
+  let found = null;
+  for (const entry of toEntries(history)) {
+    if (entry.t > t) break;
+    found = entry;
+  }
+  return found;
+}
+
+// A probe writes all its sensors in one update: within this much of each other.
+const SAME_PROBE_MS = 1000;
+
+/**
+ * Return the last cold probe's time to first token as a waterfall (as `waterfall`), or
+ * null: so that a cold start's load stays in sight once warm probes came after it.
+ *
+ * Input: `[{model, cold, rows: {ttft, load, queue, prefill, first_decode, overhead},
+ * units: {...}}]`: `cold` the model's "last cold time to first token" state (written when
+ * a probe was cold), `rows` the stage sensors' histories, `units` their units. The stages
+ * are what the sensors held when the cold figure was written; null when the history does
+ * not reach back to it or does not agree with it (its time to first token is another).
+ */
+export function coldProbe(probes) {
+  const candidates = probes
+    .filter((p) => p.cold && numeric(p.cold.state) !== null && p.cold.last_updated)
+    .map((p) => ({ probe: p, at: Date.parse(p.cold.last_updated) }))
+    .filter((c) => Number.isFinite(c.at))
+    .sort((a, b) => b.at - a.at);
+  if (!candidates.length) return null;
+  const { probe, at } = candidates[0];
+  const stateAt = (key) => {
+    const entry = asOf(probe.rows?.[key], at + SAME_PROBE_MS);
+    if (!entry) return undefined;
+    return {
+      state: entry.state,
+      attributes: { unit_of_measurement: probe.units?.[key] ?? "ms" },
+      last_updated: new Date(at).toISOString(),
+    };
+  };
+  const ttft = stateAt("ttft");
+  const coldMs = durationMs(numeric(probe.cold.state), probe.cold.attributes?.unit_of_measurement ?? "ms");
+  const ttftMs = ttft ? durationMs(numeric(ttft.state), ttft.attributes.unit_of_measurement) : null;
+  if (ttftMs === null || Math.abs(ttftMs - coldMs) > Math.max(1, coldMs * 0.01)) return null;
+  return waterfall([
+    {
+      model: probe.model,
+      ttft,
+      load: stateAt("load"),
+      queue: stateAt("queue"),
+      prefill: stateAt("prefill"),
+      first_decode: stateAt("first_decode"),
+      overhead: stateAt("overhead"),
+    },
+  ]);
+}
+
 // Tick steps of a time axis, shortest first.
 const TICK_STEPS = [
   60_000, 300_000, 600_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 10_800_000, 21_600_000,

@@ -8,6 +8,7 @@ import {
   WARMTH_STATES,
   chartStart,
   checkConfig,
+  coldProbe,
   coldStartWords,
   coldStarts,
   configEntities,
@@ -172,9 +173,11 @@ class LlmWarmthCard extends HTMLElement {
     const ids = (list) => [...new Set(list.filter(Boolean))];
     const models = this._config.models;
     const events = ids(models.flatMap((m) => [m.warmth, m.load, m.cold_request]));
+    // Sizes, and the probes' stages (the last cold probe's are read from their history).
     const sizes = ids([
       ...models.map((m) => m.vram),
       ...this._config.gpus.flatMap((g) => [g.total, g.other]),
+      ...models.flatMap((m) => (m.probe?.cold_ttft ? Object.values(m.probe) : [])),
     ]);
     const ask = (entityIds, lean) =>
       entityIds.length
@@ -514,6 +517,29 @@ class LlmWarmthCard extends HTMLElement {
     if (!result) {
       return `<section class="waterfall">${title}<p class="note">No probe yet (llm_warmth.probe measures one).</p></section>`;
     }
+    // The last cold probe too, once warm probes came after it: its load stays in sight.
+    const cold = coldProbe(
+      this._config.models
+        .filter((m) => m.probe?.cold_ttft && m.probe?.ttft)
+        .map((m) => {
+          const keys = ["ttft", "load", "queue", "prefill", "first_decode", "overhead"];
+          const p = m.probe;
+          return {
+            model: modelName(m, this._hass.states),
+            cold: this._hass.states[p.cold_ttft],
+            rows: Object.fromEntries(keys.map((k) => [k, this._rows(p[k])])),
+            units: Object.fromEntries(keys.map((k) => [k, this._unit(p[k], "ms")])),
+          };
+        }),
+    );
+    const sections = [this._stages(result, title, inner)];
+    if (cold && cold.updated < result.updated - 1000) {
+      sections.push(this._stages(cold, `<h2>Last cold probe: time to first token</h2>`, inner));
+    }
+    return sections.join("");
+  }
+
+  _stages(result, title, inner) {
     const when = new Intl.DateTimeFormat(this._hass.locale?.language ?? undefined, {
       month: "short",
       day: "numeric",
