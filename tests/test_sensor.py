@@ -85,7 +85,11 @@ async def test_model_sensors_through_a_load(
 ) -> None:
     coordinator = init_integration.runtime_data.coordinator
     assert hass.states.get("binary_sensor.ollama_test_llama3_2_3b_resident").state == STATE_OFF
-    assert hass.states.get("sensor.ollama_test_llama3_2_3b_unloads_at").state == STATE_UNKNOWN
+    unloads_at = hass.states.get("sensor.ollama_test_llama3_2_3b_unloads_at")
+    # Unknown, and why (issue 32: a bare "Unknown" told nothing).
+    assert (unloads_at.state, unloads_at.attributes["reason"]) == (STATE_UNKNOWN, "not_loaded")
+    cold = hass.states.get("sensor.ollama_test_llama3_2_3b_last_cold_request_duration")
+    assert (cold.state, cold.attributes["reason"]) == (STATE_UNKNOWN, "not_timed_yet")
     # No GPU memory sensors before the server was seen holding weights on a GPU.
     assert hass.states.get("sensor.ollama_test_llama3_2_3b_gpu_memory") is None
     assert hass.states.get("sensor.ollama_test_resident_gpu_memory") is None
@@ -95,7 +99,8 @@ async def test_model_sensors_through_a_load(
     resident = hass.states.get("binary_sensor.ollama_test_llama3_2_3b_resident")
     assert resident.state == STATE_ON
     assert resident.attributes["loading"] is True
-    assert hass.states.get("sensor.ollama_test_llama3_2_3b_unloads_at").state == STATE_UNKNOWN
+    unloads_at = hass.states.get("sensor.ollama_test_llama3_2_3b_unloads_at")
+    assert (unloads_at.state, unloads_at.attributes["reason"]) == (STATE_UNKNOWN, "loading")
     assert coordinator.fast_polling
     await load
     await poll()
@@ -107,6 +112,7 @@ async def test_model_sensors_through_a_load(
     unloads_at = hass.states.get("sensor.ollama_test_llama3_2_3b_unloads_at")
     assert unloads_at.state == expected.isoformat(timespec="seconds")
     assert unloads_at.attributes["kept_forever"] is False
+    assert "reason" not in unloads_at.attributes  # it has a value
     assert hass.states.get("sensor.ollama_test_llama3_2_3b_gpu_share").state == "100.0"
     assert float(
         hass.states.get("sensor.ollama_test_llama3_2_3b_gpu_memory").state
@@ -117,10 +123,10 @@ async def test_model_sensors_through_a_load(
     assert cold.state == STATE_UNKNOWN
     assert cold.attributes["at_least_seconds"] >= 0.2  # a 0.4 s load, seen right after start
     assert cold.attributes["source"] is None
+    assert cold.attributes["reason"] == "lower_bound_only"
     # A load polling saw is no load the server measured.
-    assert hass.states.get("sensor.ollama_test_llama3_2_3b_last_measured_load_duration").state == (
-        STATE_UNKNOWN
-    )
+    load_figure = hass.states.get("sensor.ollama_test_llama3_2_3b_last_measured_load_duration")
+    assert (load_figure.state, load_figure.attributes["reason"]) == (STATE_UNKNOWN, "not_timed_yet")
     # Once seen on a GPU, the GPU memory sensors stay, also across a restart with nothing
     # resident (a model not resident holds 0 GiB there, none of it: a share of 0 %).
     await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})

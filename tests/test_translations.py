@@ -56,6 +56,7 @@ DESCRIPTIONS = {
     "SensorEntityDescription": "sensor",
     "VoiceSensorDescription": "sensor",
     "ScoreDescription": "sensor",
+    "UsageSensorDescription": "sensor",
 }
 # The values a repair's key is completed with (f"keep_alive_overrides_{what}" and the like).
 KEY_ENDINGS = {
@@ -219,6 +220,32 @@ ERRORS: list[LlmServerError] = [
     LlmServerOutOfMemoryError("cudaMalloc failed"),
     LlmServerResponseError("not JSON"),
 ]
+
+
+def test_every_reason_an_unknown_sensor_gives_has_its_words() -> None:
+    """A sensor with no value says why (its ``reason`` attribute): each reason in words."""
+    from custom_components.llm_warmth.sensor_descriptions import (  # noqa: PLC0415
+        MODEL_SENSORS,
+    )
+    from custom_components.llm_warmth.usage_entities import NEXT_USE  # noqa: PLC0415
+    from custom_components.llm_warmth.voice_entities import VOICE_SENSORS  # noqa: PLC0415
+
+    described = [
+        (d.key, d.translation_key, d.reasons)
+        for d in (*MODEL_SENSORS, NEXT_USE, *VOICE_SENSORS)
+        if d.reasons
+    ]
+    assert {key for key, _, _ in described} >= {
+        "last_measured_load_duration",
+        "last_cold_request_duration",
+        "unloads_at",
+        "next_expected_use",
+        "voice_silence",
+    }
+    for key, translation_key, reasons in described:
+        words = STRINGS["entity"]["sensor"][translation_key]["state_attributes"]["reason"]
+        assert words["name"], key
+        assert set(words["state"]) == {reason.value for reason in reasons}, key
 
 
 def test_every_server_error_has_its_words() -> None:

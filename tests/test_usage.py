@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 import json
 
@@ -21,7 +22,9 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN
 from custom_components.llm_warmth.core.usage import UsageRecord
+from custom_components.llm_warmth.core.warm_plan import PatternClass, Plan
 from custom_components.llm_warmth.usage import UsageWatch
+from custom_components.llm_warmth.usage_entities import NEXT_USE
 
 from .assist import hass_config_dir_fixture, setup_assist  # noqa: F401 (a fixture)
 from .conftest import (
@@ -212,6 +215,15 @@ async def test_a_learnt_morning_shows_in_the_usage_sensors(
     the tests align with the emulator's) move together.
     """
     usage = mock_config_entry.runtime_data.usage
+    next_use = model_id(mock_config_entry, "sensor.llama3_2_3b_next_expected_use")
+    # The first use: the sensors appear; no use is expected yet, and it says why.
+    emulator.clock.set(dt_util.utcnow())
+    usage.record(LLAMA, emulator.clock.now())
+    await hass.async_block_till_done()
+    state = hass.states.get(next_use)
+    assert state.state == "unknown"
+    assert state.attributes["reason"] == "learning"
+    assert state.attributes["days_learnt"] == 0
     # A Monday after today (the minute timer fires only forward).
     monday = dt_util.start_of_local_day(datetime(2026, 12, 7))
     await learn_mornings(hass, usage, emulator, monday)
@@ -219,11 +231,13 @@ async def test_a_learnt_morning_shows_in_the_usage_sensors(
     emulator.clock.set(monday + timedelta(hours=6))
     async_fire_time_changed(hass)
     await hass.async_block_till_done()
-    next_use = model_id(mock_config_entry, "sensor.llama3_2_3b_next_expected_use")
     in_window = model_id(mock_config_entry, "binary_sensor.llama3_2_3b_in_a_usage_window")
     today = model_id(mock_config_entry, "sensor.llama3_2_3b_uses_today")
     expected = monday + timedelta(hours=6, minutes=40)
-    assert dt_util.parse_datetime(hass.states.get(next_use).state) == expected
+    state = hass.states.get(next_use)
+    assert dt_util.parse_datetime(state.state) == expected
+    assert "reason" not in state.attributes  # it has a value
+    assert state.attributes["days_learnt"] >= 14
     assert hass.states.get(in_window).state == "off"
     assert hass.states.get(today).state == "0"
     # The entities look again every minute: at 06:41 the window is on.
@@ -415,6 +429,24 @@ async def test_auto_warm_is_refused_while_the_household_needs_the_gpu(
     await hass.async_block_till_done()
     record = mock_config_entry.runtime_data.usage.get(LLAMA)
     assert (record.auto_warm, record.refused) == (True, 1)
+
+
+def test_no_expected_use_says_why() -> None:
+    """Learning (too few days), no rhythm (sporadic), or none within a day (rhythmic)."""
+    plan = Plan(
+        pattern=PatternClass.RHYTHMIC,
+        warm=False,
+        warm_until=None,
+        window_start=None,
+        window_end=None,
+        next_use=None,
+        keep=timedelta(minutes=5),
+        used=False,
+    )
+    assert NEXT_USE.reason_fn(replace(plan, pattern=PatternClass.NEW)) == "learning"
+    assert NEXT_USE.reason_fn(replace(plan, pattern=PatternClass.SPORADIC)) == "no_rhythm"
+    assert NEXT_USE.reason_fn(plan) == "none_within_a_day"
+    assert NEXT_USE.reason_fn(replace(plan, next_use=dt_util.utcnow())) is None
 
 
 def test_stored_usage_records_that_do_not_read_are_refused() -> None:

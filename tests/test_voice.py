@@ -106,6 +106,7 @@ async def test_a_cold_turn_explained_stage_by_stage(
         "silence_seconds"
     ]
     assert intent <= stamped(assist, "run-end")
+    assert "reason" not in hass.states.get(silence).attributes  # it has a value now
     # What the server did: cold at the agent's start, a load the turn waited for.
     assert (data["resident_at_intent_start"], data["dominant_stage"]) == (False, "load")
     # Ollama tells no load time of another client's request (the agent's): the model was
@@ -126,6 +127,11 @@ async def test_a_cold_turn_explained_stage_by_stage(
     )
     assert line["entity_id"] == voice_entity(hass, assist, "voice_dominant_stage")
     assert logbook  # the platform under test
+    # After a restart, no turn yet: unknown, and it says why (issue 32).
+    assert await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done()
+    after = hass.states.get(silence)
+    assert (after.state, after.attributes["reason"]) == ("unknown", "no_turn_yet")
 
 
 async def test_a_warm_turn_is_mostly_the_prompt(
@@ -344,6 +350,9 @@ async def test_the_server_down_mid_turn_and_an_aborted_run(
     # Aborted: Home Assistant ends the run without an error; what it did is still told.
     assert len(turns) == 2
     assert turns[-1].data["silence_seconds"] is None
+    # Unknown in that turn, and said why.
+    silence = hass.states.get(voice_entity(hass, assist, "voice_silence"))
+    assert (silence.state, silence.attributes["reason"]) == ("unknown", "not_timed")
 
 
 async def test_the_dashboard_graphs_the_silence_of_each_pipeline(

@@ -202,4 +202,11 @@ class ModelSensor(ModelEntity, SensorEntity):
         if description.names_agents:
             entry = self.coordinator.config_entry
             attrs["agents"] = [a.name for a in agents_of_model(entry, self.model)]
+        # Unknown: why (a dashboard says it instead of a bare "Unknown").
+        if (
+            description.reason_fn is not None
+            and self.native_value is None
+            and (reason := description.reason_fn(self.coordinator.data, self.model))
+        ):
+            attrs["reason"] = reason.value
         return attrs or None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from homeassistant.components.sensor import (
@@ -27,6 +28,18 @@ from .devices import model_details
 from .gpu_sensor import MemorySize, SensorValue
 
 
+class Unknown(StrEnum):
+    """Why a model's sensor has no value: its ``reason`` attribute (words: translations)."""
+
+    # A load figure: none timed yet; or only lower bounds, which are never the state.
+    NOT_TIMED_YET = "not_timed_yet"
+    LOWER_BOUND_ONLY = "lower_bound_only"
+    # When the server unloads the model: it is not in memory, is loading, or has no end.
+    NOT_LOADED = "not_loaded"
+    LOADING = "loading"
+    KEPT_FOREVER = "kept_forever"
+
+
 @dataclass(frozen=True, kw_only=True)
 class ServerSensorDescription(SensorEntityDescription):
     """A sensor of the server's device."""
@@ -45,6 +58,10 @@ class ModelSensorDescription(SensorEntityDescription):
     has_fn: Callable[[Capabilities], bool] = lambda _: True
     # Name the conversation agents that use the model (an attribute).
     names_agents: bool = False
+    # Why the value is unknown, while it is (the ``reason`` attribute), and every reason
+    # it can give (each has its words in the translations).
+    reason_fn: Callable[[ServerSnapshot, str], Unknown | None] | None = None
+    reasons: tuple[Unknown, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,6 +158,11 @@ def _load_figure_sensor(
             "at_least_seconds": at_least_fn(timing(s, m)),
         },
         has_fn=has_fn,
+        # Unknown until an exact figure: none timed yet, or polls saw only part of a load.
+        reason_fn=lambda s, m: (
+            Unknown.NOT_TIMED_YET if at_least_fn(timing(s, m)) is None else Unknown.LOWER_BOUND_ONLY
+        ),
+        reasons=(Unknown.NOT_TIMED_YET, Unknown.LOWER_BOUND_ONLY),
     )
 
 
@@ -162,6 +184,16 @@ def _unloads_at(snapshot: ServerSnapshot, model: str) -> datetime | None:
     if resident is None or model in snapshot.loading or resident.kept_forever(snapshot.polled_at):
         return None
     return resident.expires_at
+
+
+def _unloads_at_unknown(snapshot: ServerSnapshot, model: str) -> Unknown | None:
+    """Return why there is no time the server will unload the model."""
+    resident = snapshot.resident.get(model)
+    if model in snapshot.loading:
+        return Unknown.LOADING
+    if resident is None:
+        return Unknown.NOT_LOADED
+    return Unknown.KEPT_FOREVER if resident.kept_forever(snapshot.polled_at) else None
 
 
 def _warmth(snapshot: ServerSnapshot, model: str) -> str | None:
@@ -265,6 +297,8 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         value_fn=_unloads_at,
         attrs_fn=_kept_forever,
         has_fn=lambda c: c.reports_expiry,
+        reason_fn=_unloads_at_unknown,
+        reasons=(Unknown.NOT_LOADED, Unknown.LOADING, Unknown.KEPT_FOREVER),
     ),
     # A model's device is a child device of its server, which Home Assistant shows with
     # the server's make: the model's own make is this sensor, on its device page.

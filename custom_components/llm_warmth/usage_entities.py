@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, override
 
 from homeassistant.components.binary_sensor import (
@@ -28,14 +29,47 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .coordinator import LlmWarmthCoordinator
 from .core.usage import COLD, GIB_HOURS, HELPED
+from .core.warm_plan import PatternClass, Plan
 from .data import LlmWarmthConfigEntry
 from .entity import Followed, ModelEntity, async_add_model_entities
 from .usage import UsageWatch
 
-NEXT_USE = SensorEntityDescription(
+
+class NoUseExpected(StrEnum):
+    """Why no next use is expected: the ``reason`` attribute (words: translations)."""
+
+    # Fewer days of uses than the planner trusts a rhythm from.
+    LEARNING = "learning"
+    # Its uses come at no time of day that repeats: kept after each use, not warmed ahead.
+    NO_RHYTHM = "no_rhythm"
+    # A rhythm, but no expected stretch within the next day.
+    NONE_WITHIN_A_DAY = "none_within_a_day"
+
+
+def _no_use_expected(plan: Plan) -> NoUseExpected | None:
+    """Return why the plan expects no next use (None: it expects one)."""
+    if plan.next_use is not None:
+        return None
+    if plan.pattern is PatternClass.NEW:
+        return NoUseExpected.LEARNING
+    if plan.pattern is PatternClass.SPORADIC:
+        return NoUseExpected.NO_RHYTHM
+    return NoUseExpected.NONE_WITHIN_A_DAY
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageSensorDescription(SensorEntityDescription):
+    """A sensor of what the planner expects, and why it expects nothing when it does not."""
+
+    reason_fn: Callable[[Plan], NoUseExpected | None]
+    reasons: tuple[NoUseExpected, ...] = tuple(NoUseExpected)
+
+
+NEXT_USE = UsageSensorDescription(
     key="next_expected_use",
     translation_key="next_expected_use",
     device_class=SensorDeviceClass.TIMESTAMP,
+    reason_fn=_no_use_expected,
 )
 USES_TODAY = SensorEntityDescription(
     key="uses_today",
@@ -94,12 +128,26 @@ class UsageEntity(ModelEntity):
 class NextExpectedUse(UsageEntity, SensorEntity):
     """When the model's next use is expected (unknown: no rhythm learnt, or none ahead)."""
 
+    entity_description: UsageSensorDescription
+
     @property
     @override
     def native_value(self) -> datetime | None:
         """Return the start of the expected stretch ahead (or now's, before its use)."""
         plan = self.usage.plan(self.model)
         return plan.next_use if plan else None
+
+    @property
+    @override
+    def extra_state_attributes(self) -> Mapping[str, Any]:
+        """Return why no use is expected (``reason``), and the days of uses learnt from."""
+        plan = self.usage.plan(self.model)
+        record = self.usage.get(self.model)
+        reason = self.entity_description.reason_fn(plan) if plan else NoUseExpected.LEARNING
+        return {
+            "days_learnt": record.planner.days if record else 0,
+            **({"reason": reason.value} if reason else {}),
+        }
 
 
 class UsesToday(UsageEntity, SensorEntity):

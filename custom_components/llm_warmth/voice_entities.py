@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, override
 
 from homeassistant.components.sensor import (
@@ -32,12 +33,26 @@ from .entity import Followed, LlmWarmthEntity
 from .voice import VoicePipeline, VoiceRecord, VoiceWatch, WakeCounts, voice_subject
 
 
+class NoTurnFigure(StrEnum):
+    """Why a figure of the last turn is unknown: the ``reason`` attribute (translations)."""
+
+    # No turn of the pipeline was heard since it was found.
+    NO_TURN_YET = "no_turn_yet"
+    # The last turn did not show this stage (it ended early, or its run did not read).
+    NOT_TIMED = "not_timed"
+
+
 @dataclass(frozen=True, kw_only=True)
 class VoiceSensorDescription(SensorEntityDescription):
     """A figure of a pipeline's last turn, or of what warming at the wake did."""
 
     turn_fn: Callable[[VoiceRecord], float | str | None] | None = None
     counts_fn: Callable[[WakeCounts], float | int] | None = None
+
+    @property
+    def reasons(self) -> tuple[NoTurnFigure, ...]:
+        """Return why a figure of the last turn can be unknown (a count never is)."""
+        return tuple(NoTurnFigure) if self.turn_fn is not None else ()
 
 
 def _turn(key: str, figure: Callable[[VoiceTurn], float | None]) -> VoiceSensorDescription:
@@ -179,14 +194,20 @@ class VoiceSensor(VoiceEntity, SensorEntity):
     @property
     @override
     def extra_state_attributes(self) -> Mapping[str, Any] | None:
-        """Return the last turn's details, on the silence sensor."""
-        if self.entity_description.key != "voice_silence":
-            return None
+        """Return the last turn's details, on the silence sensor; why a figure is unknown."""
         record = self.voice.last.get(self.pipeline_id)
-        if record is None:
-            return {"turn": None}
-        ended = record.turn.ended_at
-        return {"turn": {**record.details(), "ended_at": ended.isoformat() if ended else None}}
+        attrs: dict[str, Any] = {}
+        if self.entity_description.key == "voice_silence":
+            ended = record.turn.ended_at if record else None
+            attrs["turn"] = (
+                {**record.details(), "ended_at": ended.isoformat() if ended else None}
+                if record
+                else None
+            )
+        if self.entity_description.turn_fn is not None and self.native_value is None:
+            reason = NoTurnFigure.NOT_TIMED if record else NoTurnFigure.NO_TURN_YET
+            attrs["reason"] = reason.value
+        return attrs or None
 
 
 class WarmOnWakeSwitch(VoiceEntity, SwitchEntity):
