@@ -20,6 +20,7 @@ from homeassistant.util.yaml import load_yaml
 import pytest
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
+    async_capture_events,
     async_fire_time_changed,
     async_mock_service,
 )
@@ -155,6 +156,7 @@ async def test_warm_before_use_pins_ahead_of_the_window_and_releases_after(
     )
     await hass.async_block_till_done()
     pins = init_integration.runtime_data.pins
+    triggered = async_capture_events(hass, "automation_triggered")
 
     async def at(hour: int, minute: int) -> None:
         freezer.move_to(datetime(2026, 12, 1, hour, minute, tzinfo=zone))
@@ -173,11 +175,19 @@ async def test_warm_before_use_pins_ahead_of_the_window_and_releases_after(
     assert pin.until == dt_util.as_utc(datetime(2026, 12, 1, 8, 0, tzinfo=zone))
     assert keep_alives(emulator, LLAMA) == [3720]  # kept by Ollama to the window's end
     assert LLAMA in emulator.loaded
+    # The Keep warm switch turned on in the automation's context: the logbook says the
+    # automation pinned it (issue 32: a blueprint's pin was an unattributed line).
+    switch = hass.states.get("switch.ollama_test_llama3_2_3b_keep_warm")
+    assert switch.state == STATE_ON
+    (run,) = triggered
+    assert switch.context.id == run.context.id
     assert pins.get(QWEN) is None  # Wednesdays only
     # The window ends: released.
     await at(8, 0)
     await wait_until(lambda: pins.get(LLAMA) is None, 5, "the release")
-    assert hass.states.get("switch.ollama_test_llama3_2_3b_keep_warm").state == STATE_OFF
+    switch = hass.states.get("switch.ollama_test_llama3_2_3b_keep_warm")
+    assert switch.state == STATE_OFF
+    assert switch.context.id == triggered[-1].context.id  # the release's run
     # (Their time triggers must not outlive the test.)
     await hass.services.async_call("automation", "turn_off", {"entity_id": "all"}, blocking=True)
 

@@ -270,6 +270,7 @@ _CARD_JS = """(() => {
     models: count('.model-row'), segments: count('.segment'), loads: count('.load'),
     exact: count('.load.exact'), lowerBound: count('.load.lower-bound'),
     coldStarts: count('.cold-start'), layers: count('.memory-layer'), reserve: count('.reserve'),
+    pins: count('rect.pin'),
     stages: count('.stage'), text: root.textContent.replace(/\\s+/g, ' '),
     segmentsPerModel: [...root.querySelectorAll('.model-row')].map(
       (m) => m.querySelectorAll('.segment').length),
@@ -341,7 +342,10 @@ async def test_the_card_draws_loads_cold_starts_memory_and_the_last_probe(
     # Another length than the probe's load: the load sensor's state changes (the same
     # figure to the millisecond, seen once in CI, is no new state: one bar fewer).
     emulator.models[LLAMA].load_delay = 0.8
-    await hass.services.async_call(DOMAIN, "pin", {**entry, "model": LLAMA}, blocking=True)
+    # A pin with an end, as a blueprint's: the model reads "warm", the pin shows as a band.
+    await hass.services.async_call(
+        DOMAIN, "pin", {**entry, "model": LLAMA, "for": {"hours": 1}}, blocking=True
+    )
     # A warm probe after the cold one: the card keeps the cold one's stages in sight.
     await hass.services.async_call(DOMAIN, "probe", {**entry, "model": LLAMA}, blocking=True)
     await hass.async_block_till_done()
@@ -370,6 +374,9 @@ async def test_the_card_draws_loads_cold_starts_memory_and_the_last_probe(
         assert "reserve 4.0 GiB" in card["text"]  # 2 GiB on each of the two GPUs
         assert "first token after" in card["text"]
         assert "queue and load" in card["text"]
+        # The pin on llama's timeline, though its warmth reads "warm" (issue 32).
+        assert card["pins"] == 1, card
+        assert "pinned" in card["text"]
         # The warm probe last, the cold one beside it with its load (issue 32).
         assert "Last probe: time to first token" in card["text"], card["text"]
         assert "Last cold probe: time to first token" in card["text"], card["text"]

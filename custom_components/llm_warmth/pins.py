@@ -7,12 +7,13 @@ re-applies them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from typing import override
 
 from homeassistant.config_entries import ConfigEntry
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.core import Context, HomeAssistant, callback
 
 from .core.backends.base import Capabilities
 from .core.backends.types import ResidentModel
@@ -34,6 +35,27 @@ class Pins(Feature):
         """Start from the stored pins."""
         super().__init__(hass, entry, store, "pins")
         self._book = PinBook(capabilities, stored_records(self.stored, Pin.from_dict, "pin"))
+        # The action (and the automation or script that called it) changing the pins now.
+        self._context: Context | None = None
+
+    @property
+    def context(self) -> Context | None:
+        """Return the context of the action changing the pins now (None: none)."""
+        return self._context
+
+    @contextmanager
+    def changed_by(self, context: Context) -> Iterator[None]:
+        """Tell, while the block runs, that ``context`` changes the pins.
+
+        The Keep warm switch writes its state in it, so that the logbook tells who pinned
+        ("turned on triggered by automation ..."): an automation's pin loads nothing when
+        the model is warm already, and would otherwise be an unattributed line.
+        """
+        self._context = context
+        try:
+            yield
+        finally:
+            self._context = None
 
     @override
     def as_stored(self) -> dict[str, object]:

@@ -165,7 +165,10 @@ async def _async_evict(call: ServiceCall) -> ServiceResponse:
         model, placeholders = known_model(entry, requested)
         models = [model]
     pinned = set(entry.runtime_data.pins.pins)
-    with translated_errors(call.hass, entry, placeholders):
+    with (
+        translated_errors(call.hass, entry, placeholders),
+        entry.runtime_data.pins.changed_by(call.context),
+    ):
         unloaded = await entry.runtime_data.controller.evict(
             models, timeout=call.data[ATTR_TIMEOUT]
         )
@@ -373,7 +376,11 @@ async def _async_pin(call: ServiceCall) -> ServiceResponse:
         since=dt_util.utcnow(),
     )
     _guard_check(entry, model, force=call.data[ATTR_FORCE])
-    with translated_errors(call.hass, entry, placeholders):
+    # The Keep warm switch turns on in the call's context: the logbook tells who pinned.
+    with (
+        translated_errors(call.hass, entry, placeholders),
+        entry.runtime_data.pins.changed_by(call.context),
+    ):
         done = await entry.runtime_data.controller.pin(pin, timeout=call.data[ATTR_TIMEOUT])
     said = (
         Sentence(
@@ -402,7 +409,10 @@ async def _async_unpin(call: ServiceCall) -> ServiceResponse:
     entry, requested = model_target(call)
     model = entry.runtime_data.coordinator.resolve_model(requested)
     placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
-    with translated_errors(call.hass, entry, placeholders):
+    with (
+        translated_errors(call.hass, entry, placeholders),
+        entry.runtime_data.pins.changed_by(call.context),
+    ):
         pin, residency = await entry.runtime_data.controller.unpin(
             model, evict=call.data[ATTR_EVICT], timeout=call.data[ATTR_TIMEOUT]
         )

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, override
 
 from homeassistant.components.switch import SwitchEntity, SwitchEntityDescription
-from homeassistant.core import HomeAssistant
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.util import dt as dt_util
 
@@ -55,6 +55,14 @@ class KeepWarmSwitch(ModelEntity, SwitchEntity):
     def followed(self) -> Iterable[Followed]:
         """Follow the pins."""
         return (self.coordinator.config_entry.runtime_data.pins,)
+
+    @callback
+    @override
+    def _handle_coordinator_update(self) -> None:
+        """Write the state; in the context of the action that pins or unpins, if one does."""
+        if (context := self.coordinator.config_entry.runtime_data.pins.context) is not None:
+            self.async_set_context(context)
+        super()._handle_coordinator_update()
 
     @property
     def _pin(self) -> Pin | None:

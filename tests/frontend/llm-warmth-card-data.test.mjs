@@ -21,6 +21,7 @@ import {
   modelName,
   numeric,
   peakSample,
+  pinSpans,
   sample,
   timeTicks,
   timeline,
@@ -163,6 +164,35 @@ describe("warmth timeline", () => {
     assert.equal(segments[0].start, month.start);
     assert.equal(segments.at(-1).end, month.end);
     segments.slice(1).forEach((s, i) => assert.equal(s.start, segments[i].end));
+  });
+});
+
+describe("pins", () => {
+  const window = { start: T0, end: T0 + 6 * H };
+
+  it("spans each time the Keep warm switch was on, with the pin's end", () => {
+    // A blueprint's pin before the morning window (until 08:00), then one until unpinned.
+    const until = new Date(T0 + 3 * H).toISOString();
+    const history = [
+      row(T0 - H, "off"),
+      row(T0 + H, "on", { until, priority: 10 }),
+      row(T0 + 3 * H, "off", { until: null }),
+      row(T0 + 4 * H, "on", { until: null }),
+      row(T0 + 5 * H, "unavailable"),
+    ];
+    assert.deepEqual(pinSpans(history, window), [
+      { start: T0 + H, end: T0 + 3 * H, until: T0 + 3 * H },
+      { start: T0 + 4 * H, end: T0 + 5 * H, until: null },
+    ]);
+    // On since before the span, and still on: clipped to it.
+    assert.deepEqual(pinSpans([row(T0 - H, "on")], window), [{ start: T0, end: T0 + 6 * H, until: null }]);
+    assert.deepEqual(pinSpans([], window), []);
+  });
+
+  it("accepts the switch in the configuration and watches it", () => {
+    const config = checkConfig({ models: [{ warmth: "sensor.a", keep_warm: "switch.a_keep_warm" }] });
+    assert.ok(configEntities(config).includes("switch.a_keep_warm"));
+    assert.throws(() => checkConfig({ models: [{ warmth: "sensor.a", keep_warm: "a switch" }] }), /keep_warm/);
   });
 });
 

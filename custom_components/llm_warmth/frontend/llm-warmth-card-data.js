@@ -152,6 +152,29 @@ function byTime(parts) {
 }
 
 /**
+ * Return when a model was pinned within [start, end]: each span its Keep warm switch was
+ * on, `{start, end, until}` (`until`: the pin's end as its `until` attribute said, in ms;
+ * null for a pin until unpinned). A pin with an end keeps the model "warm" (an expiry),
+ * not "warm, no expiry": without these spans it would not show on the timeline.
+ */
+export function pinSpans(history, { start, end }) {
+  const entries = toEntries(history);
+  const spans = [];
+  entries.forEach((entry, i) => {
+    if (entry.state !== "on") return;
+    const from = Math.max(entry.changed, start);
+    const to = Math.min(i + 1 < entries.length ? entries[i + 1].changed : end, end);
+    if (to <= from) return;
+    const parsed = entry.attributes.until ? Date.parse(entry.attributes.until) : NaN;
+    const until = Number.isFinite(parsed) ? parsed : null;
+    const last = spans.at(-1);
+    if (last && last.end === from && last.until === until) last.end = to;
+    else spans.push({ start: from, end: to, until });
+  });
+  return spans;
+}
+
+/**
  * Return the figures a "last ... duration" sensor wrote within [start, end], one per load.
  *
  * The sensor's state is the last exact figure, and its `at_least_seconds` attribute a
@@ -591,7 +614,7 @@ export function checkConfig(config) {
     if (!model || typeof model !== "object" || !model.warmth) {
       throw new Error(`models[${i}]: warmth (the model's Warmth sensor) is required`);
     }
-    for (const key of ["warmth", "load", "cold_request", "vram"]) {
+    for (const key of ["warmth", "load", "cold_request", "vram", "keep_warm"]) {
       entity(model[key], `models[${i}].${key}`);
     }
     for (const [key, value] of Object.entries(model.probe ?? {})) {
@@ -611,7 +634,7 @@ export function checkConfig(config) {
 export function configEntities(config) {
   const ids = [];
   for (const model of config.models) {
-    ids.push(model.warmth, model.load, model.cold_request, model.vram);
+    ids.push(model.warmth, model.load, model.cold_request, model.vram, model.keep_warm);
     ids.push(...Object.values(model.probe ?? {}));
   }
   for (const gpu of config.gpus ?? []) ids.push(gpu.total, gpu.other, gpu.headroom_low);

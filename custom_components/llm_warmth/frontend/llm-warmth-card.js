@@ -20,6 +20,7 @@ import {
   household,
   modelHost,
   modelName,
+  pinSpans,
   timeTicks,
   timeline,
   waterfall,
@@ -172,7 +173,7 @@ class LlmWarmthCard extends HTMLElement {
     const { start, end } = this._window();
     const ids = (list) => [...new Set(list.filter(Boolean))];
     const models = this._config.models;
-    const events = ids(models.flatMap((m) => [m.warmth, m.load, m.cold_request]));
+    const events = ids(models.flatMap((m) => [m.warmth, m.load, m.cold_request, m.keep_warm]));
     // Sizes, and the probes' stages (the last cold probe's are read from their history).
     const sizes = ids([
       ...models.map((m) => m.vram),
@@ -315,11 +316,23 @@ class LlmWarmthCard extends HTMLElement {
         ...range,
         unit: this._unit(model.cold_request, "s"),
       });
+      const pins = pinSpans(this._rows(model.keep_warm), range);
       const now = this._hass.states[model.warmth];
       const nowText = now ? STATE_LABELS[now.state] ?? now.state : "no such entity";
       const svg = [];
       if (!segments.length) {
-        svg.push(`<text class="empty" x="4" y="13">no history in this span</text>`);
+        svg.push(`<text class="empty" x="4" y="17">no history in this span</text>`);
+      }
+      // Pinned (its Keep warm switch on, by the switch, an action or an automation): a band
+      // over the warmth, whatever the server's keep says (a pin with an end reads "warm").
+      for (const pin of pins) {
+        const left = px(x(pin.start));
+        const w = px(Math.max(2, x(pin.end) - x(pin.start)));
+        const until = pin.until ? `, until ${time.format(pin.until)}` : ", until unpinned";
+        const label = `pinned ${time.format(pin.start)} – ${time.format(pin.end)}${until}`;
+        svg.push(
+          `<rect class="pin" x="${left}" y="0" width="${w}" height="3"><title>${escape(label)}</title></rect>`,
+        );
       }
       for (const s of segments) {
         const known = STATE_COLORS[s.state] ? s.state : "unknown";
@@ -328,13 +341,13 @@ class LlmWarmthCard extends HTMLElement {
         const left = px(x(s.start));
         const w = px(Math.max(1, x(s.end) - x(s.start)));
         svg.push(
-          `<rect class="segment state-${escape(known)}" x="${left}" y="0" width="${w}" height="18" fill="${STATE_COLORS[known]}"><title>${escape(STATE_LABELS[s.state] ?? s.state)}${escape(hidden)}: ${escape(time.format(s.start))} – ${escape(time.format(s.end))}</title></rect>`,
+          `<rect class="segment state-${escape(known)}" x="${left}" y="4" width="${w}" height="18" fill="${STATE_COLORS[known]}"><title>${escape(STATE_LABELS[s.state] ?? s.state)}${escape(hidden)}: ${escape(time.format(s.start))} – ${escape(time.format(s.end))}</title></rect>`,
         );
         // A group of short states: a band in the colour of the one it spent next most in.
         if (s.also) {
           const band = STATE_COLORS[s.also] ?? STATE_COLORS.unknown;
           svg.push(
-            `<rect class="also" x="${left}" y="12" width="${w}" height="6" fill="${band}"></rect>`,
+            `<rect class="also" x="${left}" y="16" width="${w}" height="6" fill="${band}"></rect>`,
           );
         }
       }
@@ -345,8 +358,8 @@ class LlmWarmthCard extends HTMLElement {
         // A lower bound: an open bar with an arrow to the left (it began earlier).
         svg.push(
           load.exact
-            ? `<rect class="load exact" x="${px(left)}" y="22" width="${px(w)}" height="8" rx="1"><title>${escape(label)}</title></rect>`
-            : `<g class="load lower-bound"><rect x="${px(left)}" y="22.5" width="${px(w)}" height="7" rx="1"></rect><path d="M${px(left - 4)} 26 l4 -3.5 v7 z"></path><title>${escape(label)} (polling saw it from its first sighting on)</title></g>`,
+            ? `<rect class="load exact" x="${px(left)}" y="26" width="${px(w)}" height="8" rx="1"><title>${escape(label)}</title></rect>`
+            : `<g class="load lower-bound"><rect x="${px(left)}" y="26.5" width="${px(w)}" height="7" rx="1"></rect><path d="M${px(left - 4)} 30 l4 -3.5 v7 z"></path><title>${escape(label)} (polling saw it from its first sighting on)</title></g>`,
         );
       }
       const words = (w, bold) =>
@@ -357,7 +370,7 @@ class LlmWarmthCard extends HTMLElement {
         const cx = x(cold.t);
         const label = `cold start ${escape(time.format(cold.t))}: ${words(coldStartWords(cold), false)}`;
         svg.push(
-          `<g class="cold-start"><path d="M${px(cx - 5)} 34 h10 l-5 -7 z"></path><title>${label}</title></g>`,
+          `<g class="cold-start"><path d="M${px(cx - 5)} 38 h10 l-5 -7 z"></path><title>${label}</title></g>`,
         );
       }
       const lastCold = colds.at(-1);
@@ -372,7 +385,7 @@ class LlmWarmthCard extends HTMLElement {
       return `
         <div class="model-row">
           <div class="model-head"><span class="name">${escape(name)}${host ? `<span class="host"> · ${escape(host)}</span>` : ""}</span><span class="now state-${escape(now?.state ?? "none")}">${escape(nowText)}</span></div>
-          <svg class="lane" width="${inner}" height="36" role="img" aria-label="${escape(name)} warmth">${svg.join("")}</svg>
+          <svg class="lane" width="${inner}" height="40" role="img" aria-label="${escape(name)} warmth">${svg.join("")}</svg>
           ${facts.length ? `<div class="facts">${facts.join(" · ")}</div>` : ""}
         </div>`;
     });
@@ -383,6 +396,7 @@ class LlmWarmthCard extends HTMLElement {
         `<span><i class="load-key"></i>load (its length)</span>`,
         `<span><i class="load-key lower-bound"></i>load, at least</span>`,
         `<span><i class="cold-key"></i>cold start</span>`,
+        ...(this._config.models.some((m) => m.keep_warm) ? [`<span><i class="pin-key"></i>pinned</span>`] : []),
       ])
       .join("");
     const note = this._historyError
@@ -598,6 +612,8 @@ const STYLE = `
   .load.lower-bound rect { fill: none; stroke: var(--primary-text-color); stroke-dasharray: 2 1.5; }
   .load.lower-bound path { fill: var(--primary-text-color); }
   .cold-start path { fill: var(--error-color, #db4437); }
+  .pin, .legend i.pin-key { fill: var(--llm-warmth-pin-color, var(--primary-color, #03a9f4)); background: var(--llm-warmth-pin-color, var(--primary-color, #03a9f4)); }
+  .legend i.pin-key { height: 3px; }
   .cold-text b { color: var(--error-color, #db4437); }
   .facts { font-size: 12px; color: var(--secondary-text-color); margin-top: 2px; line-height: 1.4; }
   .facts b { color: var(--primary-text-color); font-weight: 500; }
