@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import {
+  MIN_CHART_SPAN_MS,
   asOf,
   chartStart,
   checkConfig,
@@ -582,6 +583,17 @@ describe("time axis", () => {
     assert.equal(chartStart([[row(T0 - H, "cold")], []], window), T0);
     assert.equal(chartStart([[row(T0 + 10 * MIN, "cold")]], window), T0);
     assert.equal(chartStart([], window), T0);
+  });
+
+  it("fills the chart with a demo's first minutes", () => {
+    // The demo's morning: the entry added a minute and a half ago. Its rows span at
+    // least half the chart, not the last tenth of a ten-minute one.
+    const end = T0 + 6 * H;
+    const window = { start: T0, end, minSpanMs: MIN_CHART_SPAN_MS };
+    const first = end - 90 * S;
+    assert.equal(chartStart([[row(first, "cold")]], window), end - MIN_CHART_SPAN_MS);
+    assert.ok((end - first) / MIN_CHART_SPAN_MS >= 0.5);
+    assert.equal(chartStart([[row(end - 5 * MIN, "cold")]], window), end - 5 * MIN);
   });
 
   it("picks round steps for spans from an hour to a month", () => {

@@ -420,6 +420,13 @@ export function memory({ models = [], gpus = [], reserveBytes = 0, start, end, b
 }
 
 /**
+ * The least span the charts draw on a new installation: its first minutes fill the chart
+ * (a demo's morning of a minute or two is not squeezed into a tenth of it), while a first
+ * minute's few rows are not stretched across the whole width.
+ */
+export const MIN_CHART_SPAN_MS = 2 * 60_000;
+
+/**
  * Return where the charts begin: `start`, or later when the history begins later (a new
  * installation: its first minutes fill the chart instead of its last pixel), but never
  * less than `minSpanMs` before `end`. A history that begins within the span's first

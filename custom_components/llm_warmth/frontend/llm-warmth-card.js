@@ -5,6 +5,7 @@
 // it to the frontend. What it draws is computed in llm-warmth-card-data.js (tested alone).
 
 import {
+  MIN_CHART_SPAN_MS,
   WARMTH_STATES,
   chartStart,
   checkConfig,
@@ -164,7 +165,8 @@ class LlmWarmthCard extends HTMLElement {
   _chartRange() {
     const range = this._window();
     if (!this._loaded || this._historyError) return { ...range, since: false };
-    const start = chartStart(Object.values(this._history), { ...range, minSpanMs: 600_000 });
+    const minSpanMs = Math.min(MIN_CHART_SPAN_MS, range.end - range.start);
+    const start = chartStart(Object.values(this._history), { ...range, minSpanMs });
     return { start, end: range.end, since: start > range.start };
   }
 
