@@ -7,6 +7,7 @@ from homeassistant.const import STATE_UNAVAILABLE
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from homeassistant.util.yaml import parse_yaml
+import probatio as vol
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
@@ -22,7 +23,11 @@ def referenced(config: dict[str, Any]) -> list[str]:
     found: list[str] = []
     for card in config["views"][0]["cards"]:
         for item in card.get("entities", []):
-            found.append(item["entity"] if isinstance(item, dict) else item)
+            if isinstance(item, dict):
+                # A conditional row names its entity in its row; a section names none.
+                found += [e for e in (item.get("row", item).get("entity"),) if e]
+            else:
+                found.append(item)
         found += card.get("target", {}).get("entity_id", [])
         # custom:llm-warmth-card: its models' sensors (and their probes'), its GPUs'.
         for part in (*card.get("models", []), *card.get("gpus", [])):
@@ -73,7 +78,7 @@ async def test_the_dashboard_shows_what_exists(
         f"{mock_config_entry.title}: the last 7 days",
         "Time to first token (probes)",
         "GPU headroom (after the reserve)",
-        "Loads, unloads and cold starts",
+        "Loads, unloads, cold starts and pins",
     ]
     entities = referenced(config)
     # No assistant model (no agent, none chosen): no "Assistant: Unknown" row.
@@ -102,6 +107,8 @@ async def test_the_dashboard_shows_what_exists(
     assert llama == {
         "name": LLAMA,
         "warmth": "sensor.ollama_test_llama3_2_3b",
+        # Its pins on its timeline (one with an end is warm, not "no expiry", there).
+        "keep_warm": "switch.ollama_test_llama3_2_3b_keep_warm",
         "load": "sensor.ollama_test_llama3_2_3b_last_measured_load_duration",
         "cold_request": "sensor.ollama_test_llama3_2_3b_last_cold_request_duration",
         "vram": "sensor.ollama_test_llama3_2_3b_gpu_memory",
@@ -203,7 +210,105 @@ async def test_the_assistant_row_names_its_model_and_the_logbook_the_models(
         "sensor.ollama_test_llama3_2_3b",
         "sensor.ollama_test_qwen3_8b",
         "binary_sensor.ollama_test_connectivity",  # the server's outages and restarts
+        # The pins: one an automation made is told even when it loaded nothing.
+        "switch.ollama_test_llama3_2_3b_keep_warm",
+        "switch.ollama_test_qwen3_8b_keep_warm",
     ]
+
+
+def rows_of(card: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Return an entities card's rows under each section's label."""
+    sections: dict[str, list[dict[str, Any]]] = {}
+    label = ""
+    for row in card["entities"]:
+        if row.get("type") == "section":
+            label = row["label"]
+            sections[label] = []
+        else:
+            sections[label].append(row)
+    return sections
+
+
+@pytest.mark.usefixtures("entity_registry_enabled_by_default")
+async def test_learned_warming_has_a_section_that_says_why_nothing_is_expected(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """Its entities were on the model's device page only (issue 32): now a card of their own."""
+    await setup_with(hass, mock_config_entry, {**mock_config_entry.options})
+    assert "Learned warming" not in [
+        c.get("title") for c in (await build(hass))["views"][0]["cards"]
+    ]
+    mock_config_entry.runtime_data.usage.record(LLAMA, emulator.clock.now())
+    await hass.async_block_till_done()
+    cards = {c.get("title"): c for c in (await build(hass))["views"][0]["cards"]}
+    card = cards["Learned warming"]
+    assert card["type"] == "entities"
+    (rows,) = rows_of(card).values()  # the model used; qwen never was
+    assert list(rows_of(card)) == [LLAMA]
+    prefix = "ollama_test_llama3_2_3b"
+    next_use = f"sensor.{prefix}_next_expected_use"
+    assert rows[0] == {"entity": f"switch.{prefix}_auto_warm", "name": "Auto-warm"}
+    # While no use is expected, the row says why (its reason, translated) instead of
+    # "Unknown"; once one is, the time.
+    assert rows[1:3] == [
+        {
+            "type": "conditional",
+            "conditions": [{"entity": next_use, "state_not": "unknown"}],
+            "row": {"entity": next_use, "name": "Next expected use"},
+        },
+        {
+            "type": "conditional",
+            "conditions": [{"entity": next_use, "state": "unknown"}],
+            "row": {
+                "type": "attribute",
+                "attribute": "reason",
+                "entity": next_use,
+                "name": "Next expected use",
+            },
+        },
+    ]
+    assert hass.states.get(next_use).attributes["reason"] == "learning"
+    assert [row["entity"] for row in rows[3:]] == [
+        f"binary_sensor.{prefix}_in_a_usage_window",
+        f"sensor.{prefix}_uses_today",
+        f"sensor.{prefix}_warm_thanks_to_auto_warm_7_days",
+        f"sensor.{prefix}_cold_starts_7_days",
+        f"sensor.{prefix}_gib_hours_spent_warming_7_days",
+    ]
+    for row in rows[3:]:
+        state = hass.states.get(row["entity"])
+        assert state is not None, row
+        assert state.state not in ("unknown", "unavailable"), row
+
+
+async def test_the_live_views_span_is_the_actions_to_choose(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """A demo's minutes fill its charts; the week stays a week; a span of nothing is refused."""
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": "1h"})
+    await setup_with(hass, mock_config_entry, {**mock_config_entry.options})
+    await hass.services.async_call(
+        DOMAIN,
+        "probe",
+        {"config_entry_id": mock_config_entry.entry_id, "model": LLAMA},
+        blocking=True,
+        return_response=True,
+    )
+    response = await hass.services.async_call(
+        DOMAIN, "dashboard", {"hours_to_show": 0.1}, blocking=True, return_response=True
+    )
+    assert response is not None
+    spans = {c["title"]: c.get("hours_to_show") for c in response["config"]["views"][0]["cards"]}  # type: ignore[index]
+    title = mock_config_entry.title
+    assert spans[f"{title}: warmth, loads and memory"] == 0.1
+    assert spans["Load times"] == 0.1
+    assert spans["Time to first token (probes)"] == 0.1
+    assert spans[f"{title}: the last 7 days"] == 168
+    assert spans["Loads, unloads, cold starts and pins"] == 48
+    with pytest.raises(vol.Invalid):
+        await hass.services.async_call(
+            DOMAIN, "dashboard", {"hours_to_show": 0}, blocking=True, return_response=True
+        )
 
 
 async def test_without_servers_the_dashboard_is_empty(hass: HomeAssistant) -> None:

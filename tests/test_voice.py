@@ -373,6 +373,15 @@ async def test_the_dashboard_graphs_the_silence_of_each_pipeline(
     ]
     for line in graph["entities"]:
         assert hass.states.get(line["entity"]).state not in ("unknown", "unavailable")
+    # The pipeline's own section (its entities were on its device page only, issue 32).
+    rows = cards["Voice"]["entities"]
+    assert rows[0] == {"type": "section", "label": "Harness"}
+    shown = [row.get("row", row)["entity"] for row in rows[1:]]
+    assert shown[0] == voice_entity(hass, assist, "voice_warm_on_wake", "switch")
+    assert voice_entity(hass, assist, "voice_silence") in shown
+    assert voice_entity(hass, assist, "voice_warm_helped") in shown
+    for entity_id in shown:
+        assert hass.states.get(entity_id).state not in ("unknown", "unavailable"), entity_id
 
 
 async def test_the_prompt_warm_up_is_sent_only_when_it_ends_before_the_agent_starts(

@@ -24,7 +24,7 @@ import probatio as vol
 from .const import DOMAIN
 from .core.server_url import redact_url
 from .core.summary import summary
-from .dashboard import build_dashboard
+from .dashboard import CARD_HOURS, build_dashboard
 from .diagnosis import (
     CANCEL_SCHEMA,
     DIAGNOSE_SCHEMA,
@@ -61,10 +61,20 @@ from .targets import (
 
 SERVICE_PROBE: Final = "probe"
 SERVICE_DASHBOARD: Final = "dashboard"
+ATTR_HOURS_TO_SHOW: Final = "hours_to_show"
 ATTR_PROMPT: Final = "prompt"
 ATTR_LONG_PROMPT: Final = "long_prompt"
 ATTR_API: Final = "api"
 ATTR_OPTIONS: Final = "options"
+
+# The live view's span: from three minutes (a demo's fast-forwarded morning) to a year.
+DASHBOARD_SCHEMA = vol.Schema(
+    {
+        vol.Optional(ATTR_HOURS_TO_SHOW, default=CARD_HOURS): vol.All(
+            vol.Coerce(float), vol.Range(min=0.05, max=366 * 24)
+        )
+    }
+)
 
 PROBE_SCHEMA = vol.Schema(
     {
@@ -144,7 +154,7 @@ async def async_setup_services(hass: HomeAssistant) -> None:
         DOMAIN,
         SERVICE_DASHBOARD,
         _async_dashboard,
-        schema=vol.Schema({}),
+        schema=DASHBOARD_SCHEMA,
         supports_response=SupportsResponse.ONLY,
     )
 
@@ -176,7 +186,9 @@ def async_offer_models(hass: HomeAssistant) -> None:
 
 async def _async_dashboard(call: ServiceCall) -> ServiceResponse:
     """Return a dashboard for the servers LLM Warmth follows, as config and as YAML."""
-    config = build_dashboard(call.hass)
+    hours: float = call.data[ATTR_HOURS_TO_SHOW]
+    # Whole hours as such (6, not 6.0), as a person writes them in a dashboard.
+    config = build_dashboard(call.hass, int(hours) if hours.is_integer() else hours)
     return {"yaml": yaml_dump(config), "config": config}
 
 
