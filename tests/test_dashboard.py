@@ -243,6 +243,7 @@ async def test_learned_warming_has_a_section_that_says_why_nothing_is_expected(
     cards = {c.get("title"): c for c in (await build(hass))["views"][0]["cards"]}
     card = cards["Learned warming"]
     assert card["type"] == "entities"
+    assert card["show_header_toggle"] is False  # auto-warm is each model's own choice
     (rows,) = rows_of(card).values()  # the model used; qwen never was
     assert list(rows_of(card)) == [LLAMA]
     prefix = "ollama_test_llama3_2_3b"

@@ -41,15 +41,15 @@ _USAGE_ROWS = (
     ("uses_today", Platform.SENSOR, "Uses today"),
     ("warm_thanks_to_auto_warm", Platform.SENSOR, "Warm thanks to auto-warm (7 days)"),
     ("cold_starts_7_days", Platform.SENSOR, "Cold starts (7 days)"),
-    ("warming_gib_hours", Platform.SENSOR, "GiB-hours spent warming (7 days)"),
+    ("warming_gib_hours", Platform.SENSOR, "GiB-hours warming (7 days)"),
 )
 # Voice, per Assist pipeline: warming at the wake, its last turn, what warming did.
 _VOICE_ROWS = (
     ("voice_warm_on_wake", Platform.SWITCH, "Warm on wake"),
     ("voice_silence", Platform.SENSOR, "Silence before the reply"),
     ("voice_dominant_stage", Platform.SENSOR, "Costliest stage"),
-    ("voice_warm_helped", Platform.SENSOR, "Turns the wake's warm-up helped"),
-    ("voice_warm_too_late", Platform.SENSOR, "Warm-ups too late"),
+    ("voice_warm_helped", Platform.SENSOR, "Turns warmed in time"),
+    ("voice_warm_too_late", Platform.SENSOR, "Turns warmed too late"),
 )
 # Rows whose sensor can be unknown: then the row says why (its reason attribute).
 _SAYS_WHY = {"next_expected_use", "voice_silence", "voice_dominant_stage"}
@@ -139,7 +139,7 @@ def build_dashboard(hass: HomeAssistant, hours: float = CARD_HOURS) -> dict[str,
     if parts.usage:
         # What each used model's uses taught: its next expected use (or why none is),
         # auto-warm, and the scoreboard of the last 7 days.
-        cards.append({"type": "entities", "title": "Learned warming", "entities": parts.usage})
+        cards.append(_switches_apart("Learned warming", parts.usage))
     if parts.loads:
         # One step per load: the sensors change once per load. From zero: two loads of
         # 7.4 s and 7.6 s are about the same, not the bottom and the top of the chart.
@@ -152,7 +152,7 @@ def build_dashboard(hass: HomeAssistant, hours: float = CARD_HOURS) -> dict[str,
     if parts.voice:
         # Each Assist pipeline whose agent uses a model here: warming at the wake, its
         # last turn (or why none is shown), what warming at the wake did.
-        cards.append({"type": "entities", "title": "Voice", "entities": parts.voice})
+        cards.append(_switches_apart("Voice", parts.voice))
     if parts.voice_graph:
         # What a household hears: the silence after a spoken command, and its main parts.
         cards.append(_graph("Voice: the silence before the reply", hours, parts.voice_graph))
@@ -241,6 +241,15 @@ def _add_server(
             )
             if (e := entity(f"gpu_{uuid}", key, platform))
         ]
+
+
+def _switches_apart(title: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return an entities card of ``rows`` with no toggle in its header.
+
+    Its switches (auto-warm, warm on wake) are each model's or pipeline's own choice: one
+    toggle for all of them would be a click away from turning every one on or off.
+    """
+    return {"type": "entities", "title": title, "show_header_toggle": False, "entities": rows}
 
 
 def _graph(title: str, hours: float, entities: list[dict[str, str]]) -> dict[str, Any]:
