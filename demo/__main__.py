@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+from datetime import datetime
+from functools import partial
 import os
 from pathlib import Path
 import signal
@@ -16,7 +18,7 @@ import aiohttp
 from tests.ollama_emulator import OllamaEmulator
 
 from . import home_assistant as ha
-from .household import ASSISTANT, gpu_box, morning
+from .household import ASSISTANT, CHAT, GpuExporter, Household, gpu_box, morning
 
 
 def say(line: str) -> None:
@@ -34,19 +36,15 @@ async def run(args: argparse.Namespace) -> int:
     log = state / "home-assistant.log"
     url = f"http://127.0.0.1:{args.port}"
     ha.write_config(state, args.port)
-    server = None
-    if args.server:
-        server_url = args.server
-    else:
-        server = gpu_box()
-        server_url = await server.start()
-        say(f"Emulated Ollama (8 GiB GPU; {', '.join(sorted(server.models))}) on {server_url}")
+    server, exporter = (None, None) if args.server else await _start_gpu_box()
+    server_url = server.url if server else args.server
+    exporter_url = exporter.url if exporter else None
     say(f"Starting Home Assistant on {url} (its log: {log}); the first start takes a while")
     process = await ha.start(state / "config", log)
     household: asyncio.Task[None] | None = None
     try:
         async with aiohttp.ClientSession() as http:
-            setup = asyncio.create_task(_set_up(http, url, process, server_url, server is not None))
+            setup = asyncio.create_task(_set_up(http, url, process, server_url, exporter_url))
             waiting = asyncio.create_task(stopped.wait())
             await asyncio.wait({setup, waiting}, return_when=asyncio.FIRST_COMPLETED)
             if not setup.done():  # stopped while starting
@@ -56,21 +54,16 @@ async def run(args: argparse.Namespace) -> int:
             if setup.exception() is not None:
                 say(f"The demo could not start: {setup.exception()}; see {log}")
                 return 1
-            session, entry_id, path = setup.result()
+            session, entry_id, path, routine = setup.result()
             say(f"Sign in as '{ha.USERNAME}' with password '{ha.PASSWORD}'")
             say(f"Dashboard: {url}{path}")
             say("ready (Ctrl+C stops the demo)")
             if os.environ.get("DISPLAY") and not args.no_browser:
                 webbrowser.open(f"{url}{path}")
-            if server is not None:
-
-                async def probe(model: str) -> str:
-                    return await ha.probe(session, entry_id, model)
-
-                async def refresh_dashboard() -> str:
-                    return await ha.save_dashboard(session)
-
-                household = asyncio.create_task(morning(server, probe, refresh_dashboard, say))
+            if server is not None and routine is not None:
+                household = asyncio.create_task(
+                    morning(server, _household(session, entry_id), say, routine=routine)
+                )
             ended = asyncio.create_task(process.wait())
             waiting = asyncio.create_task(stopped.wait())
             await asyncio.wait({ended, waiting}, return_when=asyncio.FIRST_COMPLETED)
@@ -80,7 +73,37 @@ async def run(args: argparse.Namespace) -> int:
                 return 1
     finally:
         await _stop(process, server, household)
+        if exporter is not None:
+            await exporter.stop()
     return _stopped()
+
+
+async def _start_gpu_box() -> tuple[OllamaEmulator, GpuExporter]:
+    """Start the emulated GPU box: its Ollama, its GPU's exporter."""
+    server = gpu_box()
+    await server.start()
+    exporter = GpuExporter(server)
+    await exporter.start()
+    say(f"Emulated Ollama (8 GiB GPU; {', '.join(sorted(server.models))}) on {server.url}")
+    say(f"Its GPU, as nvidia_gpu_exporter shows it, on {exporter.url}")
+    return server, exporter
+
+
+def _household(session: ha.Session, entry_id: str) -> Household:
+    """Return what the scripted household does, through the demo's Home Assistant."""
+
+    async def probe(model: str) -> str:
+        return await ha.probe(session, entry_id, model)
+
+    async def speak(text: str) -> str:
+        return await ha.voice_turn(session, text)
+
+    return Household(
+        probe=probe,
+        speak=speak,
+        refresh_dashboard=partial(ha.save_dashboard, session),
+        warm_on_wake=partial(ha.warm_on_wake, session),
+    )
 
 
 def _stopped() -> int:
@@ -93,13 +116,25 @@ async def _set_up(
     url: str,
     process: asyncio.subprocess.Process,
     server_url: str,
-    emulated: bool,
-) -> tuple[ha.Session, str, str]:
-    """Wait for Home Assistant, create the owner, add the server, save the dashboard."""
+    exporter_url: str | None,
+) -> tuple[ha.Session, str, str, datetime | None]:
+    """Wait for Home Assistant, create the owner, add the server, save the dashboard.
+
+    On the emulated GPU box (its GPU read from the exporter at ``exporter_url``) the
+    household too: its voice (a satellite, an agent on the assistant model, a pipeline)
+    and its past (three weeks of uses); then its routine's next time is returned.
+    """
     await ha.wait_until_up(http, url, process)
     session = await ha.onboard(http, url)
-    entry_id = await ha.add_server(session, server_url, ASSISTANT if emulated else None)
-    return session, entry_id, await ha.add_dashboard(session)
+    emulated = exporter_url is not None
+    entry_id = await ha.add_server(
+        session, server_url, ASSISTANT if emulated else None, exporter_url
+    )
+    routine = None
+    if emulated:
+        await ha.add_household(session, server_url, ASSISTANT)
+        routine = await ha.learn_household(session, entry_id, ASSISTANT, CHAT)
+    return session, entry_id, await ha.add_dashboard(session), routine
 
 
 async def _stop(

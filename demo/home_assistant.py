@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import datetime
 import json
 import os
 from pathlib import Path
@@ -23,11 +24,31 @@ from homeassistant.components.http.config import (
     STORAGE_VERSION,
 )
 
+from tests.assist_pieces import WAKE_WORD_ID
+
 ROOT = Path(__file__).resolve().parent.parent
 USERNAME = "demo"
 PASSWORD = "warmth-demo"  # a demo on loopback: printed for the user
 DASHBOARD = "llm-warmth"
 BLUEPRINTS = ROOT / "blueprints" / "automation" / "llm_warmth"
+# The integration as it is in the repository, and the demo's household beside it.
+INTEGRATIONS = {
+    "llm_warmth": ROOT / "custom_components" / "llm_warmth",
+    "llm_warmth_demo": ROOT / "demo" / "llm_warmth_demo",
+}
+# The live view's span on the demo's dashboard: its fast-forwarded morning fills the
+# load and probe graphs (a household's dashboard shows 6 hours).
+DASHBOARD_HOURS = 0.1
+# The voice assistant's agent (Home Assistant's Ollama integration): keeps its model 30 s
+# after each turn, as the household's other clients do.
+AGENT = {
+    "name": "Voice assistant",
+    "prompt": "You are a voice assistant. Answer in one short sentence.",
+    "num_ctx": 4096,
+    "max_history": 20,
+    "keep_alive": 30,
+    "think": False,
+}
 
 _CONFIGURATION = """\
 # Written by scripts/demo (it is rewritten on every start).
@@ -88,7 +109,22 @@ def write_config(state: Path, port: int) -> None:
     (config_dir / "scripts.yaml").write_text("")
     (config_dir / "scenes.yaml").write_text("")
     shutil.copytree(BLUEPRINTS, config_dir / "blueprints" / "automation" / "llm_warmth")
+    install_integrations(config_dir)
     prepare_storage(config_dir, port)
+
+
+def install_integrations(config_dir: Path) -> None:
+    """Link the integration and the demo's household into ``custom_components``.
+
+    Links, not copies: the integration runs as it is in the repository. Home Assistant
+    imports ``custom_components`` from its configuration folder first, so the
+    repository's own (on the path for the household's imports) is not the one it reads.
+    """
+    folder = config_dir / "custom_components"
+    folder.mkdir()
+    (folder / "__init__.py").write_text('"""Linked by scripts/demo."""\n')
+    for domain, source in INTEGRATIONS.items():
+        (folder / domain).symlink_to(source, target_is_directory=True)
 
 
 def prepare_storage(config_dir: Path, port: int) -> None:
@@ -235,8 +271,14 @@ async def onboard(http: aiohttp.ClientSession, url: str) -> Session:
     return Session(url, http, tokens["access_token"])
 
 
-async def add_server(session: Session, server_url: str, assistant_model: str | None) -> str:
-    """Add the LLM server through the integration's config flow; return the entry id."""
+async def add_server(
+    session: Session, server_url: str, assistant_model: str | None, exporter_url: str | None = None
+) -> str:
+    """Add the LLM server through the integration's config flow; return the entry id.
+
+    With ``assistant_model``: the options too (the assistant model, polls every 10 s, a
+    household reserve of 1 GiB; the GPU read from the exporter at ``exporter_url``).
+    """
     flow = await session.post("/api/config/config_entries/flow", {"handler": "llm_warmth"})
     result = await session.post(
         f"/api/config/config_entries/flow/{flow['flow_id']}",
@@ -249,15 +291,22 @@ async def add_server(session: Session, server_url: str, assistant_model: str | N
         options = await session.post(
             "/api/config/config_entries/options/flow", {"handler": entry_id}
         )
-        await session.post(
+        step = await session.post(
             f"/api/config/config_entries/options/flow/{options['flow_id']}",
             {
                 "scan_interval": 10,
                 "assistant_model": assistant_model,
-                "gpu_source": "none",
+                "gpu_source": "exporter" if exporter_url else "none",
                 "reserve_gib": 1.0,
             },
         )
+        if exporter_url:
+            step = await session.post(
+                f"/api/config/config_entries/options/flow/{options['flow_id']}",
+                {"exporter_url": exporter_url, "exporter_kind": "nvidia_gpu_exporter"},
+            )
+        if step.get("type") != "create_entry":
+            raise RuntimeError(f"the options of {server_url} were not saved: {step}")
     return entry_id
 
 
@@ -284,7 +333,7 @@ async def save_dashboard(session: Session) -> str:
             "type": "call_service",
             "domain": "llm_warmth",
             "service": "dashboard",
-            "service_data": {},
+            "service_data": {"hours_to_show": DASHBOARD_HOURS},
             "return_response": True,
         }
     )
@@ -307,3 +356,126 @@ async def probe(session: Session, entry_id: str, model: str) -> str:
         }
     )
     return str(answer["response"]["summary"])
+
+
+async def flow(session: Session, path: str, handler: Any, *steps: dict[str, Any]) -> Any:
+    """Run a config flow (or a subentry flow) through the REST API, as the UI does."""
+    result = await session.post(f"{path}", {"handler": handler})
+    for step in steps:
+        result = await session.post(f"{path}/{result['flow_id']}", step)
+    if result.get("type") != "create_entry":
+        raise RuntimeError(f"the flow of {handler} did not finish: {result}")
+    return result
+
+
+async def add_household(session: Session, server_url: str, model: str) -> None:
+    """Give the demo's household a voice: its satellite, an agent on ``model``, a pipeline.
+
+    The household (its speech services and kitchen satellite), Home Assistant's Ollama
+    integration at ``server_url`` with a voice assistant agent, and an Assist pipeline that
+    joins them, made the preferred one (the satellite's).
+    """
+    await flow(session, "/api/config/config_entries/flow", "llm_warmth_demo")
+    ollama = await flow(session, "/api/config/config_entries/flow", "ollama", {"url": server_url})
+    entry_id = ollama["result"]["entry_id"]
+    await flow(
+        session,
+        "/api/config/config_entries/subentries/flow",
+        [entry_id, "conversation"],
+        {**AGENT, "model": model},
+    )
+    agent = await _entity(session, "conversation", "ollama", entry_id, timeout=60)
+    stt, tts, wake = [
+        await _entity(session, domain, "llm_warmth_demo") for domain in ("stt", "tts", "wake_word")
+    ]
+    (pipeline,) = await session.websocket(
+        {
+            "type": "assist_pipeline/pipeline/create",
+            "name": "Kitchen",
+            "language": "en",
+            "conversation_engine": agent,
+            "conversation_language": "en",
+            "stt_engine": stt,
+            "stt_language": "en",
+            "tts_engine": tts,
+            "tts_language": "en",
+            "tts_voice": None,
+            "wake_word_entity": wake,
+            "wake_word_id": WAKE_WORD_ID,
+        }
+    )
+    await session.websocket(
+        {"type": "assist_pipeline/pipeline/set_preferred", "pipeline_id": pipeline["id"]}
+    )
+
+
+async def _entity(
+    session: Session, domain: str, platform: str, entry_id: str | None = None, timeout: float = 30
+) -> str:
+    """Return the first entity of ``domain`` of a platform (of an entry), once there is one."""
+    async with asyncio.timeout(timeout):
+        while True:
+            (entities,) = await session.websocket({"type": "config/entity_registry/list"})
+            for entity in entities:
+                if (
+                    entity["entity_id"].startswith(f"{domain}.")
+                    and entity["platform"] == platform
+                    and entry_id in (None, entity["config_entry_id"])
+                ):
+                    return str(entity["entity_id"])
+            await asyncio.sleep(0.5)
+
+
+async def call(session: Session, domain: str, service: str, **data: Any) -> Any:
+    """Call an action through the websocket API; return its response."""
+    (answer,) = await session.websocket(
+        {
+            "type": "call_service",
+            "domain": domain,
+            "service": service,
+            "service_data": data,
+            "return_response": True,
+        }
+    )
+    return answer["response"]
+
+
+async def learn_household(session: Session, entry_id: str, routine: str, new: str) -> datetime:
+    """Give LLM Warmth the household's past; return when the routine comes next.
+
+    Three weeks of the ``routine`` model's daily uses (a learnt routine; its auto-warm
+    turned on), three days of the ``new`` model's (still learning).
+    """
+    answer = await call(session, "llm_warmth_demo", "record_uses", model=routine, days=21)
+    await call(session, "llm_warmth_demo", "record_uses", model=new, days=3, minutes=[0, 20])
+    switch = await _entity_by_unique_id(session, "switch", f"{entry_id}_{routine}_auto_warm")
+    await session.post("/api/services/switch/turn_on", {"entity_id": switch})
+    return datetime.fromisoformat(answer["next"])
+
+
+async def _entity_by_unique_id(session: Session, domain: str, unique_id: str) -> str:
+    (entities,) = await session.websocket({"type": "config/entity_registry/list"})
+    return next(
+        str(e["entity_id"])
+        for e in entities
+        if e["unique_id"] == unique_id and e["entity_id"].startswith(f"{domain}.")
+    )
+
+
+async def warm_on_wake(session: Session) -> None:
+    """Turn on warming at the wake for every pipeline LLM Warmth follows (one, here)."""
+    (entities,) = await session.websocket({"type": "config/entity_registry/list"})
+    switches = [
+        e["entity_id"]
+        for e in entities
+        if e["platform"] == "llm_warmth" and e["unique_id"].endswith("_voice_warm_on_wake")
+    ]
+    await session.post("/api/services/switch/turn_on", {"entity_id": switches})
+
+
+async def voice_turn(session: Session, text: str) -> str:
+    """Say a command to the household's satellite; return the reply (or the error)."""
+    answer = await call(session, "llm_warmth_demo", "voice_turn", text=text)
+    if answer.get("error"):
+        return f"the turn ended with an error: {answer['error']}"
+    return f'"{answer.get("reply")}"'

@@ -3,17 +3,21 @@
 The server is the test suite's Ollama emulator on a wall clock: loads take seconds,
 ``keep_alive`` runs out, an 8 GiB GPU holds one of the two models at a time (loading the
 other evicts it). The morning is a script of requests from the household's clients (the
-voice assistant, a chat UI) and LLM Warmth's own probes, minutes compressed into seconds.
+kitchen's voice satellite through an Assist pipeline, a chat UI) and LLM Warmth's own
+probes, minutes compressed into seconds; then the household's daily routine, which LLM
+Warmth learnt from three weeks of uses, at its time: auto-warm loads the model ahead.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 import random
 
 import aiohttp
+from aiohttp import web
 
 from tests.ollama_emulator import EmulatedModel, FakeClock, OllamaEmulator
 
@@ -57,8 +61,84 @@ def gpu_box() -> OllamaEmulator:
     return server
 
 
+class GpuExporter:
+    """The GPU box's GPU as nvidia_gpu_exporter shows it (``/metrics``): 8 GiB, what is used.
+
+    Used: what the emulated server's models hold, and a desktop's quarter GiB besides (the
+    other processes); LLM Warmth reads it as a GPU source, as it would the real exporter.
+    """
+
+    UUID = "GPU-8d3f6a2e-demo-4c1b-9e07-0123456789ab"
+    NAME = "NVIDIA GeForce RTX 3070"
+    TOTAL = 8 * GIB
+    OTHER = GIB // 4
+
+    def __init__(self, server: OllamaEmulator) -> None:
+        """Report what ``server`` holds."""
+        self.server = server
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+
+    def text(self) -> str:
+        """Return the exporter's page."""
+        models = sum(runner.size_vram for runner in self.server.loaded.values())
+        used = min(self.TOTAL, models + self.OTHER)
+        gpu = f'uuid="{self.UUID}"'
+        return "\n".join(
+            [
+                f'nvidia_smi_gpu_info{{index="0",name="{self.NAME}",{gpu}}} 1',
+                f"nvidia_smi_index{{{gpu}}} 0",
+                f"nvidia_smi_memory_total_bytes{{{gpu}}} {self.TOTAL}",
+                f"nvidia_smi_memory_used_bytes{{{gpu}}} {used}",
+                f"nvidia_smi_memory_free_bytes{{{gpu}}} {self.TOTAL - used}",
+                "",
+            ]
+        )
+
+    async def start(self) -> str:
+        """Serve the page on a free port of 127.0.0.1; return its URL."""
+
+        async def metrics(_request: web.Request) -> web.Response:
+            return web.Response(text=self.text(), content_type="text/plain")
+
+        app = web.Application()
+        app.router.add_get("/metrics", metrics)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}/metrics"
+        return self.url
+
+    async def stop(self) -> None:
+        """Stop serving it."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+
 type Say = Callable[[str], None]
-type Probe = Callable[[str], Awaitable[str]]
+# The other clients keep away from the routine from this long before it until after it: its
+# voice turn shows auto-warm's work, not a chat that pushed the model out just before.
+QUIET_BEFORE = timedelta(minutes=3)
+QUIET_AFTER = timedelta(minutes=2)
+# The routine's voice turn, this long after its expected start.
+ROUTINE_TURN = timedelta(seconds=30)
+
+
+@dataclass(frozen=True)
+class Household:
+    """What the household does through Home Assistant (its public APIs)."""
+
+    # LLM Warmth's probe of a model; its summary.
+    probe: Callable[[str], Awaitable[str]]
+    # A command spoken to the kitchen satellite; the reply (or the turn's error).
+    speak: Callable[[str], Awaitable[str]]
+    # Build and save the dashboard again (entities that came since: probe sensors, the
+    # pipeline's voice device).
+    refresh_dashboard: Callable[[], Awaitable[object]]
+    # Turn the pipeline's "Warm on wake" on.
+    warm_on_wake: Callable[[], Awaitable[object]]
 
 
 async def ask(server: OllamaEmulator, model: str, keep_alive: str) -> None:
@@ -80,16 +160,15 @@ async def ask(server: OllamaEmulator, model: str, keep_alive: str) -> None:
 
 
 async def morning(
-    server: OllamaEmulator,
-    probe: Probe,
-    refresh_dashboard: Callable[[], Awaitable[object]],
-    say: Say,
+    server: OllamaEmulator, household: Household, say: Say, *, routine: datetime
 ) -> None:
-    """Play the morning, then go on with an occasional request, until cancelled.
+    """Play the morning, the routine at ``routine``, an occasional request, until cancelled.
 
-    After the first probe the dashboard is built again: its time-to-first-token card
-    shows the sensors that a model's first probe creates.
+    After the first probe and after the first voice turn the dashboard is built again: the
+    sensors of a model's first probe, and the pipeline's voice device, come with them.
+    Warming at the wake is turned on after the first voice turn (its cold start).
     """
+    probe, speak = household.probe, household.speak
     scenes: list[tuple[float, str, Callable[[], Awaitable[object]]]] = [
         (
             3,
@@ -108,8 +187,9 @@ async def morning(
         ),
         (
             6,
-            f"07:10  the voice assistant asks {ASSISTANT}: a cold start, it evicts {CHAT}",
-            lambda: ask(server, ASSISTANT, "30s"),
+            f"07:10  the kitchen satellite: 'okay nabu, what's the weather like?' "
+            f"({ASSISTANT}: a cold start, it evicts {CHAT})",
+            lambda: speak("What's the weather like?"),
         ),
         (
             4,
@@ -124,12 +204,36 @@ async def morning(
         if isinstance(result, str):
             say(f"        {result}")
         if number == 0:
-            await refresh_dashboard()
+            await household.refresh_dashboard()
+        if number == 3:
+            await household.refresh_dashboard()
+            await household.warm_on_wake()
+            say("        warm on wake turned on: later turns load the model while you speak")
     say(f"        {ASSISTANT} unloads when its keep_alive (30 s here) runs out")
-    # Then now and then another client, until stopped.
+    say(
+        f"at {routine.astimezone():%H:%M} (the real clock): the household's daily routine, "
+        f"learnt from three weeks of uses; auto-warm loads {ASSISTANT} a minute ahead"
+    )
+    # Then now and then another client, and the routine at its time, until stopped.
     chance = random.Random(7)
+    quiet = (routine - QUIET_BEFORE, routine + QUIET_AFTER)
+    turn_at: datetime | None = routine + ROUTINE_TURN
     while True:
-        await asyncio.sleep(chance.uniform(40, 70))
-        model = chance.choice([ASSISTANT, ASSISTANT, CHAT])
-        say(f"later: another client asks {model}")
-        await ask(server, model, "30s")
+        pause = chance.uniform(40, 70)
+        now = datetime.now(UTC)
+        if turn_at is not None and now + timedelta(seconds=pause) >= turn_at:
+            await asyncio.sleep(max((turn_at - now).total_seconds(), 0))
+            say(f"{turn_at.astimezone():%H:%M}  the routine: 'okay nabu, what's on today?'")
+            say(f"        {await speak("What's on today?")}")
+            turn_at = None
+            continue
+        await asyncio.sleep(pause)
+        if quiet[0] <= datetime.now(UTC) <= quiet[1]:
+            continue  # the routine's minutes are its own
+        client = chance.choice([ASSISTANT, CHAT, "voice"])
+        if client == "voice":
+            say("later: the kitchen satellite: 'okay nabu, turn on the kitchen lights'")
+            say(f"        {await speak('Turn on the kitchen lights')}")
+        else:
+            say(f"later: another client asks {client}")
+            await ask(server, client, "30s")

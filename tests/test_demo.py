@@ -126,15 +126,20 @@ async def test_the_demo_shows_warmth_and_events_in_a_browser(
     signed = await running.until(r"Sign in as '(\w+)' with password '([\w-]+)'", timeout=420)
     dashboard = await running.until(r"Dashboard: (http://127\.0\.0\.1:\d+)(/\S+)", timeout=30)
     await running.until(r"^ready", timeout=30)
-    # The morning: a cold probe, an eviction, a cold start by another client, a warm probe.
+    # The morning: a cold probe, an eviction, the kitchen satellite's cold start through
+    # an Assist pipeline, a warm probe; the routine learnt from the household's past.
+    await running.until(r"the kitchen satellite: .* a cold start", timeout=120)
     await running.until(r"a probe of llama3\.2:3b right after: warm", timeout=120)
     await running.until(r"^\s+warm: ", timeout=60)
+    routine = await running.until(r"^at (\d\d:\d\d) \(the real clock\): the household's", 30)
 
     url, path = dashboard.group(1), dashboard.group(2)
     access, refresh = await _sign_in(url, signed.group(1), signed.group(2))
+    states = await _states(url, access)
+    await _the_household_features_have_values(states, routine.group(1))
     screenshots = Path(os.environ.get("LLM_WARMTH_SCREENSHOTS") or tmp_path)
     async with chromium_page(
-        tmp_path / "profile", height=1500, init_script=sign_in_script(url, access, refresh)
+        tmp_path / "profile", height=2400, init_script=sign_in_script(url, access, refresh)
     ) as page:
         text = await look(
             page,
@@ -147,6 +152,17 @@ async def test_the_demo_shows_warmth_and_events_in_a_browser(
                 "(a cold start)",
                 "loaded in",
                 "pushed out of memory by",
+                # The sections a household turns on, each with its values.
+                "Learned warming",
+                "Next expected use",
+                "Auto-warm",
+                "Cold starts (7 days)",
+                # The chat model's few days of uses: it says why no use is expected.
+                "Still learning (under 5 days of uses)",
+                "Voice",
+                "Voice: the silence before the reply",
+                "Kitchen silence",
+                "Costliest stage",
             ],
             screenshots / "demo",
         )
@@ -167,6 +183,43 @@ async def test_the_demo_shows_warmth_and_events_in_a_browser(
     registry = state / "config" / ".storage" / "repairs.issue_registry"
     issues = json.loads(registry.read_text())["data"]["issues"] if registry.exists() else []
     assert [issue["issue_id"] for issue in issues] == []
+
+
+async def _states(url: str, access: str) -> dict[str, dict[str, Any]]:
+    """Return Home Assistant's states, by entity id."""
+    async with (
+        aiohttp.ClientSession(headers={"Authorization": f"Bearer {access}"}) as http,
+        http.get(f"{url}/api/states") as answer,
+    ):
+        return {s["entity_id"]: s for s in await answer.json()}
+
+
+async def _the_household_features_have_values(
+    states: dict[str, dict[str, Any]], routine: str
+) -> None:
+    """The voice device (the kitchen pipeline's) and learned warming, with their values."""
+
+    def one(suffix: str) -> dict[str, Any]:
+        (found,) = [s for e, s in states.items() if e.endswith(suffix)]
+        return found
+
+    # The pipeline's voice device: its last turn, stage by stage; the cold start's load.
+    silence = one("_assist_kitchen_silence_before_the_reply")
+    assert float(silence["state"]) > 1.0, silence  # the turn waited for a 4 s load
+    assert one("_assist_kitchen_costliest_stage")["state"] == "load"
+    assert float(one("_assist_kitchen_speech_to_text")["state"]) >= 0.5
+    assert one("_assist_kitchen_warm_on_wake")["state"] == "on"
+    # Learned warming: the routine learnt from three weeks, expected at its time, warmed
+    # by auto-warm; the chat model's three days are still being learnt, and it says so.
+    next_use = one("_llama3_2_3b_next_expected_use")
+    expected = datetime.fromisoformat(next_use["state"]).astimezone()
+    assert f"{expected:%H:%M}" == routine, (next_use, routine)
+    assert next_use["attributes"]["days_learnt"] == 21
+    auto_warm = one("_llama3_2_3b_auto_warm")
+    assert (auto_warm["state"], auto_warm["attributes"]["pattern"]) == ("on", "rhythmic")
+    assert int(one("_llama3_2_3b_cold_starts_7_days")["state"]) >= 1  # the kitchen's
+    chat = one("_qwen3_8b_next_expected_use")
+    assert (chat["state"], chat["attributes"]["reason"]) == ("unknown", "learning")
 
 
 async def test_develop_starts_clean(socket_enabled: None, tmp_path: Path) -> None:
@@ -466,6 +519,10 @@ def test_the_demo_installs_the_blueprints_and_loads_automations(tmp_path: Path) 
     assert sorted(p.name for p in installed.iterdir()) == sorted(p.name for p in shipped.iterdir())
     for blueprint in shipped.iterdir():
         assert (installed / blueprint.name).read_bytes() == blueprint.read_bytes()
+    # The integration as it is in the repository, and the demo's household beside it.
+    integrations = config / "custom_components"
+    assert (integrations / "llm_warmth").resolve() == ROOT / "custom_components" / "llm_warmth"
+    assert (integrations / "llm_warmth_demo" / "manifest.json").exists()
 
 
 def test_the_demo_refuses_a_folder_it_did_not_make(tmp_path: Path) -> None:
