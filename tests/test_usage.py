@@ -12,6 +12,7 @@ import aiohttp
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import issue_registry as ir
 from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
@@ -798,6 +799,39 @@ async def test_no_session_keep_cuts_short_what_the_agent_keeps(
     await hass.async_block_till_done(wait_background_tasks=True)
     assert len(uses(mock_config_entry, LLAMA)) == 1
     assert [r for r in emulator.requests[before:] if r.path == "/api/generate"] == []
+
+
+@pytest.mark.usefixtures("init_integration")
+async def test_a_session_keep_longer_than_the_agents_raises_no_keep_alive_repair(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+    poll: Poll,
+) -> None:
+    """Auto-warm keeps the model past the agent's 5 minutes, in step with its turns.
+
+    The agent's next turn sets its own keep again (the last writer wins) and auto-warm asks
+    again: that is no conflict to repair (it was one, raised whenever auto-warm kept a
+    model an agent uses: seen in the demo, issue 32).
+    """
+    add_ollama_agent(hass, emulator.url, LLAMA, num_ctx=4096.0, keep_alive=300.0)
+    await hass.async_block_till_done()
+    usage = mock_config_entry.runtime_data.usage
+    usage.set_auto_warm(LLAMA, True)
+    record = usage.get(LLAMA)
+    assert record is not None
+    record.planner.gaps = [1200.0] * 10
+    await ollama_request(
+        emulator, "/api/generate", {"model": LLAMA, "prompt": "hi", "options": {"num_ctx": 4096}}
+    )
+    before = len(emulator.requests)
+    await poll()
+    await hass.async_block_till_done(wait_background_tasks=True)
+    sent = [r.json for r in emulator.requests[before:] if r.path == "/api/generate"]
+    assert [keep["keep_alive"] for keep in sent] == [pytest.approx(22 * 60, abs=3)]
+    await poll()
+    issues = ir.async_get(hass).issues
+    assert [issue_id for (domain, issue_id) in issues if domain == DOMAIN] == []
 
 
 async def test_no_session_keep_while_the_household_needs_the_gpu(

@@ -2,7 +2,9 @@
 
 ``core.pins.PinBook`` decides; this feature owns the book, its store section ("pins")
 and its listeners. The controller asserts the pins; the household guard releases and
-re-applies them.
+re-applies them. Beside them, until when each model's last ``llm_warmth.preload`` asked
+the server to keep it (not stored): what the keep_alive repair holds an agent's keep
+against.
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ class Pins(Feature):
         self._book = PinBook(capabilities, stored_records(self.stored, Pin.from_dict, "pin"))
         # The action (and the automation or script that called it) changing the pins now.
         self._context: Context | None = None
+        # Until when the preload action last asked the server to keep each model. Only the
+        # action's: the features' own keeps (auto-warm's, the wake's) follow the agent's
+        # keep_alive by design, and an agent's turn overriding them is no conflict.
+        self.preloads: dict[str, datetime] = {}
 
     @property
     def context(self) -> Context | None:
@@ -70,6 +76,14 @@ class Pins(Feature):
     def get(self, model: str) -> Pin | None:
         """Return the pin of ``model``, if it has one."""
         return self._book.get(model)
+
+    @callback
+    def preloaded(self, model: str, until: datetime | None) -> None:
+        """Note until when the preload action asked to keep ``model`` (None: no end asked)."""
+        if until is None:
+            self.preloads.pop(model, None)
+        else:
+            self.preloads[model] = until
 
     @callback
     def pin(self, pin: Pin) -> None:

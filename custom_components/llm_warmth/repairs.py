@@ -240,7 +240,10 @@ class RepairIssues:
             )
         for thrash in self.thrash.findings(now, uses, coordinator.monitor.last_sizes):
             wanted[self._id("reload_thrash", *thrash.models)] = thrash_issue(thrash, server)
-        preloads = self._controller.preloaded_until
+        # What the preload action asked to keep (the features' own keeps follow the
+        # agent's keep_alive: an agent's turn over one of them is no conflict).
+        models = coordinator.data.models
+        preloads = {m: u for m, u in self._controller.pins.preloads.items() if m in models}
         pins = self._controller.pins.pins
         for conflict in keep_alive_conflicts(uses, pins, preloads, now):
             wanted[self._id("keep_alive_conflict", conflict.model)] = keep_alive_issue(

@@ -173,6 +173,8 @@ async def _async_evict(call: ServiceCall) -> ServiceResponse:
             models, timeout=call.data[ATTR_TIMEOUT]
         )
     not_resident = [model for model in models or [] if model not in unloaded]
+    for model in unloaded:
+        entry.runtime_data.pins.preloaded(model, None)  # what it asked to keep is gone
     # An evicted pin goes with its model (it would load it again at the next poll).
     unpinned = [model for model in unloaded if model in pinned]
     said = [Sentence("evict_unloaded", {"models": ", ".join(unloaded)})] if unloaded else []
@@ -225,6 +227,14 @@ async def _async_preload(call: ServiceCall) -> ServiceResponse:
     with translated_errors(call.hass, entry, placeholders):
         done = await entry.runtime_data.controller.preload(
             model, keep_seconds=keep_seconds, num_ctx=num_ctx, timeout=call.data[ATTR_TIMEOUT]
+        )
+        # The keep asked for, for the keep_alive repair (for ever, or the server's: none).
+        entry.runtime_data.pins.preloaded(
+            model,
+            # On the polls' clock, which the repair reads it on.
+            entry.runtime_data.coordinator.utcnow() + timedelta(seconds=keep_seconds)
+            if keep_seconds is not None and keep_seconds > 0
+            else None,
         )
         warm_up = await _warm_up(call, entry, model, num_ctx)
     return {
