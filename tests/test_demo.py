@@ -179,10 +179,13 @@ async def test_the_demo_shows_warmth_and_events_in_a_browser(
     log = (state / "home-assistant.log").read_text()
     errors = [line for line in log.splitlines() if " ERROR " in line]
     assert errors == [], errors
-    # Nothing waits in Settings -> Repairs either.
+    # Nothing waits in Settings -> Repairs either, but what the scripted household asks
+    # for: its later clients reload the assistant model a 4th time within 30 minutes from
+    # about 2 minutes after the morning (the README says so), sooner on a slow machine.
     registry = state / "config" / ".storage" / "repairs.issue_registry"
     issues = json.loads(registry.read_text())["data"]["issues"] if registry.exists() else []
-    assert [issue["issue_id"] for issue in issues] == []
+    ids = [issue["issue_id"] for issue in issues]
+    assert [i for i in ids if not i.startswith("reload_thrash_")] == []
 
 
 async def _states(url: str, access: str) -> dict[str, dict[str, Any]]:
