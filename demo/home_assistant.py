@@ -36,9 +36,10 @@ INTEGRATIONS = {
     "llm_warmth": ROOT / "custom_components" / "llm_warmth",
     "llm_warmth_demo": ROOT / "demo" / "llm_warmth_demo",
 }
-# The live view's span on the demo's dashboard: its fast-forwarded morning fills the
-# load and probe graphs (a household's dashboard shows 6 hours).
-DASHBOARD_HOURS = 0.1
+# The live view's span on the demo's dashboard at first: its fast-forwarded morning fills
+# the load and probe graphs (a household's dashboard shows 6 hours). The household script
+# widens it as the demo runs (``household.SPANS``).
+DASHBOARD_HOURS = 0.05
 # The voice assistant's agent (Home Assistant's Ollama integration): keeps its model 30 s
 # after each turn, as the household's other clients do.
 AGENT = {
@@ -326,14 +327,18 @@ async def add_dashboard(session: Session) -> str:
     return await save_dashboard(session)
 
 
-async def save_dashboard(session: Session) -> str:
-    """Build the dashboard again (new sensors: after a first probe) and save it."""
+async def save_dashboard(session: Session, hours: float = DASHBOARD_HOURS) -> str:
+    """Build the dashboard again (new sensors: after a first probe) and save it.
+
+    ``hours``: its live view's span. An open dashboard shows the new one at once (Home
+    Assistant tells the frontend that it changed).
+    """
     (answer,) = await session.websocket(
         {
             "type": "call_service",
             "domain": "llm_warmth",
             "service": "dashboard",
-            "service_data": {"hours_to_show": DASHBOARD_HOURS},
+            "service_data": {"hours_to_show": hours},
             "return_response": True,
         }
     )

@@ -124,6 +124,10 @@ QUIET_BEFORE = timedelta(minutes=3)
 QUIET_AFTER = timedelta(minutes=2)
 # The routine's voice turn, this long after its expected start.
 ROUTINE_TURN = timedelta(seconds=30)
+# The dashboard's live view (its charts' span, hours) as the demo runs: three minutes at
+# first, then twice as long each time the demo has run 80 % of it, up to a household's 6
+# hours. Its charts span about what the demo has shown, never its last pixels.
+SPANS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.0)
 
 
 @dataclass(frozen=True)
@@ -135,10 +139,19 @@ class Household:
     # A command spoken to the kitchen satellite; the reply (or the turn's error).
     speak: Callable[[str], Awaitable[str]]
     # Build and save the dashboard again (entities that came since: probe sensors, the
-    # pipeline's voice device).
-    refresh_dashboard: Callable[[], Awaitable[object]]
+    # pipeline's voice device), its live view spanning so many hours.
+    refresh_dashboard: Callable[[float], Awaitable[object]]
     # Turn the pipeline's "Warm on wake" on.
     warm_on_wake: Callable[[], Awaitable[object]]
+
+
+def live_span(ran: timedelta) -> float:
+    """Return the live view's span (hours) once the demo has run ``ran``.
+
+    The first of ``SPANS`` that it has not run 80 % of yet (the last: a household's 6 h).
+    """
+    hours = ran.total_seconds() / 3600
+    return next((span for span in SPANS if hours < 0.8 * span), SPANS[-1])
 
 
 async def ask(server: OllamaEmulator, model: str, keep_alive: str) -> None:
@@ -169,6 +182,17 @@ async def morning(
     Warming at the wake is turned on after the first voice turn (its cold start).
     """
     probe, speak = household.probe, household.speak
+    started = datetime.now(UTC)
+    shown = SPANS[0]
+
+    async def widen() -> None:
+        """Save the dashboard with a longer span once the demo has run 80 % of its span."""
+        nonlocal shown
+        span = live_span(datetime.now(UTC) - started)
+        if span != shown:
+            shown = span
+            await household.refresh_dashboard(span)
+
     scenes: list[tuple[float, str, Callable[[], Awaitable[object]]]] = [
         (
             3,
@@ -204,9 +228,9 @@ async def morning(
         if isinstance(result, str):
             say(f"        {result}")
         if number == 0:
-            await household.refresh_dashboard()
+            await household.refresh_dashboard(shown)
         if number == 3:
-            await household.refresh_dashboard()
+            await household.refresh_dashboard(shown)
             await household.warm_on_wake()
             say("        warm on wake turned on: later turns load the model while you speak")
     say(f"        {ASSISTANT} unloads when its keep_alive (30 s here) runs out")
@@ -219,6 +243,7 @@ async def morning(
     quiet = (routine - QUIET_BEFORE, routine + QUIET_AFTER)
     turn_at: datetime | None = routine + ROUTINE_TURN
     while True:
+        await widen()
         pause = chance.uniform(40, 70)
         now = datetime.now(UTC)
         if turn_at is not None and now + timedelta(seconds=pause) >= turn_at:

@@ -196,7 +196,16 @@ async def test_dashboard_and_device_pages_in_a_browser(
         browser,
         "/llm-warmth/llm-warmth",
         # The logbook card tells the events in words, one line for a load and its cold start.
-        ["Ollama test", "Warm", "Load times", "Loads, unloads and cold starts", "(a cold start)"],
+        # Another client's use of qwen: its learned warming, and why no use is expected.
+        [
+            "Ollama test",
+            "Warm",
+            "Load times",
+            "Loads, unloads, cold starts and pins",
+            "(a cold start)",
+            "Learned warming",
+            "Still learning (under 5 days of uses)",
+        ],
         "dashboard",
     )
 

@@ -27,7 +27,7 @@ import aiohttp
 import pytest
 
 from demo.home_assistant import Session, write_config
-from demo.household import ASSISTANT, gpu_box
+from demo.household import ASSISTANT, gpu_box, live_span
 
 from .chromium import chromium_page, look, require_browser, sign_in_script
 from .conftest import free_port
@@ -526,6 +526,16 @@ def test_the_demo_installs_the_blueprints_and_loads_automations(tmp_path: Path) 
     integrations = config / "custom_components"
     assert (integrations / "llm_warmth").resolve() == ROOT / "custom_components" / "llm_warmth"
     assert (integrations / "llm_warmth_demo" / "manifest.json").exists()
+
+
+def test_the_demos_charts_span_what_it_has_shown() -> None:
+    """Three minutes at first (the morning fills them), twice as long as the demo runs on."""
+    assert live_span(timedelta(0)) == 0.05
+    assert live_span(timedelta(minutes=2)) == 0.05
+    assert live_span(timedelta(minutes=2, seconds=30)) == 0.1  # 80 % of three minutes
+    assert live_span(timedelta(minutes=30)) == 0.8
+    assert live_span(timedelta(hours=5)) == 6.0
+    assert live_span(timedelta(days=3)) == 6.0  # a household's
 
 
 def test_the_demo_refuses_a_folder_it_did_not_make(tmp_path: Path) -> None:
