@@ -1,9 +1,10 @@
 """A real Assist pipeline inside the test Home Assistant (issue 21).
 
 A test integration (domain ``test``) provides small speech-to-text, text-to-speech and
-wake-word entities and a satellite (``assist_pieces``: the demo plays its turns with them); Home Assistant's own ``ollama`` integration is the
-conversation agent, talking to the Ollama emulator (or any Ollama). One pipeline joins them
-and is the preferred one, so the satellite runs it.
+wake-word entities and a satellite (``assist_pieces``: the demo plays its turns with them);
+Home Assistant's own ``ollama`` integration is the conversation agent, talking to the
+Ollama emulator (or any Ollama). One pipeline joins them and is the preferred one, so the
+satellite runs it.
 
     from .assist import Assist, assist_fixture, hass_config_dir_fixture  # noqa: F401
 
