@@ -295,7 +295,7 @@ async def test_fast_polling_gives_up_after_its_limit(
 ) -> None:
     """A load that never ends (or a server always reporting one) is polled regularly."""
     coordinator = init_integration.runtime_data.coordinator
-    monkeypatch.setattr("custom_components.llm_warmth.coordinator.FAST_POLL_LIMIT", timedelta())
+    monkeypatch.setattr("custom_components.llm_warmth.fast_poll.FAST_POLL_LIMIT", timedelta())
     # Decide an early unload at once (no replacement window): the server settles at once.
     monkeypatch.setattr("custom_components.llm_warmth.core.residency.REPLACEMENT_WINDOW_SECONDS", 0)
     load = await start_load(emulator, LLAMA, 5)

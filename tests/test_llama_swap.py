@@ -321,7 +321,7 @@ async def test_an_entry_removed_while_an_unload_waits_for_its_window_leaves_no_t
     assert coordinator.monitor.undecided_until is not None  # the window runs
     assert await hass.config_entries.async_remove(entry.entry_id)
     await hass.async_block_till_done()
-    assert coordinator._unsub_decide is None  # what the removal must leave
+    assert not coordinator._decision.armed  # what the removal must leave
 
 
 async def test_a_cut_stream_is_reconnected_and_polling_covers_the_gap(

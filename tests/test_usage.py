@@ -177,7 +177,8 @@ async def test_llama_swaps_activity_are_uses_at_their_start_and_ours_are_not(
         seen = len(swap.activity)
         await wait_until(lambda: (usage._activity_seen or 0) >= seen, 10, "our probe read")
         assert len(usage.get("tiny").planner.uses) == 1
-        assert coordinator.own_requests.during("tiny", ended, dt_util.utcnow())
+        own = entry.runtime_data.own_requests
+        assert own.during("tiny", ended, dt_util.utcnow())
         # A request that failed (llama-swap logs it with its status) is no use.
         failed = {
             **swap.activity[-1],

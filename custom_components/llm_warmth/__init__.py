@@ -54,12 +54,13 @@ from .household import HouseholdWatch
 from .household_entry import HOUSEHOLD_PLATFORMS, async_ensure_household, is_household
 from .household_guard import HouseholdGuard, releases_issue_id
 from .idle_profiler import IdleProfiler
+from .own_requests import OwnRequests
 from .peer_watch import PeerWatch
 from .pins import Pins
 from .repairs import RepairIssues
 from .sentences import async_load_sentences
 from .services import async_offer_models, async_setup_services
-from .storage import EntryStore
+from .storage import EntryStore, stored_monitor
 from .ttft_targets import TtftTargets
 from .usage import UsageWatch
 from .voice import VoiceWatch, voice_subject
@@ -98,7 +99,10 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     await store.async_load()
     # Registered first, so it runs last: every section is written once its feature stopped.
     entry.async_on_unload(store.async_close)
-    coordinator = LlmWarmthCoordinator(hass, entry, client, store)
+    # The server's monitor: polled by the coordinator, told of our requests by theirs.
+    monitor = stored_monitor(client, store)
+    coordinator = LlmWarmthCoordinator(hass, entry, client, store, monitor)
+    own_requests = OwnRequests(coordinator, monitor, store)
     await coordinator.async_config_entry_first_refresh()
     server_device_id = async_register_server(hass, entry, kind, coordinator.data.version)
     gpu: GpuCoordinator | None = None
@@ -118,12 +122,13 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     # below, tied to the entry.
     household = HouseholdWatch(hass, entry, coordinator, gpu)
     pins = Pins(hass, entry, store, client.capabilities)
-    controller = ResidencyController(coordinator, pins, household)
+    controller = ResidencyController(coordinator, own_requests, pins, household)
     agents = AgentDirectory(hass, entry.unique_id, kind)
     data = entry.runtime_data = LlmWarmthData(
         client=client,
         store=store,
         coordinator=coordinator,
+        own_requests=own_requests,
         gpu=gpu,
         server_device_id=server_device_id,
         agents=agents,
@@ -140,12 +145,24 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         ),
         diagnoses=Diagnoses(entry, store, coordinator),
         ttft_targets=TtftTargets(entry, store, coordinator),
-        profiler=IdleProfiler(entry, store, coordinator, household),
+        profiler=IdleProfiler(entry, store, coordinator, household, own_requests=own_requests),
         voice=VoiceWatch(
-            entry, store, coordinator, controller=controller, household=household, agents=agents
+            entry,
+            store,
+            coordinator,
+            controller=controller,
+            household=household,
+            agents=agents,
+            own_requests=own_requests,
         ),
         usage=UsageWatch(
-            entry, store, coordinator, agents=agents, controller=controller, household=household
+            entry,
+            store,
+            coordinator,
+            agents=agents,
+            controller=controller,
+            household=household,
+            own_requests=own_requests,
         ),
         peers=PeerWatch(hass, entry, coordinator),
         platforms=_platforms(entry),

@@ -23,6 +23,7 @@ from .core.backends.base import GENERATION_TIMEOUT
 from .core.backends.errors import LlmModelStartError, LlmServerError, LlmServerTimeoutError
 from .core.pins import Pin, Reassertion, ReassertReason
 from .household import HouseholdWatch
+from .own_requests import OwnRequests
 from .pins import Pins
 
 
@@ -45,13 +46,18 @@ class ResidencyController:
     """Evict, preload and pin the models of one server."""
 
     def __init__(
-        self, coordinator: LlmWarmthCoordinator, pins: Pins, household: HouseholdWatch
+        self,
+        coordinator: LlmWarmthCoordinator,
+        own_requests: OwnRequests,
+        pins: Pins,
+        household: HouseholdWatch,
     ) -> None:
-        """Act through the coordinator's client; read the residency through it.
+        """Load and unload as ``own_requests``; read the residency through the coordinator.
 
         ``pins`` are asserted again while ``household`` does not need the GPU.
         """
         self._coordinator = coordinator
+        self._own = own_requests
         self.pins = pins
         self._household = household
         # Preloads under way, by model and keep: a second one shares the first's request.
@@ -186,7 +192,7 @@ class ResidencyController:
             self.pins.asserted(due, coordinator.utcnow())
             keep, num_ctx = self._asked_for(due.pin)
             before = set(coordinator.data.held)
-            seconds = await coordinator.async_own_load(
+            seconds = await self._own.async_load(
                 model,
                 lambda: coordinator.client.load(
                     model, keep_seconds=keep, num_ctx=num_ctx, timeout=GENERATION_TIMEOUT
@@ -235,12 +241,11 @@ class ResidencyController:
             self.pins.unpin(held)
         try:
             for model in held:
-                coordinator.monitor.evicting(model)
-                await coordinator.client.unload(model, timeout=timeout)
+                await self._own.async_unload(model, timeout=timeout)
             await self._until(lambda: not set(held) & set(coordinator.data.held), timeout)
         except BaseException:
             for model in held:  # what leaves later is not ours to explain
-                coordinator.monitor.evicting(model, now=False)
+                self._own.unload_given_up(model)
             raise
         return held
 
@@ -279,7 +284,7 @@ class ResidencyController:
         already = model in coordinator.data.held
         before = set(coordinator.data.held)
         try:
-            took = await coordinator.async_own_load(
+            took = await self._own.async_load(
                 model,
                 lambda: coordinator.client.load(
                     model, keep_seconds=keep_seconds, num_ctx=num_ctx, timeout=timeout

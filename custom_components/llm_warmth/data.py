@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .household import HouseholdWatch
     from .household_guard import HouseholdGuard
     from .idle_profiler import IdleProfiler
+    from .own_requests import OwnRequests
     from .peer_watch import PeerWatch
     from .pins import Pins
     from .storage import EntryStore
@@ -37,6 +38,8 @@ class LlmWarmthData:
     client: LlmBackend
     store: EntryStore
     coordinator: LlmWarmthCoordinator
+    # Our own probes, loads and unloads, and when they ran.
+    own_requests: OwnRequests
     # None: no GPU source is configured.
     gpu: GpuCoordinator | None
     server_device_id: str

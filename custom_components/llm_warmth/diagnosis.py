@@ -111,7 +111,7 @@ class _Prober:
             steps=self._steps,
         )
         num_ctx = self.contexts.get(model)
-        result = await coordinator.async_probe(
+        result = await self._entry.runtime_data.own_requests.async_probe(
             model, prompt, options=probe_options(num_ctx), timeout=self._timeout
         )
         before, after = result.resident_before, coordinator.data.held.get(model)

@@ -24,6 +24,7 @@ from .core.idle_profile import IdleProfile, IdleResult
 from .data import LlmWarmthConfigEntry
 from .feature import Feature
 from .household import HouseholdWatch
+from .own_requests import OwnRequests
 from .probe_prompts import DEFAULT_PROMPT, probe_options
 from .storage import EntryStore, stored_records
 
@@ -45,10 +46,13 @@ class IdleProfiler(Feature):
         store: EntryStore,
         coordinator: LlmWarmthCoordinator,
         household: HouseholdWatch,
+        *,
+        own_requests: OwnRequests,
     ) -> None:
-        """Run the stored profiles; probe through ``coordinator`` unless the house needs the GPU."""
+        """Run the stored profiles; probe as ``own_requests`` unless the house needs the GPU."""
         super().__init__(coordinator.hass, entry, store, "idle_profiles")
         self._coordinator = coordinator
+        self._own = own_requests
         self._household = household
         # Profiles under way or done, by model.
         self.profiles: dict[str, IdleProfile] = stored_records(
@@ -168,7 +172,7 @@ class IdleProfiler(Feature):
             # measure a load the agent would not have had.
             options = probe_options(agent_context(self.entry, model)[0])
             try:
-                probe = await coordinator.async_probe(model, DEFAULT_PROMPT, options=options)
+                probe = await self._own.async_probe(model, DEFAULT_PROMPT, options=options)
             except (LlmServerError, HomeAssistantError) as err:
                 LOGGER.warning("%s: idle profile of %s: %s", coordinator.name, model, err)
                 self._schedule(model, now + RETRY)

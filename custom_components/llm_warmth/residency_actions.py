@@ -275,8 +275,8 @@ async def _warm_up(
     think = agent.think if agent else None
     # One token: the prefill is what a warm-up is for.
     options = probe_options(num_ctx, {"num_predict": 1})
-    coordinator = entry.runtime_data.coordinator
-    probe = await coordinator.async_probe(
+    own = entry.runtime_data.own_requests
+    probe = await own.async_probe(
         model,
         call.data.get(ATTR_PROMPT, AGENT_WARM_UP_PROMPT),
         options=options,
@@ -288,7 +288,7 @@ async def _warm_up(
     if entry.runtime_data.client.capabilities.reports_prompt_cache:
         # A turn like the agent's next one (same system prompt, another question): the
         # server says how much of its prompt came from the cache.
-        after = await coordinator.async_probe(
+        after = await own.async_probe(
             model,
             NEXT_TURN_PROMPT,
             options=options,

@@ -207,7 +207,7 @@ async def _async_probe(call: ServiceCall) -> ServiceResponse:
     options = probe_options(num_ctx, given)
     placeholders = {"model": model, "url": redact_url(entry.runtime_data.client.base_url)}
     with translated_errors(call.hass, entry, placeholders):
-        probe = await coordinator.async_probe(
+        probe = await entry.runtime_data.own_requests.async_probe(
             model,
             prompt,
             api=call.data[ATTR_API],

@@ -15,6 +15,9 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.storage import Store
 
 from .const import DOMAIN, LOGGER
+from .core.backends.base import LlmBackend
+from .core.monitor import ServerMonitor
+from .core.ttft import ModelTiming
 
 STORAGE_VERSION: Final = 1
 # 1.2: the polling figure stored as "load_seconds" (the request that loaded a model, as
@@ -166,3 +169,16 @@ def stored_records[T](records: object, read: Callable[[Any], T], what: str) -> d
         except (ValueError, TypeError) as err:
             LOGGER.warning("Ignoring the stored %s of %s: %s", what, name, err)
     return readable
+
+
+def stored_monitor(client: LlmBackend, store: EntryStore) -> ServerMonitor:
+    """Return the server's monitor, from what earlier runs measured (the section "models")."""
+    monitor: ServerMonitor
+    timings = store.section(
+        "models", lambda: {name: t.as_dict() for name, t in monitor.timings.items()}
+    )
+    monitor = ServerMonitor(
+        client.capabilities,
+        timings=stored_records(timings, ModelTiming.from_dict, "measurements"),
+    )
+    return monitor

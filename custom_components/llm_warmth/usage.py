@@ -59,6 +59,7 @@ from .core.warm_plan import Plan
 from .data import LlmWarmthConfigEntry
 from .feature import ModelRecords
 from .household import HouseholdWatch
+from .own_requests import OwnRequests
 from .storage import EntryStore
 
 SECTION: Final = "usage"
@@ -85,8 +86,9 @@ class UsageWatch(ModelRecords[UsageRecord]):
         agents: AgentDirectory,
         controller: ResidencyController,
         household: HouseholdWatch,
+        own_requests: OwnRequests,
     ) -> None:
-        """Start from the stored uses."""
+        """Start from the stored uses; ``own_requests``' are not the household's."""
         super().__init__(
             entry,
             store,
@@ -97,6 +99,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
         )
         self._agents = agents
         self._controller = controller
+        self._own = own_requests
         # The clock the plans are made on (the coordinator's; a test may give its own).
         self.utcnow: Callable[[], datetime] = coordinator.utcnow
         self._household = household
@@ -369,7 +372,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
             if not expiry_shows_a_use(previous, model, expires):
                 continue  # kept as it was
             # Moved on by a request, or loaded since the last poll: someone used it.
-            if coordinator.own_requests.during(model, before, now):
+            if self._own.during(model, before, now):
                 continue  # ours
             if self._agent_heard(model, before, now):
                 continue  # Home Assistant's agent, heard already
@@ -386,9 +389,8 @@ class UsageWatch(ModelRecords[UsageRecord]):
             self._reading = False
         read = new_activity(served, self._activity_seen)
         self._activity_seen = read.newest
-        own = self._coordinator.own_requests
         for request in read.new:
-            if own.during(request.model, request.started_at, request.ended_at):
+            if self._own.during(request.model, request.started_at, request.ended_at):
                 continue
             if self._agent_heard(request.model, request.started_at, request.ended_at):
                 continue  # Home Assistant's agent, heard from its entity already

@@ -57,6 +57,7 @@ from .data import LlmWarmthConfigEntry
 from .devices import entity_unique_id
 from .feature import Feature
 from .household import HouseholdWatch
+from .own_requests import OwnRequests
 from .probe_prompts import AGENT_WARM_UP_PROMPT, probe_options
 from .storage import EntryStore
 from .warm_assistant import assistant_primary
@@ -267,10 +268,12 @@ class VoiceWatch(Feature):
         controller: ResidencyController,
         household: HouseholdWatch,
         agents: AgentDirectory,
+        own_requests: OwnRequests,
     ) -> None:
         """Start from the stored counts; the pipelines are read when it starts."""
         super().__init__(coordinator.hass, entry, store, SECTION)
         self._coordinator = coordinator
+        self._own = own_requests
         self._controller = controller
         self._household = household
         self._agents = agents
@@ -550,7 +553,7 @@ class VoiceWatch(Feature):
         counts.prefix_sent += 1
         run.prefix_started = time.monotonic()
         try:
-            await coordinator.async_own_load(run.model, warm_up, was_resident=True)
+            await self._own.async_load(run.model, warm_up, was_resident=True)
         except (LlmServerError, HomeAssistantError) as err:
             LOGGER.debug("%s: warming %s's prompt failed: %s", self.entry.title, run.model, err)
             return
