@@ -22,6 +22,7 @@ from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import GENERATION_TIMEOUT
 from .core.backends.errors import LlmModelStartError, LlmServerError, LlmServerTimeoutError
 from .core.pins import Pin, Reassertion, ReassertReason
+from .devices import fire_event
 from .household import HouseholdWatch
 from .own_requests import OwnRequests
 from .pins import Pins
@@ -209,7 +210,9 @@ class ResidencyController:
         if model in self._failing:
             self._failing.discard(model)
             LOGGER.info("%s: %s is pinned again", coordinator.name, model)
-        coordinator.fire(
+        fire_event(
+            coordinator.hass,
+            coordinator.config_entry,
             EVENT_PIN_REASSERTED,
             model=model,
             reason=due.reason.value,

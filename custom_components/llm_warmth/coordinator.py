@@ -1,9 +1,6 @@
 """One coordinator per LLM server: reads it, hands the readings to the monitor, fires events.
 
-The decisions (what changed, what a probe caused, which events) are the pure
-``core.monitor``'s; this module does the I/O, maps errors to Home Assistant's and
-schedules the polls. Our own requests are ``own_requests``'s; the fast polls
-``fast_poll``'s.
+The decisions are the pure ``core.monitor``'s; our own requests are ``own_requests``'s.
 """
 
 from __future__ import annotations
@@ -12,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 import time
-from typing import Any, override
+from typing import override
 
 from homeassistant.const import CONF_SCAN_INTERVAL
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
@@ -39,7 +36,7 @@ from .core.monitor_events import events_of
 from .core.peers import PeerView
 from .core.server_url import redact_url
 from .data import LlmWarmthConfigEntry
-from .devices import event_subject
+from .devices import fire_event
 from .errors import update_failed
 from .event_stream import ResidencyEventStream
 from .fast_poll import FastPoll, OneShot
@@ -143,9 +140,7 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
     def async_start_events(self) -> None:
         """Follow the server's residency events, where it pushes them, until unload.
 
-        Polls go on at the regular interval all the same (they read the version and the
-        installed models, and they tell when the server is gone); while the stream is
-        down, fast polls take over.
+        Regular polls go on (the version, the installed models, an outage); fast ones not.
         """
         if isinstance(self.client, PushesResidency) and self.client.capabilities.pushes_events:
             self._events = ResidencyEventStream(
@@ -235,32 +230,20 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         )
         self.announce(changes)
         self._after_poll()
-        return self._with_peers(snapshot)
-
-    def _with_peers(self, snapshot: ServerSnapshot) -> ServerSnapshot:
-        """Carry the peers' views over to a new snapshot (until PeerWatch reads again)."""
-        if self.data is None or not self.data.peers or snapshot.peers:
-            return snapshot
-        return replace(snapshot, peers=self.data.peers)
-
-    @override
-    @callback
-    def async_set_updated_data(self, data: ServerSnapshot) -> None:
-        super().async_set_updated_data(self._with_peers(data))
+        return snapshot
 
     @callback
     def async_set_peers(self, views: Mapping[str, PeerView]) -> None:
         """Show the peers' models as the entries that run them read them (PeerWatch)."""
-        if self.data is None or self.data.peers == views:
-            return
-        self.data = replace(self.data, peers=views)
-        self.async_update_listeners()
+        if self.monitor.set_peers(views) and self.data is not None:
+            self.data = replace(self.data, peers=views)
+            self.async_update_listeners()
 
     @callback
     def announce(self, changes: list[MonitorChange]) -> None:
         """Fire the events of what changed; store the figures of a load; tell the listeners."""
         for kind, data in events_of(changes):
-            self.fire(f"{DOMAIN}_{kind}", **data)
+            fire_event(self.hass, self.config_entry, f"{DOMAIN}_{kind}", **data)
         if any(isinstance(change, LoadObserved) for change in changes):
             self._store.async_delay_save()
         if changes:
@@ -270,10 +253,13 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
     @callback
     def resident_vram(self) -> int | None:
         """Return the GPU memory the resident models hold, where the server tells it."""
-        if not self.last_update_success or not self.client.capabilities.reports_memory:
-            return None
-        sizes = [m.size_vram for m in self.data.resident.values()]
-        return sum(s for s in sizes if s is not None) if None not in sizes else None
+        reports = self.last_update_success and self.client.capabilities.reports_memory
+        return self.data.resident_vram if reports else None
+
+    @property
+    def last_sizes(self) -> Mapping[str, int]:
+        """Return each model's size in memory when last resident (bytes)."""
+        return self.monitor.last_sizes
 
     def resolve_model(self, model: str) -> str:
         """Return the server's name for ``model`` ("llama3.2" -> "llama3.2:latest")."""
@@ -283,10 +269,9 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
     def async_note_agent_turn(self, model: str) -> None:
         """Note that an agent of this server began a turn with ``model`` just now.
 
-        Where the server lists a model only once loaded (Ollama 0.30 and newer), a model
-        not resident then is loading for that turn: shown as loading (with when it should
-        be ready, by its last exact load) until polling lists it, for at most twice its
-        last load or two minutes.
+        Where the server lists a model only once loaded (Ollama 0.30 and newer), one not
+        resident is loading for that turn until listed, for at most twice its last load
+        or two minutes.
         """
         if self.data is None or not self.last_update_success:
             return
@@ -308,12 +293,3 @@ class LlmWarmthCoordinator(DataUpdateCoordinator[ServerSnapshot]):
         """Show the timings measured and the probes running since the last poll."""
         if self.last_update_success:  # a failed poll keeps the entities unavailable
             self.async_set_updated_data(self.monitor.with_timings(self.data))
-
-    def fire(self, event_type: str, /, **data: Any) -> None:
-        """Fire an event, naming the entity and device it is about (for the logbook)."""
-        entry = self.config_entry
-        subject = event_subject(self.hass, entry.entry_id, data.get("model"))
-        self.hass.bus.async_fire(
-            event_type,
-            {"server": entry.title, "config_entry_id": entry.entry_id, **subject, **data},
-        )

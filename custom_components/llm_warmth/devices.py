@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Final
+from typing import Any, Final
 
 from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant, callback
@@ -139,6 +139,17 @@ def async_sync_devices(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> None
             continue  # a pipeline's: the user removes it (its pipeline may come back)
         if not device.identifiers & wanted:
             registry.async_remove_device(device.id)
+
+
+@callback
+def fire_event(
+    hass: HomeAssistant, entry: LlmWarmthConfigEntry, event_type: str, /, **data: Any
+) -> None:
+    """Fire an event of ``entry``'s server, naming the entity and device it is about."""
+    subject = event_subject(hass, entry.entry_id, data.get("model"))
+    hass.bus.async_fire(
+        event_type, {"server": entry.title, "config_entry_id": entry.entry_id, **subject, **data}
+    )
 
 
 @callback

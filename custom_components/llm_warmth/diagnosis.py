@@ -31,6 +31,7 @@ from .core.diagnose import (
 )
 from .core.diagnosis import Diagnosis
 from .data import LlmWarmthConfigEntry
+from .devices import fire_event
 from .diagnoses import answered
 from .errors import translated_errors
 from .probe_prompts import DEFAULT_PROMPT, LONG_PROMPT, WARM_UP_PROMPT, probe_options
@@ -103,7 +104,9 @@ class _Prober:
     async def probe(self, label: str, model: str, prompt: str = DEFAULT_PROMPT) -> Run:
         coordinator = self._entry.runtime_data.coordinator
         # Progress: which run starts now, of how many.
-        coordinator.fire(
+        fire_event(
+            coordinator.hass,
+            coordinator.config_entry,
             EVENT_DIAGNOSIS_PROGRESS,
             model=model,
             run=label,
@@ -139,7 +142,7 @@ class _Prober:
             num_ctx_before=before.context_length if before else None,
             # The server's figure; else, where it does not tell it, the context asked for.
             num_ctx_after=(after.context_length or num_ctx) if after else None,
-            size=coordinator.monitor.last_sizes.get(model),
+            size=coordinator.last_sizes.get(model),
             resident_models=tuple(sorted(coordinator.data.held)),
             gpus=tuple(gpus),
         )
@@ -314,7 +317,7 @@ async def _async_scenario(
             a_warm.sample,
             resident_before=False,
             resident_after=other in coordinator.data.held,
-            size=coordinator.monitor.last_sizes.get(other),
+            size=coordinator.last_sizes.get(other),
         )
         verdict = model_switch(
             a_warm, competing, await prober.probe("A again", model), competing=True

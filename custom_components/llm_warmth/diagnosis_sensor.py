@@ -106,7 +106,7 @@ class IdleProfileSensor(ModelEntity, SensorEntity):
                 *idle_verdict(
                     profile.results,
                     target_ms=1000 * target,
-                    size=self.coordinator.monitor.last_sizes.get(self.model),
+                    size=self.coordinator.last_sizes.get(self.model),
                 ),
             ),
         }

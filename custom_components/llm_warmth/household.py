@@ -117,7 +117,7 @@ class HouseholdWatch:
         The file size is an estimate that leaves out the context's cache.
         """
         coordinator = self._coordinator
-        if (size := coordinator.monitor.last_sizes.get(model)) is not None:
+        if (size := coordinator.last_sizes.get(model)) is not None:
             return size
         installed = coordinator.data.installed.get(model)
         return installed.size if installed is not None else None

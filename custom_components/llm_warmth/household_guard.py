@@ -36,6 +36,7 @@ from .coordinator import LlmWarmthCoordinator
 from .core.backends.errors import LlmServerError
 from .core.guard import GpuNeed, Guard, GuardRecord, Household, Reapply, Release
 from .data import LlmWarmthConfigEntry
+from .devices import fire_event
 from .feature import Feature
 from .household import HouseholdWatch
 from .pins import Pins
@@ -155,7 +156,13 @@ class HouseholdGuard(Feature):
         ]
         self._pins.reapply(reapplied)
         for model in reapplied:
-            coordinator.fire(EVENT_PIN_REAPPLIED, model=model, host=self._household.host)
+            fire_event(
+                coordinator.hass,
+                coordinator.config_entry,
+                EVENT_PIN_REAPPLIED,
+                model=model,
+                host=self._household.host,
+            )
         for release in released:
             self._pins.release([release.model], release.need.value, now)
             self._releasing.add(release.model)
@@ -178,7 +185,9 @@ class HouseholdGuard(Feature):
         LOGGER.info(
             "%s: released the pin of %s: %s", coordinator.name, model, entity or "headroom low"
         )
-        coordinator.fire(
+        fire_event(
+            coordinator.hass,
+            coordinator.config_entry,
             EVENT_PIN_RELEASED,
             model=model,
             host=self._household.host,

@@ -238,7 +238,7 @@ class RepairIssues:
                     "wanted": str(found.wanted),
                 },
             )
-        for thrash in self.thrash.findings(now, uses, coordinator.monitor.last_sizes):
+        for thrash in self.thrash.findings(now, uses, coordinator.last_sizes):
             wanted[self._id("reload_thrash", *thrash.models)] = thrash_issue(thrash, server)
         # What the preload action asked to keep (the features' own keeps follow the
         # agent's keep_alive: an agent's turn over one of them is no conflict).

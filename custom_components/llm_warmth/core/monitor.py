@@ -61,6 +61,12 @@ class ServerSnapshot:
         return frozenset(self.installed) | frozenset(self.resident)
 
     @property
+    def resident_vram(self) -> int | None:
+        """Return the GPU memory the resident models hold (None: one's is not known)."""
+        sizes = [m.size_vram for m in self.resident.values()]
+        return None if None in sizes else sum(s for s in sizes if s is not None)
+
+    @property
     def held(self) -> dict[str, ResidentModel]:
         """Return the resident models whose weights the server holds (loading or loaded).
 
@@ -132,6 +138,8 @@ class ServerMonitor:
         # The memory each model held when last seen resident (bytes): the guard's
         # estimates, the repairs' and the diagnoses' numbers.
         self.last_sizes: dict[str, int] = {}
+        # A llama-swap's peers' models, as the entries that run them read them.
+        self._peers: Mapping[str, PeerView] = {}
         self._installed: dict[str, InstalledModel] = {}
         self._installed_at: float | None = None
         self._version: str | None = None
@@ -243,6 +251,7 @@ class ServerMonitor:
                 model: now - timedelta(seconds=seconds)
                 for model, seconds in self._tracker.loading_for(monotonic).items()
             },
+            peers=self._peers,
         )
         for name, model in self._last.held.items():
             if size := model.size_vram or model.size:
@@ -283,7 +292,15 @@ class ServerMonitor:
             polled_at=snapshot.polled_at,
             probing=self._tracker.requesting(),
             loading_since=snapshot.loading_since,
+            peers=self._peers,
         )
+
+    def set_peers(self, views: Mapping[str, PeerView]) -> bool:
+        """Show the peers' models in every snapshot from now; return False when the same."""
+        if self._peers == views:
+            return False
+        self._peers = views
+        return True
 
     def load_heard(
         self, model: str, *, now: datetime, monotonic: float, until: float
