@@ -8,8 +8,7 @@ from zoneinfo import ZoneInfo
 from hypothesis import given
 import pytest
 
-from custom_components.llm_warmth.core.warm_hold import Hold, HoldAction, HoldReason, decide
-from custom_components.llm_warmth.core.warm_plan import (
+from custom_components.llm_warmth.core.usage_rhythm import (
     COLD_START_WORTH,
     DEFAULT_KEEP,
     EXPECT,
@@ -23,9 +22,9 @@ from custom_components.llm_warmth.core.warm_plan import (
     MIN_HIT_RATE,
     MIN_KEEP,
     SESSION_GAP,
-    PatternClass,
-    UsagePlanner,
 )
+from custom_components.llm_warmth.core.warm_hold import Hold, HoldAction, HoldReason, decide
+from custom_components.llm_warmth.core.warm_plan import PatternClass, UsagePlanner
 
 from . import malformed
 

@@ -33,7 +33,7 @@ import aiohttp
 from hypothesis import HealthCheck, assume, example, given, settings, strategies as st
 import pytest
 
-from custom_components.llm_warmth.core import warm_plan
+from custom_components.llm_warmth.core import usage_rhythm
 from custom_components.llm_warmth.core.backends.errors import LlmServerError
 from custom_components.llm_warmth.core.backends.http import HttpClient
 from custom_components.llm_warmth.core.backends.llama_swap import LlamaSwapClient
@@ -45,6 +45,17 @@ from custom_components.llm_warmth.core.backends.replies import (
 )
 from custom_components.llm_warmth.core.backends.types import ResidencyState, ServedRequest
 from custom_components.llm_warmth.core.ttft import breakdown
+from custom_components.llm_warmth.core.usage_rhythm import (
+    DEFAULT_KEEP,
+    HISTORY,
+    IDLE_RANGE,
+    KEEPS,
+    MAX_GAPS,
+    MAX_KEEP,
+    MIN_DAYS,
+    MIN_KEEP,
+    SESSION_GAP,
+)
 from custom_components.llm_warmth.core.voice import (
     INTENT_END,
     INTENT_PROGRESS,
@@ -67,20 +78,7 @@ from custom_components.llm_warmth.core.voice import (
     run_events,
     wake_outcome,
 )
-from custom_components.llm_warmth.core.warm_plan import (
-    DEFAULT_KEEP,
-    HISTORY,
-    IDLE_RANGE,
-    KEEPS,
-    MAX_GAPS,
-    MAX_KEEP,
-    MIN_DAYS,
-    MIN_KEEP,
-    SESSION_GAP,
-    PatternClass,
-    Plan,
-    UsagePlanner,
-)
+from custom_components.llm_warmth.core.warm_plan import PatternClass, Plan, UsagePlanner
 
 from . import malformed
 from .test_fuzz_replies import assert_sane_resident
@@ -942,7 +940,7 @@ def real(when: datetime) -> timedelta:
 
 
 def assert_sane_state(planner: UsagePlanner) -> None:
-    assert len(planner.uses) <= warm_plan.MAX_USES
+    assert len(planner.uses) <= usage_rhythm.MAX_USES
     assert all(a <= b for a, b in pairwise(planner.uses))
     assert len(planner.gaps) <= MAX_GAPS
     assert all(0 < gap < SESSION_GAP.total_seconds() for gap in planner.gaps)
@@ -1030,7 +1028,7 @@ def test_any_history_gives_plans_whose_times_follow_their_causes(
 
     Far from a change of summer time, the household's clock and the instants agree.
     """
-    with patch.object(warm_plan, "MAX_USES", 300):  # a flood that fills it, quickly
+    with patch.object(usage_rhythm, "MAX_USES", 300):  # a flood that fills it, quickly
         planner = UsagePlanner()
         now, lead = run_history(planner, base, ops)
         stored = planner.as_dict()
