@@ -12,10 +12,10 @@ from custom_components.llm_warmth.core.residency import (
     ModelLoaded,
     ModelUnloaded,
     OwnRequestEnd,
-    Phase,
     ResidencyTracker,
     UnloadReason,
 )
+from custom_components.llm_warmth.core.runner_sighting import Phase
 
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 

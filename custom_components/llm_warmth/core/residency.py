@@ -34,25 +34,12 @@ import math
 
 from .backends.base import Capabilities
 from .backends.types import ResidencyState, ResidentModel
-from .runner_key import RunnerKey, known_facts, replaced, runner_key
+from .runner_key import known_facts, replaced, runner_key
+from .runner_sighting import Gone, Phase, Sighting, expired, expiry_floats, load_end
 
-# An expiry that moved forward by the time between two polls, within this much, floats.
-_FLOAT_TOLERANCE_SECONDS = 0.15
-_FLOAT_TOLERANCE_RATIO = 0.02
-# A model that left this close before its expiry (or after it) expired: the two machines'
-# clocks and the server's timer are not exact.
-EXPIRY_TOLERANCE_SECONDS = 2.0
 # How long after a model left early a replacement may still show up: Ollama unloads the
 # victim first and loads the newcomer once the memory is back (0.5-1.5 s on a GPU).
 REPLACEMENT_WINDOW_SECONDS = 3.0
-
-
-class Phase(StrEnum):
-    """What the tracker knows about a resident model."""
-
-    UNSURE = "unsure"
-    LOADING = "loading"
-    LOADED = "loaded"
 
 
 class UnloadReason(StrEnum):
@@ -94,34 +81,6 @@ type ResidencyChange = ModelLoaded | ModelUnloaded
 
 
 @dataclass(slots=True)
-class _Tracked:
-    phase: Phase
-    first_seen: float  # monotonic: the first sighting of this runner
-    seen_at: datetime
-    seen_mono: float
-    expires_at: datetime | None
-    runner: RunnerKey
-    reloaded: bool = False
-    # Until when (monotonic) a load of this model is one our own request announced:
-    # polling gives no second event for it.
-    announced_until: float = -math.inf
-
-    def announced(self, monotonic: float) -> bool:
-        """Return True while a load of this model is already announced."""
-        return monotonic <= self.announced_until
-
-
-def _floats(previous: _Tracked, expires_at: datetime | None, now: datetime) -> bool:
-    """Return True when the expiry moved forward with the clock (Ollama 0.9, in use)."""
-    if previous.expires_at is None or expires_at is None:
-        return False
-    moved = (expires_at - previous.expires_at).total_seconds()
-    elapsed = (now - previous.seen_at).total_seconds()
-    tolerance = _FLOAT_TOLERANCE_SECONDS + _FLOAT_TOLERANCE_RATIO * elapsed
-    return moved > 0 and abs(moved - elapsed) <= tolerance
-
-
-@dataclass(slots=True)
 class _OwnRequests:
     """The integration's own requests to one model, and what polling saw meanwhile."""
 
@@ -147,14 +106,6 @@ class OwnRequestEnd:
     covered: bool
 
 
-@dataclass(slots=True)
-class _Gone:
-    """A model that left early with nothing in sight, and when (monotonic)."""
-
-    tracked: _Tracked
-    left_at: float
-
-
 class ResidencyTracker:
     """Turns successive lists of resident models into load and unload changes."""
 
@@ -170,11 +121,11 @@ class ResidencyTracker:
         self._load_end_seen = False
         self._listed_while_loading = True
         self.use_capabilities(capabilities)
-        self._models: dict[str, _Tracked] = {}
+        self._models: dict[str, Sighting] = {}
         self._baseline_taken = False
         # Models that left early with nothing in sight: decided once a replacement shows
         # up, or REPLACEMENT_WINDOW_SECONDS later.
-        self._pending: dict[str, _Gone] = {}
+        self._pending: dict[str, Gone] = {}
         # Models the caller unloads on purpose: gone, they were evicted.
         self._evicting: set[str] = set()
         self._own: dict[str, _OwnRequests] = {}
@@ -254,7 +205,7 @@ class ResidencyTracker:
         baseline = not self._baseline_taken
         self._baseline_taken = True
         self._expected = {m: t for m, t in self._expected.items() if t >= monotonic}
-        seen: dict[str, _Tracked] = {}
+        seen: dict[str, Sighting] = {}
         # Models coming in: new this poll, a new runner in place, or still loading.
         arriving: set[str] = set()
         for model in resident:
@@ -281,7 +232,7 @@ class ResidencyTracker:
             if left := self._left(name, gone, now, server_restarted, replacements):
                 changes.append(left)
             else:
-                self._pending[name] = _Gone(gone, monotonic)
+                self._pending[name] = Gone(gone, monotonic)
         self._evicting &= set(seen)
         self._models = seen
         self._heard = {
@@ -304,7 +255,7 @@ class ResidencyTracker:
     def _left(
         self,
         name: str,
-        gone: _Tracked,
+        gone: Sighting,
         now: datetime,
         server_restarted: bool,
         replacements: tuple[str, ...],
@@ -314,7 +265,7 @@ class ResidencyTracker:
             return ModelUnloaded(name, UnloadReason.SERVER_RESTARTED)
         if name in self._evicting:  # whatever else loads or expires meanwhile
             return ModelUnloaded(name, UnloadReason.ON_REQUEST)
-        if _expired(gone, now):
+        if expired(gone, now):
             return ModelUnloaded(name, UnloadReason.EXPIRED)
         if replacements:
             return ModelUnloaded(name, UnloadReason.DISPLACED, replacements)
@@ -331,7 +282,7 @@ class ResidencyTracker:
         monotonic: float,
         baseline: bool,
         changes: list[ResidencyChange],
-    ) -> _Tracked:
+    ) -> Sighting:
         # Back one poll after it left: replaced in place, not unloaded.
         reloaded = self._pending.pop(model.name, None) is not None
         expected = self._expected.pop(model.name, -math.inf)
@@ -345,7 +296,7 @@ class ResidencyTracker:
             # Loaded between two polls, and the server says so: no need to wait.
             phase, reloaded = Phase.LOADED, False
             self._emit(self._loaded(model.name, None, reloaded=False), changes)
-        return _Tracked(
+        return Sighting(
             phase=phase,
             first_seen=monotonic,
             seen_at=now,
@@ -358,12 +309,12 @@ class ResidencyTracker:
 
     def _follow(
         self,
-        previous: _Tracked,
+        previous: Sighting,
         model: ResidentModel,
         now: datetime,
         monotonic: float,
         changes: list[ResidencyChange],
-    ) -> _Tracked:
+    ) -> Sighting:
         """Compare a model with its last sighting; record a load that ended."""
         tracked = replace(
             previous,
@@ -372,7 +323,7 @@ class ResidencyTracker:
             expires_at=model.expires_at,
             runner=known_facts(previous.runner, runner_key(model)),
         )
-        busy = model.loading or (self._floating and _floats(previous, model.expires_at, now))
+        busy = model.loading or (self._floating and expiry_floats(previous, model.expires_at, now))
         announced = previous.announced(monotonic)
         if previous.phase is Phase.LOADED:
             if model.loading or replaced(previous.runner, tracked.runner):
@@ -398,9 +349,7 @@ class ResidencyTracker:
             # the rest of the request after its load: not a figure of the load.
             if previous.phase is Phase.LOADING and self._listed_while_loading:
                 ended = (
-                    _load_end(previous, model.expires_at, monotonic)
-                    if self._floating
-                    else monotonic
+                    load_end(previous, model.expires_at, monotonic) if self._floating else monotonic
                 )
                 seconds = round(ended - previous.first_seen, 3)
             self._emit(self._loaded(model.name, seconds, previous.reloaded), changes)
@@ -484,23 +433,3 @@ class ResidencyTracker:
                 tracked.announced_until = expect_until
         else:
             self._expected[model] = expect_until
-
-
-def _expired(gone: _Tracked, now: datetime) -> bool:
-    return (
-        gone.expires_at is not None
-        and (gone.expires_at - now).total_seconds() <= EXPIRY_TOLERANCE_SECONDS
-    )
-
-
-def _load_end(previous: _Tracked, expires_at: datetime | None, monotonic: float) -> float:
-    """Return when a busy runner's first request ended, on the monotonic clock.
-
-    A floating expiry (Ollama 0.9) stops at "end + keep_alive": how far it moved since the
-    previous poll dates the end between the two polls. Otherwise the end is known to the
-    resolution of the poll interval: this poll.
-    """
-    if previous.expires_at is None or expires_at is None:
-        return monotonic
-    moved = (expires_at - previous.expires_at).total_seconds()
-    return previous.seen_mono + min(max(moved, 0.0), monotonic - previous.seen_mono)
