@@ -28,12 +28,8 @@ from pytest_homeassistant_custom_component.components.recorder.common import (
 from custom_components.llm_warmth import async_remove_config_entry_device, logbook
 from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN, EVENT_VOICE_TURN
 from custom_components.llm_warmth.core.voice import WAKE_KEEP
-from custom_components.llm_warmth.voice import (
-    GIB,
-    READ_DELAY,
-    WakeCounts,
-    voice_subject,
-)
+from custom_components.llm_warmth.core.voice_record import WakeCounts
+from custom_components.llm_warmth.voice import GIB, READ_DELAY, voice_subject
 
 from .assist import Assist, assist_fixture, hass_config_dir_fixture, pipeline_debug_broken  # noqa: F401
 from .conftest import ENTRY_ID, LLAMA, ollama_request

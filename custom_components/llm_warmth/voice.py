@@ -25,7 +25,7 @@ from datetime import datetime
 import time
 from typing import Any, Final, override
 
-from homeassistant.const import EVENT_STATE_CHANGED, __version__ as HA_VERSION
+from homeassistant.const import EVENT_STATE_CHANGED
 from homeassistant.core import CALLBACK_TYPE, Event, EventStateChangedData, callback
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import entity_registry as er, issue_registry as ir
@@ -37,27 +37,25 @@ from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import GENERATION_TIMEOUT, ReportsRequests
 from .core.backends.errors import LlmServerError
-from .core.backends.types import ServedRequest
 from .core.monitor import LoadObserved, MonitorChange, ServerRestarted
 from .core.residency import ModelUnloaded
 from .core.voice import (
-    WAKE_TO_INTENT_KEPT,
-    Explained,
     ServerSide,
     VoiceTurn,
     explain,
     join_request,
     prefix_warm_fits,
-    run_events,
     waited_load,
     wake_keep,
     wake_outcome,
 )
+from .core.voice_record import VoiceRecord, WakeCounts, prefix_outcome
 from .data import LlmWarmthConfigEntry
 from .devices import entity_unique_id
 from .feature import Feature
 from .household import HouseholdWatch
 from .own_requests import OwnRequests
+from .pipeline_record import PipelineRecord
 from .probe_prompts import AGENT_WARM_UP_PROMPT, probe_options
 from .storage import EntryStore
 from .warm_assistant import assistant_primary
@@ -97,134 +95,6 @@ class VoicePipeline:
     # The pipeline's agent when it is a warm assistant (whose primary agent is ``agent``):
     # its turns say which agent answered.
     assistant: str | None = None
-
-
-@dataclass(slots=True)
-class WakeCounts:
-    """What warming at the wake did for a pipeline's turns, counted since the option exists."""
-
-    enabled: bool = False
-    helped: int = 0
-    hidden_seconds: float = 0.0
-    too_late: int = 0
-    refused: int = 0
-    # The warm-ups of the agent's prompt prefix: sent, left out (they would not have
-    # ended before the agent started), and still running when it started.
-    prefix_sent: int = 0
-    prefix_skipped: int = 0
-    prefix_overlapped: int = 0
-    # Left out because the server holds the prompt already (this satellite's last turn
-    # ran on this load of the model) or another satellite's warm-up of it runs.
-    prefix_held: int = 0
-    # Wakes no command followed that loaded the model (false wakes), and the GiB-seconds
-    # each then held it until the server let it go (or the next wake used it).
-    wasted: int = 0
-    wasted_gib_seconds: float = 0.0
-    # The last prefix warm-up's seconds, and the latest turns' seconds from wake to agent.
-    prefix_seconds: float | None = None
-    wake_to_intent: list[float] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, object]:
-        """Return the counts as stored."""
-        return {
-            "warm_on_wake": self.enabled,
-            "helped": self.helped,
-            "hidden_seconds": round(self.hidden_seconds, 3),
-            "too_late": self.too_late,
-            "refused": self.refused,
-            "prefix_sent": self.prefix_sent,
-            "prefix_skipped": self.prefix_skipped,
-            "prefix_overlapped": self.prefix_overlapped,
-            "prefix_held": self.prefix_held,
-            "wasted": self.wasted,
-            "wasted_gib_seconds": round(self.wasted_gib_seconds, 3),
-            "prefix_seconds": self.prefix_seconds,
-            "wake_to_intent": list(self.wake_to_intent),
-        }
-
-    def intent_after(self, seconds: float) -> None:
-        """Note how many seconds after its wake a turn's agent started."""
-        self.wake_to_intent = [*self.wake_to_intent, round(seconds, 3)][-WAKE_TO_INTENT_KEPT:]
-
-    @classmethod
-    def from_dict(cls, values: object) -> WakeCounts:
-        """Read stored counts; what does not read starts from nothing."""
-        if not isinstance(values, Mapping):
-            return cls()
-
-        def count(key: str) -> int:
-            value = values.get(key)
-            return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-        def seconds(value: object, most: float = 86400) -> float | None:
-            """Return a figure of seconds: a finite, non-negative number below ``most``."""
-            if not isinstance(value, int | float) or isinstance(value, bool):
-                return None
-            return float(value) if 0 <= value < most else None
-
-        after = values.get("wake_to_intent")
-        wake_to_intent = [
-            s for v in (after if isinstance(after, list) else []) if (s := seconds(v)) is not None
-        ]
-        return cls(
-            enabled=values.get("warm_on_wake") is True,
-            helped=max(count("helped"), 0),
-            hidden_seconds=seconds(values.get("hidden_seconds"), most=1e9) or 0.0,
-            too_late=max(count("too_late"), 0),
-            refused=max(count("refused"), 0),
-            prefix_sent=max(count("prefix_sent"), 0),
-            prefix_skipped=max(count("prefix_skipped"), 0),
-            prefix_overlapped=max(count("prefix_overlapped"), 0),
-            prefix_held=max(count("prefix_held"), 0),
-            wasted=max(count("wasted"), 0),
-            wasted_gib_seconds=seconds(values.get("wasted_gib_seconds"), most=1e12) or 0.0,
-            prefix_seconds=seconds(values.get("prefix_seconds")),
-            wake_to_intent=wake_to_intent[-WAKE_TO_INTENT_KEPT:],
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class VoiceRecord:
-    """A pipeline's last turn: its times, what the server did, its stages."""
-
-    turn: VoiceTurn
-    model: str
-    server: ServerSide | None
-    explained: Explained
-    warmed: bool
-    hidden_seconds: float | None
-    # The warm-up of the agent's prompt prefix: "ready" (ended before the agent started),
-    # "overlapped" (the agent's request came while it ran), "skipped" (it would not have
-    # ended in time), None (not sent: warm on wake is off, or the warm-up was refused).
-    prefix: str | None = None
-
-    def details(self) -> dict[str, Any]:
-        """Return the turn as its event and its silence sensor's attribute tell it."""
-        turn, server, explained = self.turn, self.server, self.explained
-        return {
-            "satellite": turn.satellite,
-            "conversation_id": turn.conversation_id,
-            "agent": turn.agent,
-            "model": self.model,
-            "silence_seconds": turn.silence,
-            "wake_to_speech_end_seconds": turn.wake_to_speech_end,
-            "stt_seconds": turn.stt,
-            "agent_first_text_seconds": turn.agent_first_text,
-            "agent_rest_seconds": turn.agent_rest,
-            "tts_start_seconds": turn.tts_start,
-            "streamed": turn.streamed,
-            "error": turn.error,
-            "stages": {stage.value: seconds for stage, seconds in explained.stages.items()},
-            "dominant_stage": explained.dominant.value if explained.dominant else None,
-            "resident_at_intent_start": server.resident if server else None,
-            "loading_at_intent_start": server.loading if server else None,
-            "load_seconds": server.load_seconds if server else None,
-            "load_source": server.load_source if server else None,
-            "server_request": _request_details(server.request) if server else None,
-            "warmed_on_wake": self.warmed,
-            "warm_hidden_seconds": self.hidden_seconds,
-            "warm_prefix": self.prefix,
-        }
 
 
 @dataclass(slots=True)
@@ -289,7 +159,7 @@ class VoiceWatch(Feature):
         # Each warm assistant's last route (by its entity id), until a turn reads it.
         self._routes: dict[str, dict[str, Any]] = {}
         self._timers: set[CALLBACK_TYPE] = set()
-        self._unreadable = False
+        self._record = PipelineRecord(coordinator.hass, entry.title, self.issue_id)
         # Per model: the (pipeline, satellite) whose prompt the server served last on this
         # load of the model, and the models a prompt warm-up is running for.
         self._prefix_held: dict[str, tuple[str, str]] = {}
@@ -601,7 +471,7 @@ class VoiceWatch(Feature):
             return
         if run.intent_started is None and run.load_ended is not None:
             self._wasted_wake(run)
-        turn = self._read_turn(satellite)
+        turn = self._record.read_turn(satellite)
         if turn is None or turn.pipeline not in (None, run.pipeline.id):
             return
         if run.intent_started is not None and turn.error is None:
@@ -657,7 +527,19 @@ class VoiceWatch(Feature):
         warmed = run.load_started is not None
         explained = explain(turn, server)
         record = VoiceRecord(
-            turn, run.model, server, explained, warmed, run.hidden, _prefix_outcome(run)
+            turn,
+            run.model,
+            server,
+            explained,
+            warmed,
+            run.hidden,
+            prefix_outcome(
+                started=run.prefix_started,
+                ended=run.prefix_ended,
+                intent_started=run.intent_started,
+                held=run.prefix_held,
+                skipped=run.prefix_skipped,
+            ),
         )
         self.last[run.pipeline.id] = record
         self._fire(run.pipeline, record)
@@ -729,7 +611,7 @@ class VoiceWatch(Feature):
 
     def _pipeline_of(self, satellite: str) -> VoicePipeline | None:
         """Return the pipeline a satellite's run uses (its run-start names it)."""
-        events = self._latest_run(satellite)
+        events = self._record.latest_run(satellite)
         pipeline_id = None
         if events:
             data = events[0][2]
@@ -738,57 +620,6 @@ class VoiceWatch(Feature):
             return self.pipelines.get(pipeline_id)
         # Without the pipeline's record: the only pipeline of ours, if there is one.
         return next(iter(self.pipelines.values())) if len(self.pipelines) == 1 else None
-
-    def _read_turn(self, satellite: str) -> VoiceTurn | None:
-        events = self._latest_run(satellite)
-        parsed = run_events(events) if events is not None else None
-        turn = VoiceTurn.from_events(parsed) if parsed else None
-        if events is not None and turn is None:
-            self._say_unreadable("its events do not read")
-        return turn
-
-    def _latest_run(self, satellite: str) -> list[tuple[object, object, object]] | None:
-        """Return the events of the satellite's latest run, from the pipeline's record."""
-        debug = getattr(self.hass.data.get(_PIPELINE_DOMAIN), "pipeline_debug", None)
-        if not isinstance(debug, Mapping):
-            self._say_unreadable("pipeline_debug is not there")
-            return None
-        latest: tuple[str, list[tuple[object, object, object]]] | None = None
-        try:
-            for runs in debug.values():
-                for run in runs.values():
-                    start, events = _events_of(run)
-                    if start is None or start.get("satellite_id") != satellite:
-                        continue  # not started yet, or another satellite's
-                    stamp = str(events[0][1])
-                    if latest is None or stamp > latest[0]:
-                        latest = (stamp, events)
-        except (AttributeError, TypeError) as err:
-            self._say_unreadable(f"{type(err).__name__}: {err}")
-            return None
-        return latest[1] if latest else None
-
-    def _say_unreadable(self, why: str) -> None:
-        """Say once that the pipeline's record does not read: a log line and a repair."""
-        if self._unreadable:
-            return
-        self._unreadable = True
-        LOGGER.warning(
-            "%s: Home Assistant %s's Assist pipeline record does not read (%s): voice turns "
-            "are not timed stage by stage",
-            self.entry.title,
-            HA_VERSION,
-            why,
-        )
-        ir.async_create_issue(
-            self.hass,
-            DOMAIN,
-            self.issue_id,
-            is_fixable=False,
-            severity=ir.IssueSeverity.WARNING,
-            translation_key="voice_internals_changed",
-            translation_placeholders={"version": HA_VERSION, "server": self.entry.title},
-        )
 
     def _fire(self, pipeline: VoicePipeline, record: VoiceRecord) -> None:
         # Filed under the pipeline's costliest-stage sensor (no unit: the logbook shows it).
@@ -813,55 +644,6 @@ class VoiceWatch(Feature):
                 ),
             },
         )
-
-
-def _request_details(request: ServedRequest | None) -> dict[str, Any] | None:
-    """Return the server's record of the agent's request, as the turn's details tell it."""
-    if request is None:
-        return None
-    return {
-        "source": "llama-swap activity",
-        "id": request.id,
-        "started_at": request.started_at.isoformat(),
-        "seconds": request.seconds,
-        "waited_seconds": request.waited_seconds,
-        "prefill_seconds": request.prefill_seconds,
-        "generation_seconds": request.generation_seconds,
-        "prompt_tokens": request.prompt_tokens,
-        "cached_tokens": request.cached_tokens,
-    }
-
-
-def _prefix_outcome(run: _Run) -> str | None:
-    """Return what became of the warm-up of the agent's prompt prefix for a turn."""
-    if run.prefix_started is None:
-        if run.prefix_held:
-            return "held"
-        return "skipped" if run.prefix_skipped else None
-    ended, intent = run.prefix_ended, run.intent_started
-    if ended is not None and (intent is None or ended <= intent):
-        return "ready"
-    return "overlapped"
-
-
-def _events_of(
-    run: object,
-) -> tuple[Mapping[str, Any] | None, list[tuple[object, object, object]]]:
-    """Return a recorded run's first event's data and its events; raise when not a run.
-
-    Each event as (type, timestamp, data). A run that starts with an event of another
-    shape is a changed format, not a run; one with no event yet has not started.
-    """
-    events: list[tuple[object, object, object]] = [
-        (getattr(e, "type", None), getattr(e, "timestamp", None), getattr(e, "data", None))
-        for e in run.events  # type: ignore[attr-defined]
-    ]
-    if not events:
-        return None, events
-    kind, _stamp, data = events[0]
-    if not isinstance(kind, str) or not isinstance(data, Mapping):
-        raise TypeError(f"a run starts with {events[0]!r}")
-    return data, events
 
 
 @callback

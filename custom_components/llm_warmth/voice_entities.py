@@ -28,9 +28,10 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from .const import DOMAIN
 from .coordinator import LlmWarmthCoordinator
 from .core.voice import WAKE_KEEP, VoiceStage, VoiceTurn
+from .core.voice_record import VoiceRecord, WakeCounts
 from .data import LlmWarmthConfigEntry
 from .entity import Followed, LlmWarmthEntity
-from .voice import VoicePipeline, VoiceRecord, VoiceWatch, WakeCounts, voice_subject
+from .voice import VoicePipeline, VoiceWatch, voice_subject
 
 
 class NoTurnFigure(StrEnum):
