@@ -198,3 +198,32 @@ def test_auto_warm_is_due_from_its_lead_until_the_stretch_ends_once() -> None:
     assert auto_warm_stretch(plan(start, None), start, lead, None) is None
     assert auto_warm_stretch(plan(None, end), start, lead, None) is None
     assert auto_warm_stretch(None, start, lead, None) is None
+
+
+def test_the_diagnostics_summary_counts_and_the_weeks_scores() -> None:
+    record = UsageRecord(auto_warm=True, warmed=3, refused=1)
+    today = date(2026, 11, 9)
+    record.tally(today, HELPED, 2)
+    record.tally(today - timedelta(days=6), COLD, 1)
+    record.tally(today - timedelta(days=7), COLD, 5)  # a week ago: not in it
+    record.tally(today, GIB_HOURS, 1.23456)
+    for day in range(3):
+        record.planner.observe(T0 + timedelta(days=day))
+    assert record.summary(today) == {
+        "uses": 3,
+        "days_learnt": record.planner.days,
+        "pattern": record.planner.pattern().value,
+        "auto_warm": True,
+        "warmed": 3,
+        "refused": 1,
+        "scoreboard_7_days": [2, 1, 1.235],
+    }
+
+
+def test_the_uses_since_a_moment_count_that_moment() -> None:
+    record = UsageRecord()
+    for minutes in (0, 30, 60):
+        record.planner.observe(T0 + timedelta(minutes=minutes))
+    assert record.uses_since(T0 + timedelta(minutes=30)) == 2
+    assert record.uses_since(T0 + timedelta(minutes=30) + US) == 1
+    assert record.uses_since(T0 + timedelta(hours=2)) == 0

@@ -14,8 +14,10 @@ from custom_components.llm_warmth.core.warm_hold import (
     decide,
     hold,
     hold_reason,
+    expiry_with_agent,
     piece,
     still_asked,
+    warm_lead,
 )
 from custom_components.llm_warmth.core.warm_plan import PatternClass, Plan, UsagePlanner
 
@@ -216,3 +218,31 @@ def test_far_from_the_planners_time_a_model_is_kept_a_piece_at_a_time() -> None:
     assert final.expiry == NOW + KEEP_PIECE
     # A Hold without a piece asks for the planner's time itself.
     assert Hold(HoldAction.KEEP, NOW + MIN, HoldReason.SESSION_KEEP).expiry == NOW + MIN
+
+
+def test_warming_leads_an_expected_use_by_the_cold_load_and_a_margin() -> None:
+    assert warm_lead(12.5) == timedelta(seconds=72.5)
+    assert warm_lead(None) == timedelta(seconds=90)  # no load measured yet: 30 s assumed
+    assert warm_lead(0.0) == timedelta(seconds=90)
+
+
+def test_the_agents_own_keep_counts_with_the_servers_expiry() -> None:
+    t = datetime(2026, 11, 2, 7, 0, tzinfo=UTC)
+    later, sooner = t + timedelta(minutes=10), t + timedelta(minutes=2)
+    # No agent: the server's expiry.
+    assert expiry_with_agent(later, agent_keep_seconds=None, agent_heard=t) == (False, later)
+    # An agent that keeps for ever.
+    assert expiry_with_agent(later, agent_keep_seconds=-1, agent_heard=t) == (True, None)
+    # Its last turn plus its keep, where later than the server's expiry; never earlier.
+    assert expiry_with_agent(sooner, agent_keep_seconds=300, agent_heard=t) == (
+        False,
+        t + timedelta(minutes=5),
+    )
+    assert expiry_with_agent(later, agent_keep_seconds=300, agent_heard=t) == (False, later)
+    assert expiry_with_agent(None, agent_keep_seconds=300, agent_heard=t) == (
+        False,
+        t + timedelta(minutes=5),
+    )
+    assert expiry_with_agent(later, agent_keep_seconds=0, agent_heard=t) == (False, later)
+    # Not heard yet: the server's expiry.
+    assert expiry_with_agent(later, agent_keep_seconds=300, agent_heard=None) == (False, later)

@@ -26,17 +26,16 @@ left out. The uses are kept about eight weeks per model, in the store (section
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from typing import Any, Final, override
 
-from homeassistant.const import EVENT_STATE_CHANGED
-from homeassistant.core import CALLBACK_TYPE, Event, EventStateChangedData, callback
+from homeassistant.core import CALLBACK_TYPE, callback
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.event import async_track_time_interval
 from homeassistant.util import dt as dt_util
 
+from .agent_turns import AgentTurns
 from .agents import AgentDirectory, agent_context, model_agent
 from .const import LOGGER
 from .controller import ResidencyController
@@ -46,15 +45,19 @@ from .core.backends.errors import LlmServerError
 from .core.monitor import LoadObserved, MonitorChange
 from .core.usage import (
     COLD,
-    GIB_HOURS,
     HELPED,
     UsageRecord,
-    agent_heard,
     expiry_shows_a_use,
     new_activity,
-    on_this_clock,
 )
-from .core.warm_hold import HoldAction, HoldReason, decide, still_asked
+from .core.warm_hold import (
+    HoldAction,
+    HoldReason,
+    decide,
+    expiry_with_agent,
+    still_asked,
+    warm_lead,
+)
 from .core.warm_plan import Plan
 from .data import LlmWarmthConfigEntry
 from .feature import ModelRecords
@@ -65,13 +68,8 @@ from .storage import EntryStore
 SECTION: Final = "usage"
 # How many of llama-swap's latest activity entries are read at each poll.
 ACTIVITY_PAGE: Final = 50
-# How long before an expected use warming starts beyond the model's cold load, and the
-# load assumed before one was measured.
-MARGIN: Final = timedelta(seconds=60)
-DEFAULT_LOAD: Final = timedelta(seconds=30)
+# How often the plans are looked at.
 TICK: Final = timedelta(minutes=1)
-# The agent messages kept per model (to tell their turns on the server).
-AGENT_USES_KEPT: Final = 16
 
 
 class UsageWatch(ModelRecords[UsageRecord]):
@@ -108,8 +106,8 @@ class UsageWatch(ModelRecords[UsageRecord]):
         self._polled_at: datetime | None = None
         # The latest llama-swap activity entry read (None: none yet, read the page once).
         self._activity_seen: int | None = None
-        # When Home Assistant's agents last used each model (their latest messages).
-        self._agent_used: dict[str, list[datetime]] = {}
+        # When Home Assistant's agents used each model: uses, and not another client's.
+        self._turns = AgentTurns(coordinator, agents, on_use=self.record)
         # A read of llama-swap's activity is running (one at a time).
         self._reading = False
         # Until when our last keep of each model asked the server to keep it.
@@ -133,11 +131,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
             # What is expected moves with the clock: the entities look again every minute.
             async_track_time_interval(self.hass, self._tick, TICK),
         ]
-        stops.append(
-            self.hass.bus.async_listen(
-                EVENT_STATE_CHANGED, self._agent_state, event_filter=_is_conversation
-            )
-        )
+        stops.append(self._turns.async_start())
 
         @callback
         def stop() -> None:
@@ -231,16 +225,16 @@ class UsageWatch(ModelRecords[UsageRecord]):
         resident = coordinator.data.held.get(model)
         if plan is None or resident is None:
             return
-        # Home Assistant's Ollama agent sends its keep with each turn (the last writer
-        # wins): a keep of ours must not cut one of its turns short.
+        # A keep of ours must not cut one of its agent's turns short.
         agent = model_agent(self.entry, model)
-        expires = resident.expires_at
-        if agent is not None:
-            if agent.keep_alive < 0:
-                return  # its agent keeps it for ever
-            if heard := self._agent_used.get(model):
-                by_agent = heard[-1] + timedelta(seconds=agent.keep_alive)
-                expires = by_agent if expires is None else max(expires, by_agent)
+        heard = self._turns.last(model)
+        forever, expires = expiry_with_agent(
+            resident.expires_at,
+            agent_keep_seconds=agent.keep_alive if agent else None,
+            agent_heard=heard,
+        )
+        if forever:
+            return  # its agent keeps it for ever
         decision = decide(
             plan,
             now,
@@ -321,33 +315,6 @@ class UsageWatch(ModelRecords[UsageRecord]):
     # ---------------------------------------------------------------- sources
 
     @callback
-    def _agent_state(self, event: Event[EventStateChangedData]) -> None:
-        """Record a use of the agent's model when its state moves to a new time (a message)."""
-        new, old = event.data["new_state"], event.data["old_state"]
-        if new is None or old is None or new.state == old.state:
-            return
-        at = dt_util.parse_datetime(new.state)
-        if at is None or at.tzinfo is None:
-            return  # unknown, unavailable, or not the time of a message
-        entity = er.async_get(self.hass).async_get(event.data["entity_id"])
-        used = (
-            self._agents.agent_of_entity(entity.config_entry_id, entity.config_subentry_id)
-            if entity
-            else None
-        )
-        if used is not None:
-            model = self._coordinator.resolve_model(used[0])
-            self._agent_used[model] = [*self._agent_used.get(model, []), at][-AGENT_USES_KEPT:]
-            if on_this_clock(at, dt_util.utcnow()):  # the agent's state is on this clock
-                # Its request goes out now: a model not resident loads for it.
-                self._coordinator.async_note_agent_turn(model)
-            self.record(model, at)
-
-    def _agent_heard(self, model: str, begin: datetime, end: datetime) -> bool:
-        """Return True when an agent's message to ``model`` began its turn by then."""
-        return agent_heard(self._agent_used.get(model, []), begin, end)
-
-    @callback
     def _polled(self) -> None:
         """Compare the expiries with the last poll's (Ollama); read llama-swap's activity."""
         coordinator = self._coordinator
@@ -374,7 +341,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
             # Moved on by a request, or loaded since the last poll: someone used it.
             if self._own.during(model, before, now):
                 continue  # ours
-            if self._agent_heard(model, before, now):
+            if self._turns.heard(model, before, now):
                 continue  # Home Assistant's agent, heard already
             self.record(model, now)
 
@@ -392,7 +359,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
         for request in read.new:
             if self._own.during(request.model, request.started_at, request.ended_at):
                 continue
-            if self._agent_heard(request.model, request.started_at, request.ended_at):
+            if self._turns.heard(request.model, request.started_at, request.ended_at):
                 continue  # Home Assistant's agent, heard from its entity already
             self.record(self._coordinator.resolve_model(request.model), request.started_at)
 
@@ -433,21 +400,8 @@ class UsageWatch(ModelRecords[UsageRecord]):
 
     def summary(self) -> dict[str, dict[str, Any]]:
         """Return what the diagnostics show: counts, not when the household was at home."""
-        return {
-            model: {
-                "uses": len(record.planner.uses),
-                "days_learnt": record.planner.days,
-                "pattern": record.planner.pattern().value,
-                "auto_warm": record.auto_warm,
-                "warmed": record.warmed,
-                "refused": record.refused,
-                "scoreboard_7_days": [
-                    round(self.scoreboard(model, column)[1], 3)
-                    for column in (HELPED, COLD, GIB_HOURS)
-                ],
-            }
-            for model, record in self._records.items()
-        }
+        today = dt_util.as_local(self.utcnow()).date()
+        return {model: record.summary(today) for model, record in self._records.items()}
 
     def scoreboard(self, model: str, column: int) -> tuple[float, float]:
         """Return a scoreboard column of ``model``: today's and the last 7 days' (today too)."""
@@ -471,8 +425,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
     def lead(self, model: str) -> timedelta:
         """Return how long before an expected use warming starts: its cold load, a margin."""
         timing = self._coordinator.data.timings.get(model)
-        load = timing.load_seconds if timing and timing.load_seconds else None
-        return (timedelta(seconds=load) if load else DEFAULT_LOAD) + MARGIN
+        return warm_lead(timing.load_seconds if timing else None)
 
     def plan(self, model: str, now: datetime | None = None) -> Plan | None:
         """Return the planner's answer for ``model`` now (None: never used yet)."""
@@ -487,14 +440,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
         record = self._records.get(model)
         if record is None:
             return 0
-        midnight = dt_util.start_of_local_day(dt_util.as_local(now or self.utcnow()))
-        return sum(1 for use in record.planner.uses if use >= midnight)
-
-
-@callback
-def _is_conversation(event_data: Mapping[str, Any]) -> bool:
-    entity_id = event_data.get("entity_id")
-    return isinstance(entity_id, str) and entity_id.startswith("conversation.")
+        return record.uses_since(dt_util.start_of_local_day(dt_util.as_local(now or self.utcnow())))
 
 
 def _day(when: datetime) -> date:

@@ -20,7 +20,7 @@ conversation's first turn, not even the reply: it is not read.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 import time
 from typing import Any, Final, override
@@ -31,11 +31,11 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import entity_registry as er, issue_registry as ir
 from homeassistant.helpers.event import async_call_later
 
-from .agents import Agent, AgentDirectory, agent_system_prompt
+from .agents import AgentDirectory
 from .const import DOMAIN, EVENT_ASSISTANT_ROUTE, EVENT_VOICE_TURN, LOGGER
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
-from .core.backends.base import GENERATION_TIMEOUT, ReportsRequests
+from .core.backends.base import ReportsRequests
 from .core.backends.errors import LlmServerError
 from .core.monitor import LoadObserved, MonitorChange, ServerRestarted
 from .core.residency import ModelUnloaded
@@ -44,9 +44,7 @@ from .core.voice import (
     VoiceTurn,
     explain,
     join_request,
-    prefix_warm_fits,
     waited_load,
-    wake_keep,
     wake_outcome,
 )
 from .core.voice_record import VoiceRecord, WakeCounts, prefix_outcome
@@ -56,9 +54,8 @@ from .feature import Feature
 from .household import HouseholdWatch
 from .own_requests import OwnRequests
 from .pipeline_record import PipelineRecord
-from .probe_prompts import AGENT_WARM_UP_PROMPT, probe_options
 from .storage import EntryStore
-from .warm_assistant import assistant_primary
+from .voice_wake import VoicePipeline, VoiceRun, WakeWarmer, pipelines_of
 
 SECTION: Final = "voice"
 _PIPELINE_DOMAIN: Final = "assist_pipeline"
@@ -69,7 +66,6 @@ READ_DELAY: Final = 0.5
 REQUEST_RECORD_TIMEOUT: Final = 10.0
 # How much of the slowest recent prompt warm-up is kept at each new one.
 PREFIX_FADE: Final = 0.8
-GIB: Final = 1024**3
 # The satellite states (``AssistSatelliteState``) this feature reads.
 _LISTENING, _PROCESSING, _IDLE = "listening", "processing", "idle"
 
@@ -77,53 +73,6 @@ _LISTENING, _PROCESSING, _IDLE = "listening", "processing", "idle"
 def voice_subject(pipeline_id: str) -> str:
     """Return the subject of a pipeline's device and entities (in their unique ids)."""
     return f"voice_{pipeline_id}"
-
-
-@dataclass(frozen=True, slots=True)
-class VoicePipeline:
-    """An Assist pipeline whose conversation agent uses a model of this server.
-
-    ``agent``: Home Assistant's Ollama agent, whose requests LLM Warmth knows how to ask
-    like (its context, keep, think, system prompt); None for an OpenAI-compatible agent
-    of another integration, whose model is known but not how it asks.
-    """
-
-    id: str
-    name: str
-    model: str
-    agent: Agent | None
-    # The pipeline's agent when it is a warm assistant (whose primary agent is ``agent``):
-    # its turns say which agent answered.
-    assistant: str | None = None
-
-
-@dataclass(slots=True)
-class _Run:
-    """A satellite's turn while it runs: what LLM Warmth saw and did at its wake and start."""
-
-    pipeline: VoicePipeline
-    model: str
-    satellite: str
-    # Monotonic seconds: what the turn waited for is not moved by a clock change.
-    woke: float = field(default_factory=time.monotonic)
-    load_started: float | None = None
-    load_ended: float | None = None
-    prefix_started: float | None = None
-    prefix_ended: float | None = None
-    prefix_skipped: bool = False
-    # Left out: the server holds the prompt, or another satellite's warm-up of it runs.
-    prefix_held: bool = False
-    intent_started: float | None = None
-    # The load time warming at the wake hid from the turn (None: no load at the wake).
-    hidden: float | None = None
-    server: ServerSide | None = None
-    figures_before: tuple[float | None, float | None] = (None, None)
-    timers: list[CALLBACK_TYPE] = field(default_factory=list)
-
-    @property
-    def agent_started(self) -> bool:
-        """Return True once the pipeline's agent started (it may start during an await)."""
-        return self.intent_started is not None
 
 
 class VoiceWatch(Feature):
@@ -155,17 +104,21 @@ class VoiceWatch(Feature):
         }
         self.pipelines: dict[str, VoicePipeline] = {}
         self.last: dict[str, VoiceRecord] = {}
-        self._runs: dict[str, _Run] = {}
+        self._runs: dict[str, VoiceRun] = {}
         # Each warm assistant's last route (by its entity id), until a turn reads it.
         self._routes: dict[str, dict[str, Any]] = {}
         self._timers: set[CALLBACK_TYPE] = set()
         self._record = PipelineRecord(coordinator.hass, entry.title, self.issue_id)
-        # Per model: the (pipeline, satellite) whose prompt the server served last on this
-        # load of the model, and the models a prompt warm-up is running for.
-        self._prefix_held: dict[str, tuple[str, str]] = {}
-        self._prefix_running: set[str] = set()
+        self._warmer = WakeWarmer(
+            coordinator.hass,
+            entry.title,
+            coordinator.client,
+            controller=controller,
+            own_requests=own_requests,
+            counts=lambda pipeline_id: self.counts.setdefault(pipeline_id, WakeCounts()),
+            changed=self.async_changed,
+        )
         # Per model: a false wake's load held now (monotonic since, bytes, pipeline).
-        self._wasted: dict[str, tuple[float, int, str]] = {}
         # Stopped (the entry unloads): a turn still being read is not told.
         self._stopped = False
 
@@ -201,8 +154,8 @@ class VoiceWatch(Feature):
                 cancel()
             self._timers.clear()
             self._runs.clear()
-            self._wasted.clear()
-            self._prefix_held.clear()
+            self._warmer.wasted.clear()
+            self._warmer.prefix_held.clear()
             self._routes.clear()
             self._stopped = True
             ir.async_delete_issue(self.hass, DOMAIN, self.issue_id)
@@ -221,25 +174,7 @@ class VoiceWatch(Feature):
         """Find the pipelines whose agent uses a model of this server."""
         if _PIPELINE_DOMAIN not in self.hass.config.components:
             return
-        from homeassistant.components.assist_pipeline import (  # noqa: PLC0415
-            async_get_pipelines,
-        )
-
-        registry = er.async_get(self.hass)
-        found: dict[str, VoicePipeline] = {}
-        for pipeline in async_get_pipelines(self.hass):
-            entity = registry.async_get(pipeline.conversation_engine or "")
-            assistant = None
-            if entity is not None and (primary := assistant_primary(self.hass, entity)):
-                # A warm assistant: its primary agent's model is the one to warm.
-                assistant, entity = entity.entity_id, registry.async_get(primary)
-            if entity is None:
-                continue  # Home Assistant's own agent, or one without an entity
-            if used := self._agents.agent_of_entity(
-                entity.config_entry_id, entity.config_subentry_id
-            ):
-                found[pipeline.id] = VoicePipeline(pipeline.id, pipeline.name, *used, assistant)
-        if found != self.pipelines:
+        if (found := pipelines_of(self.hass, self._agents)) != self.pipelines:
             self.pipelines = found
             self.async_changed()
 
@@ -295,8 +230,8 @@ class VoiceWatch(Feature):
             return
         coordinator = self._coordinator
         model = coordinator.resolve_model(pipeline.model)
-        run = self._runs[satellite] = _Run(pipeline, model, satellite)
-        self._close_wasted(model)  # a false wake's load serves this turn from now on
+        run = self._runs[satellite] = VoiceRun(pipeline, model, satellite)
+        self._warmer.close_wasted(model)  # a false wake's load serves this turn from now on
         if not self.enabled(pipeline.id):
             return
         snapshot = coordinator.data
@@ -312,131 +247,8 @@ class VoiceWatch(Feature):
                 return
             run.load_started = time.monotonic()
         self.entry.async_create_background_task(
-            self.hass, self._warm(run, cold=cold), f"llm_warmth warm {model} on wake"
+            self.hass, self._warmer.warm(run, cold=cold), f"llm_warmth warm {model} on wake"
         )
-
-    async def _warm(self, run: _Run, *, cold: bool) -> None:
-        """Make the model ready for the agent: load it, then warm its prompt prefix.
-
-        The load is a load-only request with the agent's settings (its ``num_ctx`` and
-        ``keep_alive``): it holds no slot, so the turn's own request waits for nothing but
-        the load it would have waited for anyway; it is never aborted when the turn comes.
-        """
-        agent = run.pipeline.agent
-        if cold:
-            try:
-                done = await self._controller.preload(
-                    run.model,
-                    keep_seconds=self._wake_keep(agent),
-                    num_ctx=agent.num_ctx if agent else None,
-                    timeout=GENERATION_TIMEOUT,
-                )
-            except (LlmServerError, HomeAssistantError) as err:
-                LOGGER.debug("%s: warming %s on wake failed: %s", self.entry.title, run.model, err)
-                run.load_started = None
-                return
-            run.load_ended = time.monotonic()
-            if done.seconds is not None:
-                # The load's own time (its request's), not the reading of residency around it.
-                run.load_started = max(run.load_started or 0.0, run.load_ended - done.seconds)
-        if agent is not None:
-            await self._warm_prefix(run, agent)
-
-    def _wake_keep(self, agent: Agent | None) -> float | None:
-        """Return the keep a load at the wake asks for: short, until the agent's own asks.
-
-        Home Assistant's Ollama agent sends its keep with every request (last writer
-        wins), so the turn's own keep applies once a command reaches it; until then, and
-        after a false wake, the model is held ``WAKE_KEEP`` (or the agent's keep, when
-        shorter: ``core.voice.wake_keep``). An agent that sends no keep
-        (OpenAI-compatible) keeps the server's own, and so does a server whose requests
-        set no keep.
-        """
-        if agent is None or not self._coordinator.client.capabilities.requests_set_keep_and_context:
-            return None
-        return wake_keep(agent.keep_alive)
-
-    async def _warm_prefix(self, run: _Run, agent: Agent) -> None:
-        """Send the agent's system prompt with one short turn, where it ends in time.
-
-        The server's prompt cache then holds the prefix of the agent's next request (the
-        instructions, the exposed entities, the satellite's area), so the agent's turn
-        reads only the rest of its prompt. It asks for one token, with the agent's
-        ``num_ctx`` and ``think`` and no ``keep_alive`` (the model keeps the agent's). On a
-        server with one slot, a turn that comes while it runs waits for the rest of it:
-        it is sent only when it is expected to end first (``prefix_warm_fits``). Only for
-        Home Assistant's Ollama agent: another agent's prompt is not known.
-        """
-        counts = self.counts.setdefault(run.pipeline.id, WakeCounts())
-        if run.intent_started is not None:
-            return  # the agent asked already: its own request warms the prefix
-        held = self._prefix_held.get(run.model) == (run.pipeline.id, run.satellite)
-        if held or run.model in self._prefix_running:
-            # The server's prompt cache holds it (this satellite's last turn ran on this
-            # load), or another satellite's warm-up runs: another would only queue.
-            counts.prefix_held += 1
-            run.prefix_held = True
-            self.async_changed()
-            return
-        if not prefix_warm_fits(
-            prefix_seconds=counts.prefix_seconds,
-            wake_to_intent=counts.wake_to_intent,
-            elapsed=time.monotonic() - run.woke,
-        ):
-            counts.prefix_skipped += 1
-            run.prefix_skipped = True
-            self.async_changed()
-            return
-        # One warm-up per model at a time, from here (the prompt is read with an await).
-        self._prefix_running.add(run.model)
-        try:
-            await self._send_prefix(run, agent, counts)
-        finally:
-            self._prefix_running.discard(run.model)
-
-    async def _send_prefix(self, run: _Run, agent: Agent, counts: WakeCounts) -> None:
-        """Render the agent's system prompt and send it with one short turn; time it."""
-        satellite = er.async_get(self.hass).async_get(run.satellite)
-        try:
-            system = await agent_system_prompt(
-                self.hass, agent, satellite.device_id if satellite else None
-            )
-        except HomeAssistantError as err:  # the agent's prompt template does not render
-            LOGGER.debug("%s: the agent's prompt for a warm-up: %s", self.entry.title, err)
-            return
-        if run.agent_started:
-            return  # the agent asked meanwhile
-        coordinator = self._coordinator
-        options = probe_options(agent.num_ctx, {"num_predict": 1})
-
-        async def warm_up() -> None:
-            await coordinator.client.timed_generation(
-                "chat",
-                run.model,
-                AGENT_WARM_UP_PROMPT,
-                options=options,
-                timeout=GENERATION_TIMEOUT,
-                system=system,
-                think=agent.think,
-            )
-
-        counts.prefix_sent += 1
-        run.prefix_started = time.monotonic()
-        try:
-            await self._own.async_load(run.model, warm_up, was_resident=True)
-        except (LlmServerError, HomeAssistantError) as err:
-            LOGGER.debug("%s: warming %s's prompt failed: %s", self.entry.title, run.model, err)
-            return
-        finally:
-            run.prefix_ended = time.monotonic()
-        if not run.agent_started:
-            self._prefix_held[run.model] = (run.pipeline.id, run.satellite)
-        # The slowest recent warm-up, fading: one served from the prompt cache says little
-        # of the next after the cache was lost.
-        took = run.prefix_ended - run.prefix_started
-        kept = counts.prefix_seconds * PREFIX_FADE if counts.prefix_seconds else 0.0
-        counts.prefix_seconds = round(max(took, kept), 3)
-        self.async_changed()
 
     @callback
     def _intent_started(self, satellite: str) -> None:
@@ -470,13 +282,13 @@ class VoiceWatch(Feature):
         if run is None:
             return
         if run.intent_started is None and run.load_ended is not None:
-            self._wasted_wake(run)
+            self._warmer.wasted_wake(run, self._coordinator.data)
         turn = self._record.read_turn(satellite)
         if turn is None or turn.pipeline not in (None, run.pipeline.id):
             return
         if run.intent_started is not None and turn.error is None:
             # The agent's request ran on this load: the server's prompt cache holds it.
-            self._prefix_held[run.model] = (run.pipeline.id, run.satellite)
+            self._warmer.prefix_held[run.model] = (run.pipeline.id, run.satellite)
         server = self._server_side(run)
         if run.load_started is not None and run.intent_started is not None:
             outcome = wake_outcome(
@@ -502,7 +314,7 @@ class VoiceWatch(Feature):
         self._tell(run, turn, server)
 
     async def _tell_with_request(
-        self, run: _Run, turn: VoiceTurn, server: ServerSide, client: ReportsRequests
+        self, run: VoiceRun, turn: VoiceTurn, server: ServerSide, client: ReportsRequests
     ) -> None:
         """Join the server's record of the agent's request to the turn, then tell it."""
         try:
@@ -520,7 +332,7 @@ class VoiceWatch(Feature):
         self._tell(run, turn, server)
 
     @callback
-    def _tell(self, run: _Run, turn: VoiceTurn, server: ServerSide | None) -> None:
+    def _tell(self, run: VoiceRun, turn: VoiceTurn, server: ServerSide | None) -> None:
         """Keep the turn as the pipeline's last, fire its event, update the entities."""
         if self._stopped:
             return
@@ -545,50 +357,34 @@ class VoiceWatch(Feature):
         self._fire(run.pipeline, record)
         self.async_changed()
 
-    def _wasted_wake(self, run: _Run) -> None:
-        """Count a wake no command followed whose load holds the model, and follow the hold."""
-        counts = self.counts.setdefault(run.pipeline.id, WakeCounts())
-        counts.wasted += 1
-        resident = self._coordinator.data.resident.get(run.model)
-        size = (resident.size_vram or resident.size or 0) if resident else 0
-        if run.model in self._coordinator.data.held and run.load_ended is not None:
-            self._wasted[run.model] = (run.load_ended, size, run.pipeline.id)
-        self.async_changed()
-
-    def _close_wasted(self, model: str) -> None:
-        """Add the GiB-seconds a false wake's load held ``model`` until now."""
-        if (held := self._wasted.pop(model, None)) is None:
-            return
-        since, size, pipeline_id = held
-        counts = self.counts.setdefault(pipeline_id, WakeCounts())
-        counts.wasted_gib_seconds += size / GIB * max(time.monotonic() - since, 0.0)
-        self.async_changed()
-
     @callback
     def _polled(self) -> None:
         """End a false wake's hold once a poll no longer sees the model held."""
         coordinator = self._coordinator
         if not coordinator.last_update_success:
             return
-        for model in [m for m in self._wasted if m not in coordinator.data.held]:
-            self._close_wasted(model)
+        for model in [m for m in self._warmer.wasted if m not in coordinator.data.held]:
+            self._warmer.close_wasted(model)
 
     @callback
     def _residency_changed(self, changes: list[MonitorChange]) -> None:
         """Forget what a load held once it is gone; end a false wake's hold there."""
         for change in changes:
             if isinstance(change, ServerRestarted):
-                self._prefix_held.clear()
-                for model in list(self._wasted):
-                    self._close_wasted(model)
+                self._warmer.prefix_held.clear()
+                for model in list(self._warmer.wasted):
+                    self._warmer.close_wasted(model)
             elif isinstance(change, ModelUnloaded | LoadObserved):
                 # Gone, or loaded again (a new runner's prompt cache is empty).
-                if isinstance(change, ModelUnloaded) or change.model not in self._prefix_running:
-                    self._prefix_held.pop(change.model, None)
+                if (
+                    isinstance(change, ModelUnloaded)
+                    or change.model not in self._warmer.prefix_running
+                ):
+                    self._warmer.prefix_held.pop(change.model, None)
                 if isinstance(change, ModelUnloaded):
-                    self._close_wasted(change.model)
+                    self._warmer.close_wasted(change.model)
 
-    def _server_side(self, run: _Run) -> ServerSide | None:
+    def _server_side(self, run: VoiceRun) -> ServerSide | None:
         """Return what the server did: the load the turn waited for, and who measured it."""
         timing = self._coordinator.data.timings.get(run.model)
         figures = (

@@ -31,7 +31,8 @@ from .core.voice import WAKE_KEEP, VoiceStage, VoiceTurn
 from .core.voice_record import VoiceRecord, WakeCounts
 from .data import LlmWarmthConfigEntry
 from .entity import Followed, LlmWarmthEntity
-from .voice import VoicePipeline, VoiceWatch, voice_subject
+from .voice import VoiceWatch, voice_subject
+from .voice_wake import VoicePipeline
 
 
 class NoTurnFigure(StrEnum):

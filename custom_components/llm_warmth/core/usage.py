@@ -91,6 +91,24 @@ class UsageRecord:
             sum(v for day, v in rows if week <= day <= today.isoformat()),
         )
 
+    def summary(self, today: date) -> dict[str, Any]:
+        """Return what the diagnostics show: counts, not when the household was at home."""
+        return {
+            "uses": len(self.planner.uses),
+            "days_learnt": self.planner.days,
+            "pattern": self.planner.pattern().value,
+            "auto_warm": self.auto_warm,
+            "warmed": self.warmed,
+            "refused": self.refused,
+            "scoreboard_7_days": [
+                round(self.score(column, today)[1], 3) for column in (HELPED, COLD, GIB_HOURS)
+            ],
+        }
+
+    def uses_since(self, since: datetime) -> int:
+        """Return how many uses were recorded since ``since``."""
+        return sum(1 for use in self.planner.uses if use >= since)
+
     def close_holding(self, end: datetime, day: date) -> None:
         """End the warm-up's hold at ``end`` (local ``day``): score the GiB-hours it held."""
         since = self.holding_since

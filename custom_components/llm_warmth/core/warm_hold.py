@@ -185,3 +185,32 @@ def decide(
         until = stretch[1]
         return Hold(HoldAction.LOAD, until, HoldReason.EXPECTED_USE, piece(until, now))
     return hold(plan, now, held=True, loading=False, expires_at=expires_at, asked_until=asked_until)
+
+
+# What is added to a model's cold load before an expected use, and its load when unknown.
+MARGIN: Final = timedelta(seconds=60)
+DEFAULT_LOAD: Final = timedelta(seconds=30)
+
+
+def warm_lead(load_seconds: float | None) -> timedelta:
+    """Return how long before an expected use warming starts: the cold load, a margin."""
+    return (timedelta(seconds=load_seconds) if load_seconds else DEFAULT_LOAD) + MARGIN
+
+
+def expiry_with_agent(
+    expires_at: datetime | None, *, agent_keep_seconds: float | None, agent_heard: datetime | None
+) -> tuple[bool, datetime | None]:
+    """Return whether a model is kept for ever, and until when it is kept otherwise.
+
+    Home Assistant's Ollama agent sends its keep with each turn (the last writer wins):
+    the server's expiry, or the agent's last turn plus its keep when later. A negative
+    keep is for ever. ``agent_keep_seconds`` None: no such agent.
+    """
+    if agent_keep_seconds is None:
+        return False, expires_at
+    if agent_keep_seconds < 0:
+        return True, None
+    if agent_heard is None:
+        return False, expires_at
+    by_agent = agent_heard + timedelta(seconds=agent_keep_seconds)
+    return False, by_agent if expires_at is None else max(expires_at, by_agent)

@@ -1,0 +1,272 @@
+"""What a satellite's wake starts: its run, and warming its agent's model for the turn.
+
+Warm on wake: a load-only request with the agent's settings at the wake, then (for Home
+Assistant's Ollama agent) its prompt prefix, each only where it helps the turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+import time
+from typing import Final
+
+from homeassistant.core import CALLBACK_TYPE, HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import entity_registry as er
+
+from .agents import Agent, AgentDirectory, agent_system_prompt
+from .const import LOGGER
+from .controller import ResidencyController
+from .core.backends.base import GENERATION_TIMEOUT, LlmBackend
+from .core.backends.errors import LlmServerError
+from .core.monitor import ServerSnapshot
+from .core.voice import ServerSide, prefix_warm_fits, wake_keep
+from .core.voice_record import WakeCounts
+from .own_requests import OwnRequests
+from .probe_prompts import AGENT_WARM_UP_PROMPT, probe_options
+from .warm_assistant import assistant_primary
+
+# How much of the slowest recent prompt warm-up is kept at each new one.
+PREFIX_FADE: Final = 0.8
+GIB: Final = 1024**3
+
+
+@dataclass(frozen=True, slots=True)
+class VoicePipeline:
+    """An Assist pipeline whose conversation agent uses a model of this server.
+
+    ``agent``: Home Assistant's Ollama agent, whose requests LLM Warmth knows how to ask
+    like (its context, keep, think, system prompt); None for an OpenAI-compatible agent
+    of another integration, whose model is known but not how it asks.
+    """
+
+    id: str
+    name: str
+    model: str
+    agent: Agent | None
+    # The pipeline's agent when it is a warm assistant (whose primary agent is ``agent``):
+    # its turns say which agent answered.
+    assistant: str | None = None
+
+
+@dataclass(slots=True)
+class VoiceRun:
+    """A satellite's turn while it runs: what LLM Warmth saw and did at its wake and start."""
+
+    pipeline: VoicePipeline
+    model: str
+    satellite: str
+    # Monotonic seconds: what the turn waited for is not moved by a clock change.
+    woke: float = field(default_factory=time.monotonic)
+    load_started: float | None = None
+    load_ended: float | None = None
+    prefix_started: float | None = None
+    prefix_ended: float | None = None
+    prefix_skipped: bool = False
+    # Left out: the server holds the prompt, or another satellite's warm-up of it runs.
+    prefix_held: bool = False
+    intent_started: float | None = None
+    # The load time warming at the wake hid from the turn (None: no load at the wake).
+    hidden: float | None = None
+    server: ServerSide | None = None
+    figures_before: tuple[float | None, float | None] = (None, None)
+    timers: list[CALLBACK_TYPE] = field(default_factory=list)
+
+    @property
+    def agent_started(self) -> bool:
+        """Return True once the pipeline's agent started (it may start during an await)."""
+        return self.intent_started is not None
+
+
+def pipelines_of(hass: HomeAssistant, agents: AgentDirectory) -> dict[str, VoicePipeline]:
+    """Return the Assist pipelines whose agent uses a model of ``agents``' server, by id.
+
+    A warm assistant's pipeline is its primary agent's: its model is the one to warm.
+    """
+    from homeassistant.components.assist_pipeline import (  # noqa: PLC0415
+        async_get_pipelines,
+    )
+
+    registry = er.async_get(hass)
+    found: dict[str, VoicePipeline] = {}
+    for pipeline in async_get_pipelines(hass):
+        entity = registry.async_get(pipeline.conversation_engine or "")
+        assistant = None
+        if entity is not None and (primary := assistant_primary(hass, entity)):
+            assistant, entity = entity.entity_id, registry.async_get(primary)
+        if entity is None:
+            continue  # Home Assistant's own agent, or one without an entity
+        if used := agents.agent_of_entity(entity.config_entry_id, entity.config_subentry_id):
+            found[pipeline.id] = VoicePipeline(pipeline.id, pipeline.name, *used, assistant)
+    return found
+
+
+class WakeWarmer:
+    """Warms the model of a pipeline's agent at a wake, for one server."""
+
+    def __init__(
+        self,
+        hass: HomeAssistant,
+        title: str,
+        client: LlmBackend,
+        *,
+        controller: ResidencyController,
+        own_requests: OwnRequests,
+        counts: Callable[[str], WakeCounts],
+        changed: Callable[[], None],
+    ) -> None:
+        """Load through ``controller``, warm prompts as ``own_requests``; count in ``counts``."""
+        self._hass = hass
+        self._title = title
+        self._client = client
+        self._controller = controller
+        self._own = own_requests
+        self._counts = counts
+        self._changed = changed
+        # Per model: the (pipeline, satellite) whose prompt the server served last on this
+        # load of the model, and the models a prompt warm-up is running for.
+        self.prefix_held: dict[str, tuple[str, str]] = {}
+        self.prefix_running: set[str] = set()
+        # False wakes' loads still held: since (monotonic), the model's size, the pipeline.
+        self.wasted: dict[str, tuple[float, int, str]] = {}
+
+    def wasted_wake(self, run: VoiceRun, snapshot: ServerSnapshot) -> None:
+        """Count a wake no command followed whose load holds the model, and follow the hold."""
+        self._counts(run.pipeline.id).wasted += 1
+        resident = snapshot.resident.get(run.model)
+        size = (resident.size_vram or resident.size or 0) if resident else 0
+        if run.model in snapshot.held and run.load_ended is not None:
+            self.wasted[run.model] = (run.load_ended, size, run.pipeline.id)
+        self._changed()
+
+    def close_wasted(self, model: str) -> None:
+        """Add the GiB-seconds a false wake's load held ``model`` until now."""
+        if (held := self.wasted.pop(model, None)) is None:
+            return
+        since, size, pipeline_id = held
+        counts = self._counts(pipeline_id)
+        counts.wasted_gib_seconds += size / GIB * max(time.monotonic() - since, 0.0)
+        self._changed()
+
+    async def warm(self, run: VoiceRun, *, cold: bool) -> None:
+        """Make the model ready for the agent: load it, then warm its prompt prefix.
+
+        The load is a load-only request with the agent's settings (its ``num_ctx`` and
+        ``keep_alive``): it holds no slot, so the turn's own request waits for nothing but
+        the load it would have waited for anyway; it is never aborted when the turn comes.
+        """
+        agent = run.pipeline.agent
+        if cold:
+            try:
+                done = await self._controller.preload(
+                    run.model,
+                    keep_seconds=self._keep(agent),
+                    num_ctx=agent.num_ctx if agent else None,
+                    timeout=GENERATION_TIMEOUT,
+                )
+            except (LlmServerError, HomeAssistantError) as err:
+                LOGGER.debug("%s: warming %s on wake failed: %s", self._title, run.model, err)
+                run.load_started = None
+                return
+            run.load_ended = time.monotonic()
+            if done.seconds is not None:
+                # The load's own time (its request's), not the reading of residency around it.
+                run.load_started = max(run.load_started or 0.0, run.load_ended - done.seconds)
+        if agent is not None:
+            await self._warm_prefix(run, agent)
+
+    def _keep(self, agent: Agent | None) -> float | None:
+        """Return the keep a load at the wake asks for: short, until the agent's own asks.
+
+        Home Assistant's Ollama agent sends its keep with every request (last writer
+        wins), so the turn's own keep applies once a command reaches it; until then, and
+        after a false wake, the model is held ``WAKE_KEEP`` (or the agent's keep, when
+        shorter: ``core.voice.wake_keep``). An agent that sends no keep
+        (OpenAI-compatible) keeps the server's own, and so does a server whose requests
+        set no keep.
+        """
+        if agent is None or not self._client.capabilities.requests_set_keep_and_context:
+            return None
+        return wake_keep(agent.keep_alive)
+
+    async def _warm_prefix(self, run: VoiceRun, agent: Agent) -> None:
+        """Send the agent's system prompt with one short turn, where it ends in time.
+
+        The server's prompt cache then holds the prefix of the agent's next request (the
+        instructions, the exposed entities, the satellite's area), so the agent's turn
+        reads only the rest of its prompt. It asks for one token, with the agent's
+        ``num_ctx`` and ``think`` and no ``keep_alive`` (the model keeps the agent's). On a
+        server with one slot, a turn that comes while it runs waits for the rest of it:
+        it is sent only when it is expected to end first (``prefix_warm_fits``). Only for
+        Home Assistant's Ollama agent: another agent's prompt is not known.
+        """
+        counts = self._counts(run.pipeline.id)
+        if run.intent_started is not None:
+            return  # the agent asked already: its own request warms the prefix
+        held = self.prefix_held.get(run.model) == (run.pipeline.id, run.satellite)
+        if held or run.model in self.prefix_running:
+            # The server's prompt cache holds it (this satellite's last turn ran on this
+            # load), or another satellite's warm-up runs: another would only queue.
+            counts.prefix_held += 1
+            run.prefix_held = True
+            self._changed()
+            return
+        if not prefix_warm_fits(
+            prefix_seconds=counts.prefix_seconds,
+            wake_to_intent=counts.wake_to_intent,
+            elapsed=time.monotonic() - run.woke,
+        ):
+            counts.prefix_skipped += 1
+            run.prefix_skipped = True
+            self._changed()
+            return
+        # One warm-up per model at a time, from here (the prompt is read with an await).
+        self.prefix_running.add(run.model)
+        try:
+            await self._send_prefix(run, agent, counts)
+        finally:
+            self.prefix_running.discard(run.model)
+
+    async def _send_prefix(self, run: VoiceRun, agent: Agent, counts: WakeCounts) -> None:
+        """Render the agent's system prompt and send it with one short turn; time it."""
+        satellite = er.async_get(self._hass).async_get(run.satellite)
+        try:
+            system = await agent_system_prompt(
+                self._hass, agent, satellite.device_id if satellite else None
+            )
+        except HomeAssistantError as err:  # the agent's prompt template does not render
+            LOGGER.debug("%s: the agent's prompt for a warm-up: %s", self._title, err)
+            return
+        if run.agent_started:
+            return  # the agent asked meanwhile
+        options = probe_options(agent.num_ctx, {"num_predict": 1})
+
+        async def warm_up() -> None:
+            await self._client.timed_generation(
+                "chat",
+                run.model,
+                AGENT_WARM_UP_PROMPT,
+                options=options,
+                timeout=GENERATION_TIMEOUT,
+                system=system,
+                think=agent.think,
+            )
+
+        counts.prefix_sent += 1
+        run.prefix_started = time.monotonic()
+        try:
+            await self._own.async_load(run.model, warm_up, was_resident=True)
+        except (LlmServerError, HomeAssistantError) as err:
+            LOGGER.debug("%s: warming %s's prompt failed: %s", self._title, run.model, err)
+            return
+        finally:
+            run.prefix_ended = time.monotonic()
+        if not run.agent_started:
+            self.prefix_held[run.model] = (run.pipeline.id, run.satellite)
+        # The slowest recent warm-up, fading: one served from the prompt cache says little
+        # of the next after the cache was lost.
+        took = run.prefix_ended - run.prefix_started
+        kept = counts.prefix_seconds * PREFIX_FADE if counts.prefix_seconds else 0.0
+        counts.prefix_seconds = round(max(took, kept), 3)
+        self._changed()
