@@ -14,6 +14,7 @@ from custom_components.llm_warmth.core.backends.types import (
     ResidentModel,
     TimedReply,
 )
+from custom_components.llm_warmth.core.model_timing import ModelTiming
 from custom_components.llm_warmth.core.monitor import (
     INSTALLED_REFRESH_SECONDS,
     VERSION_REFRESH_SECONDS,
@@ -23,7 +24,7 @@ from custom_components.llm_warmth.core.monitor import (
     ServerRestarted,
 )
 from custom_components.llm_warmth.core.residency import ModelUnloaded, UnloadReason
-from custom_components.llm_warmth.core.ttft import Classification, ModelTiming
+from custom_components.llm_warmth.core.ttft import Classification
 
 T0 = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
 LOADING, LOADED, SLEEPING = (

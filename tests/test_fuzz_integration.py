@@ -25,9 +25,9 @@ from custom_components.llm_warmth.const import DOMAIN
 from custom_components.llm_warmth.core.backends.replies import MAX_DURATION_NS, MAX_TOKENS
 from custom_components.llm_warmth.core.backends.types import TimedReply
 from custom_components.llm_warmth.core.load_figures import FigureSource, LoadFigures
+from custom_components.llm_warmth.core.model_timing import ModelTiming
 from custom_components.llm_warmth.core.ttft import (
     Classification,
-    ModelTiming,
     Stage,
     Verdict,
     breakdown,

@@ -6,11 +6,11 @@ import pytest
 
 from custom_components.llm_warmth.core.backends.types import TimedReply
 from custom_components.llm_warmth.core.load_figures import FigureSource, LoadFigures
+from custom_components.llm_warmth.core.model_timing import ModelTiming
 from custom_components.llm_warmth.core.summary import summary
 from custom_components.llm_warmth.core.ttft import (
     BASELINE_SIZE,
     Classification,
-    ModelTiming,
     Stage,
     StageBreakdown,
     Verdict,

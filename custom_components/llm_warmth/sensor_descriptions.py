@@ -21,8 +21,9 @@ from homeassistant.const import (
 
 from .core.backends.base import Capabilities
 from .core.load_figures import FigureSource
+from .core.model_timing import ModelTiming
 from .core.monitor import ServerSnapshot
-from .core.ttft import Classification, ModelTiming, StageBreakdown
+from .core.ttft import Classification, StageBreakdown
 from .core.warmth import Warmth, model_warmth
 from .devices import model_details
 from .gpu_sensor import MemorySize, SensorValue

@@ -16,8 +16,8 @@ from homeassistant.helpers.storage import Store
 
 from .const import DOMAIN, LOGGER
 from .core.backends.base import LlmBackend
+from .core.model_timing import ModelTiming
 from .core.monitor import ServerMonitor
-from .core.ttft import ModelTiming
 
 STORAGE_VERSION: Final = 1
 # 1.2: the polling figure stored as "load_seconds" (the request that loaded a model, as

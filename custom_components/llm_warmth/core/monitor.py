@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from .backends.base import Capabilities
 from .backends.types import InstalledModel, ResidencyState, ResidentModel, TimedReply
 from .load_figures import FigureSource, LoadFigures
+from .model_timing import ModelTiming
 from .residency import (
     REPLACEMENT_WINDOW_SECONDS,
     ModelLoaded,
@@ -23,7 +24,7 @@ from .residency import (
     ResidencyChange,
     ResidencyTracker,
 )
-from .ttft import Classification, ModelTiming, StageBreakdown, Verdict, breakdown, judge
+from .ttft import Classification, StageBreakdown, Verdict, breakdown, judge
 
 if TYPE_CHECKING:
     from .peers import PeerView

@@ -12,16 +12,14 @@ eval_count``, the time one more token costs) is reported beside the TTFT, and th
 ``overhead`` residual is TTFT - queue_and_load - prefill: network, HTTP and templating.
 """
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 import math
 from statistics import median
 from typing import Any
 
 from .backends.types import TimedReply
-from .load_figures import FigureSource, LoadFigures
 
 # A stage "expanded" when it exceeds both this factor and this margin over its warm baseline.
 EXPANSION_FACTOR = 3.0
@@ -107,15 +105,15 @@ class StageBreakdown:
         try:
             return cls(
                 ttft_ms=_float(data["ttft_ms"]),
-                queue_and_load_ms=_optional_float(data["queue_and_load_ms"]),
-                prefill_ms=_optional_float(data["prefill_ms"]),
-                first_decode_ms=_optional_float(data["first_decode_ms"]),
-                overhead_ms=_optional_float(data["overhead_ms"]),
-                decode_rate=_optional_float(data["decode_rate"]),
+                queue_and_load_ms=optional_float(data["queue_and_load_ms"]),
+                prefill_ms=optional_float(data["prefill_ms"]),
+                first_decode_ms=optional_float(data["first_decode_ms"]),
+                overhead_ms=optional_float(data["overhead_ms"]),
+                decode_rate=optional_float(data["decode_rate"]),
                 prompt_tokens=_optional_count(data["prompt_tokens"]),
                 eval_tokens=_optional_count(data["eval_tokens"]),
-                prompt_cache_reuse=_optional_float(data.get("prompt_cache_reuse")),
-                queue_ms=_optional_float(data.get("queue_ms")),
+                prompt_cache_reuse=optional_float(data.get("prompt_cache_reuse")),
+                queue_ms=optional_float(data.get("queue_ms")),
             )
         except (KeyError, TypeError) as err:
             raise ValueError(f"not a stage breakdown: {err}") from err
@@ -297,129 +295,8 @@ def judge(sample: StageBreakdown, *, was_resident: bool, baseline: WarmBaseline)
     return Verdict(Classification.COLD if cold else Classification.WARM, dominant)
 
 
-@dataclass(frozen=True, slots=True)
-class ModelTiming:
-    """What was measured for one model; the sensors read it and it is stored."""
-
-    last: StageBreakdown | None = None
-    last_probe_at: datetime | None = None
-    last_verdict: Verdict | None = None
-    last_cold_ttft_ms: float | None = None
-    last_warm_ttft_ms: float | None = None
-    baseline: WarmBaseline = field(default_factory=WarmBaseline)
-    # The last load measured on its own (queue wait included), and who measured it: an
-    # exact figure (the server's, ours, the server's events), never a polled lower bound.
-    load_seconds: float | None = None
-    load_source: FigureSource | None = None
-    # The last request that loaded the model, start to finish, timed exactly.
-    cold_request_seconds: float | None = None
-    cold_request_source: FigureSource | None = None
-    # A newer load, or cold request, that only polls saw: it lasted at least this long.
-    # None once an exact figure of a newer one replaces it.
-    load_at_least_seconds: float | None = None
-    cold_request_at_least_seconds: float | None = None
-
-    def with_load(self, figures: LoadFigures) -> ModelTiming:
-        """Return the timing with the figures of one more load (unknown ones kept).
-
-        A lower bound (polling saw only part of the load) never replaces an exact
-        figure: it is kept beside it, as what the newer load lasted at least.
-        """
-        timing = self
-        if figures.load_seconds is None:
-            pass
-        elif figures.load_source is FigureSource.POLLING:
-            timing = replace(timing, load_at_least_seconds=figures.load_seconds)
-        else:
-            timing = replace(
-                timing,
-                load_seconds=figures.load_seconds,
-                load_source=figures.load_source,
-                load_at_least_seconds=None,
-            )
-        if figures.cold_request_seconds is None:
-            pass
-        elif figures.cold_request_source is FigureSource.POLLING:
-            timing = replace(timing, cold_request_at_least_seconds=figures.cold_request_seconds)
-        else:
-            timing = replace(
-                timing,
-                cold_request_seconds=figures.cold_request_seconds,
-                cold_request_source=figures.cold_request_source,
-                cold_request_at_least_seconds=None,
-            )
-        return timing
-
-    def with_probe(self, sample: StageBreakdown, verdict: Verdict, at: datetime) -> ModelTiming:
-        """Return the timing with one more probe recorded."""
-        cold = verdict.classification is Classification.COLD
-        return replace(
-            self,
-            last=sample,
-            last_probe_at=at,
-            last_verdict=verdict,
-            last_cold_ttft_ms=sample.ttft_ms if cold else self.last_cold_ttft_ms,
-            last_warm_ttft_ms=self.last_warm_ttft_ms if cold else sample.ttft_ms,
-            baseline=self.baseline if cold else self.baseline.add(sample),
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        """Return the timing as plain data for the store."""
-        return {
-            "last": self.last.as_dict() if self.last else None,
-            "last_probe_at": self.last_probe_at.isoformat() if self.last_probe_at else None,
-            "classification": self.last_verdict.classification if self.last_verdict else None,
-            "dominant_stage": self.last_verdict.dominant_stage if self.last_verdict else None,
-            "last_cold_ttft_ms": self.last_cold_ttft_ms,
-            "last_warm_ttft_ms": self.last_warm_ttft_ms,
-            "baseline": [sample.as_dict() for sample in self.baseline.samples],
-            "load_seconds": self.load_seconds,
-            "load_source": self.load_source.value if self.load_source else None,
-            "cold_request_seconds": self.cold_request_seconds,
-            "cold_request_source": (
-                self.cold_request_source.value if self.cold_request_source else None
-            ),
-            "load_at_least_seconds": self.load_at_least_seconds,
-            "cold_request_at_least_seconds": self.cold_request_at_least_seconds,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ModelTiming:
-        """Rebuild stored timing; raise ``ValueError`` when the data is not one."""
-        try:
-            last = data.get("last")
-            at = data.get("last_probe_at")
-            classification = data.get("classification")
-            samples: Sequence[Mapping[str, Any]] = data.get("baseline") or ()
-            return cls(
-                last=StageBreakdown.from_dict(last) if last else None,
-                last_probe_at=_aware_time(at) if at else None,
-                last_verdict=Verdict(
-                    Classification(classification), Stage(str(data.get("dominant_stage")))
-                )
-                if classification
-                else None,
-                last_cold_ttft_ms=_optional_float(data.get("last_cold_ttft_ms")),
-                last_warm_ttft_ms=_optional_float(data.get("last_warm_ttft_ms")),
-                baseline=WarmBaseline(
-                    tuple(StageBreakdown.from_dict(s) for s in samples)[-BASELINE_SIZE:]
-                ),
-                load_seconds=_optional_float(data.get("load_seconds")),
-                load_source=_optional_source(data.get("load_source"), LOAD_SOURCES),
-                cold_request_seconds=_optional_float(data.get("cold_request_seconds")),
-                cold_request_source=_optional_source(
-                    data.get("cold_request_source"), COLD_REQUEST_SOURCES
-                ),
-                load_at_least_seconds=_optional_float(data.get("load_at_least_seconds")),
-                cold_request_at_least_seconds=_optional_float(
-                    data.get("cold_request_at_least_seconds")
-                ),
-            )
-        except (AttributeError, TypeError) as err:
-            raise ValueError(f"not stored model timing: {err}") from err
-
-
-def _optional_float(value: object) -> float | None:
+def optional_float(value: object) -> float | None:
+    """Return a stored number as a float (None stays None); raise ``ValueError`` otherwise."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -439,7 +316,7 @@ def _shown(value: float) -> float:
 
 
 def _float(value: object) -> float:
-    number = _optional_float(value)
+    number = optional_float(value)
     if number is None:
         raise ValueError("a number is missing")
     return number
@@ -451,23 +328,3 @@ def _optional_count(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
         raise ValueError(f"not a token count: {value!r}")
     return value
-
-
-def _aware_time(value: object) -> datetime:
-    when = datetime.fromisoformat(value)  # type: ignore[arg-type]
-    if when.tzinfo is None:
-        raise ValueError(f"a time without a timezone: {value!r}")
-    return when
-
-
-# The sources of an exact figure: a polled one is kept as a lower bound ("at least").
-COLD_REQUEST_SOURCES = (FigureSource.CLIENT, FigureSource.EVENTS)
-LOAD_SOURCES = (FigureSource.SERVER, FigureSource.CLIENT, FigureSource.EVENTS)
-
-
-def _optional_source(value: object, sources: tuple[FigureSource, ...]) -> FigureSource | None:
-    if value is None:
-        return None
-    if isinstance(value, str) and value in sources:
-        return FigureSource(value)
-    raise ValueError(f"not a source: {value!r}")
