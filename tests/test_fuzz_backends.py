@@ -17,9 +17,9 @@ from custom_components.llm_warmth.core.backends.llama_server import (
     LlamaServerClient,
     _status_events as llama_server_events,
 )
-from custom_components.llm_warmth.core.backends.llama_swap import (
-    LlamaSwapClient,
-    _ready_events as llama_swap_events,
+from custom_components.llm_warmth.core.backends.llama_swap import LlamaSwapClient
+from custom_components.llm_warmth.core.backends.llama_swap_events import (
+    ready_events as llama_swap_events,
 )
 from custom_components.llm_warmth.core.backends.replies import (
     MAX_DURATION_NS,

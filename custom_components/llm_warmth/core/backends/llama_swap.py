@@ -34,18 +34,17 @@ from .errors import (
     LlmServerResponseError,
     refuse_keep,
 )
-from .events import StateWatch, sse_payloads
+from .events import sse_payloads
 from .http import HttpClient, status_error, unexpected
-from .openai_stream import WatchedStream, timed_load_ns, timed_openai_generation
+from .llama_swap_events import EVENTS, event_data, inflight_ids, queue_wait_ns
+from .openai_stream import timed_load_ns, timed_openai_generation
 from .replies import (
     MAX_TEXT,
     bounded_int,
-    decode_json,
     optional_bounded_int,
     optional_str,
     parse_timestamp,
     required_str,
-    valid_name,
 )
 from .types import InstalledModel, ResidencyState, ResidentModel, ServedRequest, TimedReply
 
@@ -215,7 +214,7 @@ class LlamaSwapClient(HttpClient):
         ``EVENT_SILENCE_SECONDS``.
         """
         async for payload in sse_payloads(self._http, "/api/events", EVENT_SILENCE_SECONDS):
-            statuses = _message(payload, "modelStatus")  # CONNECTED and others: None
+            statuses = event_data(payload, "modelStatus")  # CONNECTED and others: None
             if statuses is None:
                 continue
             if not isinstance(statuses, list):
@@ -271,13 +270,13 @@ class LlamaSwapClient(HttpClient):
             prompt,
             options=options,
             timeout=timeout,
-            events=_EVENTS,
+            events=EVENTS,
             system=system,
             think=think,
         )
         load_ns = queue_ns = None
         if watch.trustworthy:
-            ahead = _inflight_ids(
+            ahead = inflight_ids(
                 [
                     f
                     for f, at in zip(watch.frames, watch.frame_times, strict=True)
@@ -292,7 +291,7 @@ class LlamaSwapClient(HttpClient):
                 reply.first_token_ns - reply.sent_ns - (reply.prompt_eval_duration_ns or 0)
             )
             queue_ns = min(
-                _queue_ns(watch, ahead, reply.sent_ns, reply.first_token_ns),
+                queue_wait_ns(watch, ahead, reply.sent_ns, reply.first_token_ns),
                 max(before_prefill - load, 0),
             )
             load_ns = load + queue_ns
@@ -385,78 +384,3 @@ def _residents(
     if len({m.name for m in resident}) != len(resident):
         raise LlmServerResponseError(f"{path}: a model is listed twice")
     return tuple(resident)
-
-
-def _message(payload: object, kind: str) -> object | None:
-    """Return the inner data of an ``/api/events`` envelope of type ``kind``, else None."""
-    if not isinstance(payload, dict) or payload.get("type") != kind:
-        return None
-    data = payload.get("data")
-    if not isinstance(data, str):
-        return None
-    try:
-        inner: object = decode_json(data)
-    except ValueError:
-        return None
-    return inner
-
-
-def _ready_events(payload: object) -> list[tuple[str, str]]:
-    statuses = _message(payload, "modelStatus")
-    if not isinstance(statuses, list):
-        return []
-    return [
-        (s["id"], s["state"])
-        for s in statuses
-        if isinstance(s, dict)
-        and valid_name(s.get("id")) is not None
-        and isinstance(s.get("state"), str)
-    ]
-
-
-def _has_inflight_snapshot(frames: list[object]) -> bool:
-    return any(isinstance(_message(frame, "inflight"), dict) for frame in frames)
-
-
-_EVENTS: Final = WatchedStream("/api/events", "ready", _ready_events, _has_inflight_snapshot)
-
-
-def _inflight_ids(frames: list[object], model: str) -> set[str]:
-    """Return the ids of the requests to ``model`` in flight, from the frames so far."""
-    ids: set[str] = set()
-    for frame in frames:
-        op = _message(frame, "inflight")
-        if not isinstance(op, dict):
-            continue
-        match op.get("operation"):
-            case "snapshot":
-                requests = op.get("requests")
-                ids = {
-                    str(r.get("id"))
-                    for r in (requests if isinstance(requests, list) else [])
-                    if isinstance(r, dict) and r.get("model") == model
-                }
-            case "upsert":
-                request = op.get("request")
-                if isinstance(request, dict) and request.get("model") == model:
-                    ids.add(str(request.get("id")))
-            case "remove":
-                ids.discard(str(op.get("id")))
-    return ids
-
-
-def _queue_ns(watch: StateWatch, ahead: set[str], sent: int, first_token: int) -> int:
-    """Return how long the requests ahead of ours were still running after ours was sent.
-
-    Bounded by the first token: what ran beside ours after that did not delay it.
-    """
-    if not ahead:
-        return 0
-    remaining = set(ahead)
-    for at, frame in zip(watch.frame_times, watch.frames, strict=True):
-        op = _message(frame, "inflight")
-        if isinstance(op, dict) and op.get("operation") == "remove":
-            remaining.discard(str(op.get("id")))
-            if not remaining:
-                return min(max(at - sent, 0), first_token - sent)
-    return first_token - sent
