@@ -17,7 +17,7 @@ import aiohttp
 
 from tests.ollama_emulator import OllamaEmulator
 
-from . import home_assistant as ha
+from . import home_assistant as ha, household_actors as actors
 from .household import ASSISTANT, CHAT, GpuExporter, Household, gpu_box, morning
 
 
@@ -96,13 +96,13 @@ def _household(session: ha.Session, entry_id: str) -> Household:
         return await ha.probe(session, entry_id, model)
 
     async def speak(text: str) -> str:
-        return await ha.voice_turn(session, text)
+        return await actors.voice_turn(session, text)
 
     return Household(
         probe=probe,
         speak=speak,
         refresh_dashboard=partial(ha.save_dashboard, session),
-        warm_on_wake=partial(ha.warm_on_wake, session),
+        warm_on_wake=partial(actors.warm_on_wake, session),
     )
 
 
@@ -132,8 +132,8 @@ async def _set_up(
     )
     routine = None
     if emulated:
-        await ha.add_household(session, server_url, ASSISTANT)
-        routine = await ha.learn_household(session, entry_id, ASSISTANT, CHAT)
+        await actors.add_household(session, server_url, ASSISTANT)
+        routine = await actors.learn_household(session, entry_id, ASSISTANT, CHAT)
     return session, entry_id, await ha.add_dashboard(session), routine
 
 
