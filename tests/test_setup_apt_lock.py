@@ -126,6 +126,22 @@ def test_setup_runs_its_apt_steps_through_the_wait() -> None:
     subprocess.run(["bash", "-n", str(ROOT / "scripts" / "setup")], check=True)
 
 
+def test_python314_runs_its_apt_steps_through_the_wait_too() -> None:
+    """scripts/python314 (run by setup, or alone) installs its tools through apt_get as well."""
+    script = (ROOT / "scripts" / "python314").read_text()
+    assert '. "$(dirname "$0")/apt_lock.sh"' in script
+    commands = [line.strip() for line in script.splitlines() if not line.lstrip().startswith("#")]
+    assert any(line.startswith("apt_get update") for line in commands)
+    assert any("apt_get install" in line for line in commands)
+    bare = [
+        line
+        for line in commands
+        if "apt-get" in line and not line.startswith(("log ", "[ \"$(id -u)\""))
+    ]
+    assert not bare
+    subprocess.run(["bash", "-n", str(ROOT / "scripts" / "python314")], check=True)
+
+
 def test_with_no_lock_held_apt_runs_at_once_without_a_word(tmp_path: Path) -> None:
     log = _fake_apt_get(tmp_path)
     lock = tmp_path / "lock-frontend"
