@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from homeassistant.config_entries import (
     SIGNAL_CONFIG_ENTRY_CHANGED,
     ConfigEntry,
@@ -219,7 +217,7 @@ def _reload_on_new_assistants(hass: HomeAssistant, entry: LlmWarmthConfigEntry) 
     """
 
     # Home Assistant changes a subentry in place: compare what it held at setup.
-    def held(entry: ConfigEntry) -> dict[str, tuple[str, str, dict[str, Any]]]:
+    def held(entry: ConfigEntry) -> dict[str, tuple[str, str, dict[str, object]]]:
         return {i: (s.subentry_type, s.title, dict(s.data)) for i, s in entry.subentries.items()}
 
     assistants = held(entry)

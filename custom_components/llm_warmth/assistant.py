@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, override
+from typing import override
 
 from homeassistant.components.sensor import (
     SensorDeviceClass,
@@ -13,10 +13,10 @@ from homeassistant.components.sensor import (
 from homeassistant.core import callback
 
 from .const import CONF_ASSISTANT_MODEL
+from .core.model_readings import ready_expected_at
 from .core.warmth import Warmth, model_warmth
 from .data import LlmWarmthConfigEntry
 from .entity import Followed, ServerEntity
-from .sensor_descriptions import ready_expected_at
 
 
 @callback
@@ -67,7 +67,7 @@ class AssistantWarmth(ServerEntity, SensorEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any]:
+    def extra_state_attributes(self) -> Mapping[str, object]:
         """Return which model that is, and why."""
         model, source = self._model()
         ready = ready_expected_at(self.coordinator.data, model) if model else None

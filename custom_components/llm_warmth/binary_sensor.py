@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, override
+from typing import override
 
 from homeassistant.components.binary_sensor import (
     BinarySensorEntity,
@@ -97,7 +97,7 @@ class ModelResident(ModelEntity, BinarySensorEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any]:
+    def extra_state_attributes(self) -> Mapping[str, object]:
         """Return whether the model is still loading, and the server's word for its state."""
         model = self.coordinator.data.resident.get(self.model)
         return {
@@ -140,7 +140,7 @@ class WithinTtftTarget(ModelEntity, BinarySensorEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any]:
+    def extra_state_attributes(self) -> Mapping[str, object]:
         """Return the target, the last TTFT and the last cold one, in seconds."""
         timing = self.coordinator.data.timings.get(self.model)
         cold = timing.last_cold_ttft_ms if timing else None
@@ -162,6 +162,6 @@ class GpuHeadroomLow(GpuEntity, BinarySensorEntity):
         return self.reading.memory.headroom_low
 
     @property
-    def extra_state_attributes(self) -> Mapping[str, Any]:
+    def extra_state_attributes(self) -> Mapping[str, object]:
         """Return the reserve this sensor compares with."""
         return {"reserve_bytes": self.coordinator.reserve_bytes}

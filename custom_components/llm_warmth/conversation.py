@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, override
+from typing import Final, Literal, override
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
@@ -76,10 +76,10 @@ class WarmAssistantEntity(conversation.ConversationEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> dict[str, Any]:
+    def extra_state_attributes(self) -> dict[str, object]:
         """Return the settings and the last turn's route."""
         settings = self.assistant.settings
-        attributes: dict[str, Any] = {
+        attributes: dict[str, object] = {
             "primary_agent": settings.primary,
             "fallback_agents": list(settings.fallbacks),
             "max_wait_seconds": settings.wait_s,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Final
 
 from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant, callback
@@ -11,7 +11,7 @@ from homeassistant.helpers import device_registry as dr, entity_registry as er
 
 from .const import DOMAIN
 from .core.backends.base import ServerKind
-from .core.backends.types import InstalledModel, ResidentModel
+from .core.model_readings import display_name
 from .data import LlmWarmthConfigEntry
 
 MANUFACTURERS: Final = {
@@ -58,20 +58,6 @@ def is_gpu_device(entry_id: str, identifiers: Iterable[tuple[str, str]]) -> bool
     """Return True for the identifiers of one of the entry's GPU devices."""
     prefix = f"{entry_id}_gpu_"
     return any(domain == DOMAIN and ident.startswith(prefix) for domain, ident in identifiers)
-
-
-def display_name(model: str) -> str:
-    """Return a model's name as people say it: without Ollama's default tag."""
-    return model.removesuffix(":latest")
-
-
-def model_details(details: InstalledModel | ResidentModel | None) -> dict[str, str | None]:
-    """Return what the server tells of a model's make: family, size, quantization."""
-    return {
-        "family": details.family if details else None,
-        "parameter_size": details.parameter_size if details else None,
-        "quantization": details.quantization_level if details else None,
-    }
 
 
 def model_device_info(entry: LlmWarmthConfigEntry, model: str) -> dr.ChildDeviceInfo:
@@ -143,10 +129,11 @@ def async_sync_devices(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> None
 
 @callback
 def fire_event(
-    hass: HomeAssistant, entry: LlmWarmthConfigEntry, event_type: str, /, **data: Any
+    hass: HomeAssistant, entry: LlmWarmthConfigEntry, event_type: str, /, **data: object
 ) -> None:
     """Fire an event of ``entry``'s server, naming the entity and device it is about."""
-    subject = event_subject(hass, entry.entry_id, data.get("model"))
+    model = data.get("model")
+    subject = event_subject(hass, entry.entry_id, model if isinstance(model, str) else None)
     hass.bus.async_fire(
         event_type, {"server": entry.title, "config_entry_id": entry.entry_id, **subject, **data}
     )

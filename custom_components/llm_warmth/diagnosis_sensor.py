@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, override
+from typing import override
 
 from homeassistant.components.sensor import (
     SensorDeviceClass,
@@ -51,7 +51,7 @@ class LastDiagnosis(ModelEntity, SensorEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any]:
+    def extra_state_attributes(self) -> Mapping[str, object]:
         """Return the verdict in words, what to change, and the runs."""
         diagnosis = self._diagnosis
         if diagnosis is None:
@@ -90,7 +90,7 @@ class IdleProfileSensor(ModelEntity, SensorEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any]:
+    def extra_state_attributes(self) -> Mapping[str, object]:
         """Return the next probe's time, the results and the verdict."""
         data = self.coordinator.config_entry.runtime_data
         profile = data.profiler.profiles.get(self.model)

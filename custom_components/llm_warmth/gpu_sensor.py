@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, override
+from typing import override
 
 from homeassistant.components.sensor import (
     SensorDeviceClass,
@@ -45,7 +45,7 @@ class GpuSensorDescription(SensorEntityDescription):
     """A sensor of one GPU's device."""
 
     value_fn: Callable[[GpuReading], SensorValue]
-    attrs_fn: Callable[[GpuReading], Mapping[str, Any]] | None = None
+    attrs_fn: Callable[[GpuReading], Mapping[str, object]] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,7 +53,7 @@ class GpuMemorySensorDescription(MemorySize, GpuSensorDescription):
     """A memory size of one GPU."""
 
 
-def _other_processes(reading: GpuReading) -> Mapping[str, Any]:
+def _other_processes(reading: GpuReading) -> Mapping[str, object]:
     processes = reading.memory.other_processes
     return {
         "processes": None
@@ -191,7 +191,7 @@ class GpuSensor(GpuEntity, SensorEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any] | None:
+    def extra_state_attributes(self) -> Mapping[str, object] | None:
         """Return the description's attributes, if it has any."""
         attrs_fn = self.entity_description.attrs_fn
         return attrs_fn(self.reading) if attrs_fn and self.available else None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, override
+from typing import override
 
 from homeassistant.components.sensor import (
     SensorDeviceClass,
@@ -53,7 +53,7 @@ class GpuContention(ServerEntity, SensorEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any]:
+    def extra_state_attributes(self) -> Mapping[str, object]:
         """Return the releases of the last day."""
         guard = self.coordinator.config_entry.runtime_data.guard
         now = self.coordinator.utcnow()

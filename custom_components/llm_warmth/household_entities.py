@@ -10,7 +10,7 @@ it is written again whenever its server's snapshot changes (``SIGNAL_SERVER_SEEN
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, override
+from typing import Final, override
 
 from homeassistant.components.sensor import (
     SensorDeviceClass,
@@ -149,7 +149,7 @@ class HouseholdLine(SensorEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any] | None:
+    def extra_state_attributes(self) -> Mapping[str, object] | None:
         """Return the host, the kind, the models with their warmth, the GPUs, the agents."""
         if (server := self._server()) is None:
             return None

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
 import time
-from typing import Any, Literal
+from typing import Literal
 
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import GENERATION_TIMEOUT
@@ -57,7 +57,7 @@ class OwnRequests:
         prompt: str,
         *,
         api: Literal["chat", "generate"] = "chat",
-        options: Mapping[str, Any] | None = None,
+        options: Mapping[str, object] | None = None,
         timeout: float = GENERATION_TIMEOUT,
         system: str | None = None,
         think: bool | None = None,

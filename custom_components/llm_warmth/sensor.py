@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, override
+from typing import override
 
 from homeassistant.components.sensor import SensorEntity
 from homeassistant.core import HomeAssistant
@@ -163,7 +163,7 @@ class ServerSensor(ServerEntity, SensorEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any] | None:
+    def extra_state_attributes(self) -> Mapping[str, object] | None:
         """Return the description's attributes, if it has any."""
         attrs_fn = self.entity_description.attrs_fn
         return attrs_fn(self.coordinator.data) if attrs_fn else None
@@ -191,7 +191,7 @@ class ModelSensor(ModelEntity, SensorEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any] | None:
+    def extra_state_attributes(self) -> Mapping[str, object] | None:
         """Return the description's attributes, if it has any."""
         description = self.entity_description
         attrs = (

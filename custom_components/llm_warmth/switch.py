@@ -76,7 +76,7 @@ class KeepWarmSwitch(ModelEntity, SwitchEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any]:
+    def extra_state_attributes(self) -> Mapping[str, object]:
         """Return until when, with which priority, and whether the guard released it."""
         pin = self._pin
         return {

@@ -8,7 +8,7 @@ which kind answers at a URL.
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from .types import InstalledModel, ResidentModel, ServedRequest, TimedReply
 
@@ -110,7 +110,7 @@ class LlmBackend(Protocol):
         model: str,
         prompt: str,
         *,
-        options: Mapping[str, Any] | None = None,
+        options: Mapping[str, object] | None = None,
         timeout: float = GENERATION_TIMEOUT,
         system: str | None = None,
         think: bool | None = None,

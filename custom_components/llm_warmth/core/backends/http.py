@@ -71,7 +71,7 @@ class HttpTransport:
         method: str,
         path: str,
         *,
-        json: Mapping[str, Any] | None = None,
+        json: Mapping[str, object] | None = None,
         timeout: float | None = None,
     ) -> bytes:
         """Send one request and return its body; every failure becomes one of our errors."""
@@ -103,7 +103,7 @@ class HttpTransport:
         method: str,
         path: str,
         *,
-        json: Mapping[str, Any] | None = None,
+        json: Mapping[str, object] | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """Send one request and return its JSON object."""
@@ -116,7 +116,7 @@ class HttpTransport:
         method: str,
         path: str,
         *,
-        json: Mapping[str, Any] | None,
+        json: Mapping[str, object] | None,
         timeout: float,
         what: str = "complete reply",
     ) -> AsyncIterator[tuple[aiohttp.ClientResponse, int, int]]:

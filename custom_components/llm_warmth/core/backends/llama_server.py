@@ -225,7 +225,7 @@ class LlamaServerClient(HttpClient):
         model: str,
         prompt: str,
         *,
-        options: Mapping[str, Any] | None = None,
+        options: Mapping[str, object] | None = None,
         timeout: float = GENERATION_TIMEOUT,
         system: str | None = None,
         think: bool | None = None,

@@ -174,7 +174,7 @@ class OllamaClient(HttpClient):
         model: str,
         prompt: str,
         *,
-        options: Mapping[str, Any] | None = None,
+        options: Mapping[str, object] | None = None,
         timeout: float = GENERATION_TIMEOUT,
         system: str | None = None,
         think: bool | None = None,
@@ -186,7 +186,7 @@ class OllamaClient(HttpClient):
         chunk came within ``timeout`` seconds, and the usual errors otherwise, including an
         ``{"error": ...}`` line in the middle of the stream.
         """
-        payload: dict[str, Any] = {"model": model, "stream": True}
+        payload: dict[str, object] = {"model": model, "stream": True}
         if api == "chat":
             system_message = [{"role": "system", "content": system}] if system else []
             payload["messages"] = [*system_message, {"role": "user", "content": prompt}]

@@ -51,7 +51,7 @@ async def timed_openai_generation(
     model: str,
     prompt: str,
     *,
-    options: Mapping[str, Any] | None,
+    options: Mapping[str, object] | None,
     timeout: float,
     events: WatchedStream,
     system: str | None = None,
@@ -62,7 +62,7 @@ async def timed_openai_generation(
     Return the reply (no load figure yet) and the watch, for the caller to read its load
     (``timed_load_ns``) and whatever else the stream told.
     """
-    payload: dict[str, Any] = {"model": model, "stream": True}
+    payload: dict[str, object] = {"model": model, "stream": True}
     if api == "chat":
         system_message = [{"role": "system", "content": system}] if system else []
         payload["messages"] = [*system_message, {"role": "user", "content": prompt}]
