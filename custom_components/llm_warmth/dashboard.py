@@ -18,8 +18,9 @@ from homeassistant.helpers import entity_registry as er
 
 from .assistant import assistant_model
 from .const import DOMAIN
+from .core.model_readings import display_name
 from .data import LlmWarmthConfigEntry
-from .devices import display_name, entity_unique_id
+from .devices import entity_unique_id
 from .household_entry import is_household, server_entries
 from .voice import voice_subject
 

@@ -11,6 +11,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .agents import agents_of_model
 from .assistant import ASSISTANT_WARMTH, AssistantWarmth
+from .core.model_readings import timing
 from .core.monitor import ServerSnapshot
 from .data import LlmWarmthConfigEntry
 from .diagnosis_sensor import IDLE_PROFILE, LAST_DIAGNOSIS, IdleProfileSensor, LastDiagnosis
@@ -37,7 +38,6 @@ from .sensor_descriptions import (
     SERVER_SENSORS,
     ModelSensorDescription,
     ServerSensorDescription,
-    timing,
 )
 from .usage_entities import async_add_usage_sensors
 from .voice_entities import VOICE_SENSORS, VoiceSensor, async_add_voice_entities

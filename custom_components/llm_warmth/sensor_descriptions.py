@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from enum import StrEnum
-from typing import Any
 
 from homeassistant.components.sensor import (
     SensorDeviceClass,
@@ -21,24 +18,31 @@ from homeassistant.const import (
 
 from .core.backends.base import Capabilities
 from .core.load_figures import FigureSource
+from .core.model_readings import (
+    Unknown,
+    classification,
+    classification_attrs,
+    context_length,
+    gpu_share,
+    kept_forever_attrs,
+    last_figure,
+    load_figure_attrs,
+    load_figure_unknown,
+    make,
+    make_attrs,
+    timing,
+    total,
+    unloads_at,
+    unloads_at_unknown,
+    vram,
+    warmth_attrs,
+    warmth_state,
+)
 from .core.model_timing import ModelTiming
 from .core.monitor import ServerSnapshot
-from .core.ttft import Classification, StageBreakdown
-from .core.warmth import Warmth, model_warmth
-from .devices import model_details
+from .core.ttft import Classification
+from .core.warmth import Warmth
 from .gpu_sensor import MemorySize, SensorValue
-
-
-class Unknown(StrEnum):
-    """Why a model's sensor has no value: its ``reason`` attribute (words: translations)."""
-
-    # A load figure: none timed yet; or only lower bounds, which are never the state.
-    NOT_TIMED_YET = "not_timed_yet"
-    LOWER_BOUND_ONLY = "lower_bound_only"
-    # When the server unloads the model: it is not in memory, is loading, or has no end.
-    NOT_LOADED = "not_loaded"
-    LOADING = "loading"
-    KEPT_FOREVER = "kept_forever"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,7 +50,7 @@ class ServerSensorDescription(SensorEntityDescription):
     """A sensor of the server's device."""
 
     value_fn: Callable[[ServerSnapshot], SensorValue]
-    attrs_fn: Callable[[ServerSnapshot], Mapping[str, Any]] | None = None
+    attrs_fn: Callable[[ServerSnapshot], Mapping[str, object]] | None = None
     has_fn: Callable[[Capabilities], bool] = lambda _: True
 
 
@@ -55,7 +59,7 @@ class ModelSensorDescription(SensorEntityDescription):
     """A sensor of one model's device."""
 
     value_fn: Callable[[ServerSnapshot, str], SensorValue]
-    attrs_fn: Callable[[ServerSnapshot, str], Mapping[str, Any]] | None = None
+    attrs_fn: Callable[[ServerSnapshot, str], Mapping[str, object]] | None = None
     has_fn: Callable[[Capabilities], bool] = lambda _: True
     # Name the conversation agents that use the model (an attribute).
     names_agents: bool = False
@@ -73,37 +77,6 @@ class ServerMemorySensorDescription(MemorySize, ServerSensorDescription):
 @dataclass(frozen=True, kw_only=True)
 class ModelMemorySensorDescription(MemorySize, ModelSensorDescription):
     """A memory size on a model's device."""
-
-
-_NO_TIMING = ModelTiming()
-
-
-def timing(snapshot: ServerSnapshot, model: str) -> ModelTiming:
-    """Return what was measured for ``model`` (nothing yet: an empty record)."""
-    return snapshot.timings.get(model, _NO_TIMING)
-
-
-def _last(
-    snapshot: ServerSnapshot, model: str, value_fn: Callable[[StageBreakdown], float | None]
-) -> float | None:
-    """Return a figure of the model's last probe, None before the first."""
-    last = timing(snapshot, model).last
-    return value_fn(last) if last else None
-
-
-def _classification(snapshot: ServerSnapshot, model: str) -> str | None:
-    verdict = timing(snapshot, model).last_verdict
-    return verdict.classification.value if verdict else None
-
-
-def _classification_attrs(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
-    measured = timing(snapshot, model)
-    return {
-        "dominant_stage": measured.last_verdict.dominant_stage.value
-        if measured.last_verdict
-        else None,
-        "prompt_tokens": measured.last.prompt_tokens if measured.last else None,
-    }
 
 
 def _stage_sensor(
@@ -154,104 +127,16 @@ def _load_figure_sensor(
         native_unit_of_measurement=UnitOfTime.SECONDS,
         suggested_display_precision=1,
         value_fn=lambda s, m: value_fn(timing(s, m)),
-        attrs_fn=lambda s, m: {
-            "source": _source(source_fn(timing(s, m))),
-            "at_least_seconds": at_least_fn(timing(s, m)),
-        },
+        attrs_fn=lambda s, m: load_figure_attrs(source_fn(timing(s, m)), at_least_fn(timing(s, m))),
         has_fn=has_fn,
         # Unknown until an exact figure: none timed yet, or polls saw only part of a load.
-        reason_fn=lambda s, m: (
-            Unknown.NOT_TIMED_YET if at_least_fn(timing(s, m)) is None else Unknown.LOWER_BOUND_ONLY
-        ),
+        reason_fn=lambda s, m: load_figure_unknown(at_least_fn(timing(s, m))),
         reasons=(Unknown.NOT_TIMED_YET, Unknown.LOWER_BOUND_ONLY),
     )
 
 
-def _source(source: FigureSource | None) -> str | None:
-    return None if source is None else source.value
-
-
 def _reports_memory(capabilities: Capabilities) -> bool:
     return capabilities.reports_memory
-
-
-def _total(values: list[int | None]) -> int | None:
-    return None if None in values else sum(v for v in values if v is not None)
-
-
-def _unloads_at(snapshot: ServerSnapshot, model: str) -> datetime | None:
-    """Return when the server will unload the model; None when never (kept warm)."""
-    resident = snapshot.resident.get(model)
-    if resident is None or model in snapshot.loading or resident.kept_forever(snapshot.polled_at):
-        return None
-    return resident.expires_at
-
-
-def _unloads_at_unknown(snapshot: ServerSnapshot, model: str) -> Unknown | None:
-    """Return why there is no time the server will unload the model."""
-    resident = snapshot.resident.get(model)
-    if model in snapshot.loading:
-        return Unknown.LOADING
-    if resident is None:
-        return Unknown.NOT_LOADED
-    return Unknown.KEPT_FOREVER if resident.kept_forever(snapshot.polled_at) else None
-
-
-def _warmth(snapshot: ServerSnapshot, model: str) -> str | None:
-    """Return the model's warmth; a peer's model's as its own entry reads it (or unknown)."""
-    if (view := snapshot.peers.get(model)) is not None:
-        return view.warmth.value if view.warmth is not None else None
-    return model_warmth(snapshot, model).value
-
-
-def ready_expected_at(snapshot: ServerSnapshot, model: str) -> datetime | None:
-    """Return when a loading model should be ready: its load's start plus its last load.
-
-    None unless it is loading, its start was seen and an exact load figure is known.
-    """
-    since = snapshot.loading_since.get(model)
-    last = timing(snapshot, model).load_seconds
-    if model not in snapshot.loading or since is None or last is None:
-        return None
-    return since + timedelta(seconds=last)
-
-
-def _warmth_attrs(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
-    resident = snapshot.resident.get(model)
-    details = snapshot.installed.get(model) or resident
-    ready = ready_expected_at(snapshot, model)
-    attrs: dict[str, Any] = {
-        "server_state": resident.state.value if resident else None,
-        "probe_running": model in snapshot.probing,
-        # While it loads: when the household can expect it (a "one moment" automation).
-        "ready_expected_at": ready.isoformat() if ready else None,
-        **model_details(details),
-    }
-    if (view := snapshot.peers.get(model)) is not None:
-        # Served on another host through this one: which, and how its warmth was read.
-        attrs |= {
-            "peer": view.peer,
-            "peer_model": view.model,
-            "peer_server": view.server,
-            "peer_reading": view.reading.value,
-        }
-    return attrs
-
-
-def _make(snapshot: ServerSnapshot, model: str) -> str | None:
-    """Return the model's make as the server tells it: "qwen3 · 8.2B · Q4_K_M"."""
-    details = model_details(snapshot.installed.get(model) or snapshot.resident.get(model))
-    told = [value for value in details.values() if value]
-    return " · ".join(told) if told else None
-
-
-def _kept_forever(snapshot: ServerSnapshot, model: str) -> Mapping[str, Any]:
-    resident = snapshot.resident.get(model)
-    return {
-        "kept_forever": resident is not None
-        and model not in snapshot.loading
-        and resident.kept_forever(snapshot.polled_at)
-    }
 
 
 SERVER_SENSORS: tuple[ServerSensorDescription, ...] = (
@@ -265,7 +150,7 @@ SERVER_SENSORS: tuple[ServerSensorDescription, ...] = (
     ServerMemorySensorDescription(
         key="resident_ram_spill",
         translation_key="resident_ram_spill",
-        value_fn=lambda s: _total([m.ram_spill for m in s.resident.values()]),
+        value_fn=lambda s: total([m.ram_spill for m in s.resident.values()]),
         has_fn=_reports_memory,
     ),
     ServerSensorDescription(
@@ -287,18 +172,18 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         name=None,
         device_class=SensorDeviceClass.ENUM,
         options=[w.value for w in Warmth],
-        value_fn=_warmth,
-        attrs_fn=_warmth_attrs,
+        value_fn=warmth_state,
+        attrs_fn=warmth_attrs,
         names_agents=True,
     ),
     ModelSensorDescription(
         key="unloads_at",
         translation_key="unloads_at",
         device_class=SensorDeviceClass.TIMESTAMP,
-        value_fn=_unloads_at,
-        attrs_fn=_kept_forever,
+        value_fn=unloads_at,
+        attrs_fn=kept_forever_attrs,
         has_fn=lambda c: c.reports_expiry,
-        reason_fn=_unloads_at_unknown,
+        reason_fn=unloads_at_unknown,
         reasons=(Unknown.NOT_LOADED, Unknown.LOADING, Unknown.KEPT_FOREVER),
     ),
     # A model's device is a child device of its server, which Home Assistant shows with
@@ -307,8 +192,8 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         key="make",
         translation_key="make",
         entity_category=EntityCategory.DIAGNOSTIC,
-        value_fn=_make,
-        attrs_fn=lambda s, m: model_details(s.installed.get(m) or s.resident.get(m)),
+        value_fn=make,
+        attrs_fn=make_attrs,
         has_fn=lambda c: c.reports_model_make,
     ),
     ModelSensorDescription(
@@ -317,7 +202,7 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         entity_category=EntityCategory.DIAGNOSTIC,
         entity_registry_enabled_default=False,
         native_unit_of_measurement="tokens",
-        value_fn=lambda s, m: s.resident[m].context_length if m in s.resident else None,
+        value_fn=context_length,
         has_fn=lambda c: c.reports_context_length,
     ),
     _load_figure_sensor(
@@ -360,7 +245,7 @@ PROBE_SENSORS: tuple[ModelSensorDescription, ...] = (
         native_unit_of_measurement=PERCENTAGE,
         state_class=SensorStateClass.MEASUREMENT,
         suggested_display_precision=0,
-        value_fn=lambda s, m: _last(s, m, lambda b: b.prompt_cache_reuse),
+        value_fn=lambda s, m: last_figure(s, m, lambda b: b.prompt_cache_reuse),
         has_fn=lambda c: c.reports_prompt_cache,
     ),
     ModelSensorDescription(
@@ -369,7 +254,7 @@ PROBE_SENSORS: tuple[ModelSensorDescription, ...] = (
         native_unit_of_measurement="tokens/s",
         state_class=SensorStateClass.MEASUREMENT,
         suggested_display_precision=1,
-        value_fn=lambda s, m: _last(s, m, lambda b: b.decode_rate),
+        value_fn=lambda s, m: last_figure(s, m, lambda b: b.decode_rate),
     ),
     ModelSensorDescription(
         key="last_probe",
@@ -384,8 +269,8 @@ PROBE_SENSORS: tuple[ModelSensorDescription, ...] = (
         translation_key="last_classification",
         device_class=SensorDeviceClass.ENUM,
         options=[c.value for c in Classification],
-        value_fn=_classification,
-        attrs_fn=_classification_attrs,
+        value_fn=classification,
+        attrs_fn=classification_attrs,
     ),
 )
 
@@ -396,7 +281,7 @@ SERVER_GPU_SENSORS: tuple[ServerSensorDescription, ...] = (
     ServerMemorySensorDescription(
         key="resident_vram",
         translation_key="resident_vram",
-        value_fn=lambda s: _total([m.size_vram for m in s.resident.values()]),
+        value_fn=lambda s: total([m.size_vram for m in s.resident.values()]),
         has_fn=_reports_memory,
     ),
 )
@@ -404,7 +289,7 @@ MODEL_GPU_SENSORS: tuple[ModelSensorDescription, ...] = (
     ModelMemorySensorDescription(
         key="vram",
         translation_key="vram",
-        value_fn=lambda s, m: s.resident[m].size_vram if m in s.resident else 0,
+        value_fn=vram,
         has_fn=_reports_memory,
     ),
     ModelSensorDescription(
@@ -415,6 +300,6 @@ MODEL_GPU_SENSORS: tuple[ModelSensorDescription, ...] = (
         state_class=SensorStateClass.MEASUREMENT,
         suggested_display_precision=0,
         # Not resident: nothing of it is on the GPU, as its GPU memory says (0 GiB).
-        value_fn=lambda s, m: s.resident[m].gpu_share if m in s.resident else 0,
+        value_fn=gpu_share,
     ),
 )
