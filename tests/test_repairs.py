@@ -11,13 +11,14 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.core.repair_issues import thrash_issue
 from custom_components.llm_warmth.core.repairs import (
     KeepAliveConflict,
     Kept,
     Thrash,
     ThrashCause,
 )
-from custom_components.llm_warmth.repairs import keep_alive_issue, thrash_issue
+from custom_components.llm_warmth.repairs import keep_alive_issue
 
 from .conftest import ENTRY_ID, LLAMA, QWEN, add_ollama_agent, ollama_request
 from .ollama_emulator import OllamaEmulator
