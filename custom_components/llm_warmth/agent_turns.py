@@ -7,9 +7,8 @@ server may show too). Its request goes out then: a model not resident loads for 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Final
 
 from homeassistant.const import EVENT_STATE_CHANGED
 from homeassistant.core import CALLBACK_TYPE, Event, EventStateChangedData, callback
@@ -18,10 +17,7 @@ from homeassistant.util import dt as dt_util
 
 from .agents import AgentDirectory
 from .coordinator import LlmWarmthCoordinator
-from .core.usage import agent_heard, on_this_clock
-
-# The agent messages kept per model (to tell their turns on the server).
-AGENT_USES_KEPT: Final = 16
+from .core.agent_turn import AgentTurnLog, is_conversation, message_time
 
 
 class AgentTurns:
@@ -38,7 +34,7 @@ class AgentTurns:
         self._coordinator = coordinator
         self._agents = agents
         self._on_use = on_use
-        self._used: dict[str, list[datetime]] = {}
+        self._log = AgentTurnLog()
 
     @callback
     def async_start(self) -> CALLBACK_TYPE:
@@ -47,23 +43,19 @@ class AgentTurns:
             EVENT_STATE_CHANGED, self._agent_state, event_filter=_is_conversation
         )
 
-    def heard(self, model: str, begin: datetime, end: datetime) -> bool:
-        """Return True when an agent's message to ``model`` began its turn by then."""
-        return agent_heard(self._used.get(model, []), begin, end)
-
-    def last(self, model: str) -> datetime | None:
-        """Return when an agent last began a turn with ``model``."""
-        used = self._used.get(model)
-        return used[-1] if used else None
+    @property
+    def log(self) -> AgentTurnLog:
+        """Return the turns heard so far."""
+        return self._log
 
     @callback
     def _agent_state(self, event: Event[EventStateChangedData]) -> None:
         """Record a use of the agent's model when its state moves to a new time (a message)."""
         new, old = event.data["new_state"], event.data["old_state"]
-        if new is None or old is None or new.state == old.state:
+        if new is None or old is None:
             return
-        at = dt_util.parse_datetime(new.state)
-        if at is None or at.tzinfo is None:
+        at = message_time(new.state, old.state, dt_util.parse_datetime(new.state))
+        if at is None:
             return  # unknown, unavailable, or not the time of a message
         entity = er.async_get(self._coordinator.hass).async_get(event.data["entity_id"])
         used = (
@@ -73,14 +65,13 @@ class AgentTurns:
         )
         if used is not None:
             model = self._coordinator.resolve_model(used[0])
-            self._used[model] = [*self._used.get(model, []), at][-AGENT_USES_KEPT:]
-            if on_this_clock(at, dt_util.utcnow()):  # the agent's state is on this clock
+            if self._log.turn(model, at, dt_util.utcnow()):
                 # Its request goes out now: a model not resident loads for it.
                 self._coordinator.async_note_agent_turn(model)
             self._on_use(model, at)
 
 
 @callback
-def _is_conversation(event_data: Mapping[str, Any]) -> bool:
-    entity_id = event_data.get("entity_id")
-    return isinstance(entity_id, str) and entity_id.startswith("conversation.")
+def _is_conversation(event_data: EventStateChangedData) -> bool:
+    """Return True for a state change of a conversation agent's entity."""
+    return is_conversation(event_data.get("entity_id"))

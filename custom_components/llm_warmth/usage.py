@@ -27,8 +27,8 @@ left out. The uses are kept about eight weeks per model, in the store (section
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date, datetime, timedelta
-from typing import Any, Final, override
+from datetime import datetime, timedelta, tzinfo
+from typing import Final, override
 
 from homeassistant.core import CALLBACK_TYPE, callback
 from homeassistant.exceptions import HomeAssistantError
@@ -40,24 +40,22 @@ from .agents import AgentDirectory, agent_context, model_agent
 from .const import LOGGER
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
+from .core.auto_warm import (
+    AgentKeep,
+    ExpiryWatch,
+    KeepLedger,
+    activity_uses,
+    held_bytes,
+    household_cold_starts,
+    keep_order,
+    uses_seen_within,
+    warm_up,
+)
 from .core.backends.base import GENERATION_TIMEOUT, ReportsRequests
 from .core.backends.errors import LlmServerError
-from .core.monitor import LoadObserved, MonitorChange
-from .core.usage import (
-    COLD,
-    HELPED,
-    UsageRecord,
-    expiry_shows_a_use,
-    new_activity,
-)
-from .core.warm_hold import (
-    HoldAction,
-    HoldReason,
-    decide,
-    expiry_with_agent,
-    still_asked,
-    warm_lead,
-)
+from .core.monitor import MonitorChange
+from .core.usage import UsageRecord, local_day, new_activity
+from .core.warm_hold import warm_lead
 from .core.warm_plan import Plan
 from .data import LlmWarmthConfigEntry
 from .feature import ModelRecords
@@ -102,18 +100,15 @@ class UsageWatch(ModelRecords[UsageRecord]):
         self.utcnow: Callable[[], datetime] = coordinator.utcnow
         self._household = household
         # What the last poll saw: each model's expiry, and when.
-        self._expiries: dict[str, datetime | None] = {}
-        self._polled_at: datetime | None = None
+        self._expiries = ExpiryWatch()
         # The latest llama-swap activity entry read (None: none yet, read the page once).
         self._activity_seen: int | None = None
         # When Home Assistant's agents used each model: uses, and not another client's.
         self._turns = AgentTurns(coordinator, agents, on_use=self.record)
         # A read of llama-swap's activity is running (one at a time).
         self._reading = False
-        # Until when our last keep of each model asked the server to keep it.
-        self._asked_until: dict[str, datetime] = {}
-        # When the server answered our last keep of each model.
-        self._answered_at: dict[str, datetime] = {}
+        # Our last keep of each model: until when it asked, when the server answered.
+        self._asked = KeepLedger()
 
     @override
     @callback
@@ -122,8 +117,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
         coordinator = self._coordinator
         if coordinator.last_update_success and coordinator.data is not None:
             # The setup's poll is the baseline the next one is compared with.
-            self._polled_at = coordinator.utcnow()
-            self._expiries = {name: m.expires_at for name, m in coordinator.data.held.items()}
+            self._expiries.baseline(coordinator.utcnow(), coordinator.data.held)
         stops = [
             super().async_start(),
             self._coordinator.async_add_poll_listener(self._polled),
@@ -144,10 +138,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
     def _tick(self, _now: datetime) -> None:
         """Warm what is due; tell the listeners (the entities) that time went on."""
         for model, record in self._records.items():
-            until = record.holding_until
-            if until is not None and self.utcnow() >= until:
-                # No use came while our warm-up held the model: all of it was spent.
-                record.close_holding(until, _day(until))
+            record.hold_over(self.utcnow(), _zone())
             if record.auto_warm:
                 self._auto_warm(model, record)
                 self._keep(model, record)
@@ -168,41 +159,31 @@ class UsageWatch(ModelRecords[UsageRecord]):
         if not coordinator.last_update_success:
             return
         now = self.utcnow()
-        plan = self.plan(model, now)
         snapshot = coordinator.data
-        decision = decide(
-            plan,
+        due = warm_up(
+            self.plan(model, now),
             now,
             lead=self.lead(model),
             warmed_for=record.warmed_for,
             held=model in snapshot.held,  # warm already: kept by ``_keep``
             loading=model in snapshot.loading,  # another client's load runs
-            expires_at=None,
-            asked_until=None,
         )
-        if plan is None or plan.window_start is None or decision is None:
+        if due is None:
             return
-        start, end = plan.window_start, decision.until
         try:
             self._household.check(model, force=False)
         except HomeAssistantError:
-            # Tried again each minute of the stretch; counted once.
-            if record.refused_for != start:
-                record.refused_for = start
-                record.refused += 1
+            if record.warm_up_refused(due.start):
                 self.async_changed()
             return
-        record.warmed_for = start
-        record.holding_since, record.holding_until = now, end
-        record.kept_until, record.kept_for = end, HoldReason.EXPECTED_USE
+        record.warm_up_sent(due.start, now, due.hold)
         self.async_changed()
-        keep = decision.keep_seconds(now)
+        keep = due.keep_seconds(
+            now, requests_set_keep=coordinator.client.capabilities.requests_set_keep_and_context
+        )
         num_ctx, _agent = agent_context(self.entry, model)
-        kind = coordinator.client.capabilities
         self.entry.async_create_background_task(
-            self.hass,
-            self._load(model, keep if kind.requests_set_keep_and_context else None, num_ctx),
-            f"llm_warmth auto-warm {model}",
+            self.hass, self._load(model, keep, num_ctx), f"llm_warmth auto-warm {model}"
         )
 
     @callback
@@ -221,42 +202,25 @@ class UsageWatch(ModelRecords[UsageRecord]):
         ):
             return
         now = self.utcnow()
-        plan = self.plan(model, now)
-        resident = coordinator.data.held.get(model)
-        if plan is None or resident is None:
-            return
-        # A keep of ours must not cut one of its agent's turns short.
         agent = model_agent(self.entry, model)
-        heard = self._turns.last(model)
-        forever, expires = expiry_with_agent(
-            resident.expires_at,
-            agent_keep_seconds=agent.keep_alive if agent else None,
-            agent_heard=heard,
-        )
-        if forever:
-            return  # its agent keeps it for ever
-        decision = decide(
-            plan,
+        order = keep_order(
+            self.plan(model, now),
             now,
             lead=self.lead(model),
             warmed_for=record.warmed_for,
-            held=True,
+            resident=coordinator.data.held.get(model),
             loading=model in coordinator.data.loading,
-            expires_at=expires,
-            # Overwritten by a later request of another client (the last writer wins),
-            # our keep holds nothing: it is asked for again.
-            asked_until=still_asked(
-                self._asked_until.get(model),
-                self._answered_at.get(model),
-                self._polled_at,
-                resident.expires_at,
+            agent=AgentKeep(
+                keep_seconds=agent.keep_alive if agent else None,
+                heard=self._turns.log.last(model),
+                num_ctx=agent_context(self.entry, model)[0],
             ),
+            asked=self._asked.asked(model),
+            polled_at=self._expiries.polled_at,
         )
-        if decision is None or decision.action is not HoldAction.KEEP:
+        if order is None:
             return
-        # What the agent asks for (its turns loaded it), else what the server runs it with.
-        num_ctx = agent_context(self.entry, model)[0] or resident.context_length
-        if num_ctx is None:
+        if order.num_ctx is None:
             # Ollama 0.9 tells no context: a keep without it could load the model again.
             LOGGER.debug("%s: %s's context is not known: not kept", self.entry.title, model)
             return
@@ -264,12 +228,12 @@ class UsageWatch(ModelRecords[UsageRecord]):
             self._household.check_hold(model)
         except HomeAssistantError:
             return  # the household needs the memory: the server's own keep goes on
-        self._asked_until[model] = decision.expiry
-        record.kept_until, record.kept_for = decision.until, decision.reason
+        self._asked.sent(model, order.hold.expiry)
+        record.kept(order.hold)
         self.async_changed()
         self.entry.async_create_background_task(
             self.hass,
-            self._send_keep(model, decision.keep_seconds(now), num_ctx),
+            self._send_keep(model, order.hold.keep_seconds(now), order.num_ctx),
             f"llm_warmth keep {model}",
         )
 
@@ -281,9 +245,9 @@ class UsageWatch(ModelRecords[UsageRecord]):
             )
         except (LlmServerError, HomeAssistantError) as err:
             LOGGER.warning("%s: keeping %s failed: %s", self.entry.title, model, err)
-            self._asked_until.pop(model, None)
+            self._asked.failed(model)
             return
-        self._answered_at[model] = self._coordinator.utcnow()  # the polls' clock
+        self._asked.answered(model, self._coordinator.utcnow())  # the polls' clock
 
     async def _load(self, model: str, keep: float | None, num_ctx: int | None) -> None:
         """Send the warm-up; count it once the model is in (a failed one holds nothing)."""
@@ -295,13 +259,10 @@ class UsageWatch(ModelRecords[UsageRecord]):
         except (LlmServerError, HomeAssistantError) as err:
             LOGGER.warning("%s: auto-warm of %s failed: %s", self.entry.title, model, err)
             if record is not None:
-                record.holding_since = record.holding_until = None
+                record.warm_up_failed()
             return
         if record is not None:
-            record.warmed += 1
-            record.holding_loaded = record.holding_since is not None
-            resident = self._coordinator.data.resident.get(model)
-            record.holding_bytes = (resident.size_vram or resident.size or 0) if resident else 0
+            record.warm_up_loaded(held_bytes(self._coordinator.data.resident.get(model)))
             self.async_changed()
 
     @callback
@@ -321,28 +282,22 @@ class UsageWatch(ModelRecords[UsageRecord]):
         if not coordinator.last_update_success:
             return
         now = coordinator.utcnow()  # the server's expiries are read on this clock
-        before, previous = self._polled_at, self._expiries
-        self._polled_at = now
-        self._expiries = {name: m.expires_at for name, m in coordinator.data.held.items()}
+        uses = self._expiries.polled(
+            now,
+            coordinator.data.held,
+            reports_expiry=coordinator.client.capabilities.reports_expiry,
+            ours=self._own,
+            agents=self._turns.log,
+        )
         for model, record in self._records.items():
-            if record.holding_loaded and model not in coordinator.data.held:
-                # Evicted (or expired) before a use came: the warm-up holds it no more.
-                record.close_holding(now, _day(now))
+            if model not in coordinator.data.held:
+                record.let_go(now, _zone())
         if isinstance(coordinator.client, ReportsRequests) and not self._reading:
             self._reading = True
             self.entry.async_create_background_task(
                 self.hass, self._read_activity(coordinator.client), "llm_warmth usage activity"
             )
-        if before is None or not coordinator.client.capabilities.reports_expiry:
-            return
-        for model, expires in self._expiries.items():
-            if not expiry_shows_a_use(previous, model, expires):
-                continue  # kept as it was
-            # Moved on by a request, or loaded since the last poll: someone used it.
-            if self._own.during(model, before, now):
-                continue  # ours
-            if self._turns.heard(model, before, now):
-                continue  # Home Assistant's agent, heard already
+        for model in uses:
             self.record(model, now)
 
     async def _read_activity(self, client: ReportsRequests) -> None:
@@ -356,11 +311,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
             self._reading = False
         read = new_activity(served, self._activity_seen)
         self._activity_seen = read.newest
-        for request in read.new:
-            if self._own.during(request.model, request.started_at, request.ended_at):
-                continue
-            if self._turns.heard(request.model, request.started_at, request.ended_at):
-                continue  # Home Assistant's agent, heard from its entity already
+        for request in activity_uses(read.new, ours=self._own, agents=self._turns.log):
             self.record(self._coordinator.resolve_model(request.model), request.started_at)
 
     # ---------------------------------------------------------------- state
@@ -373,12 +324,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
         of it (when the model is held now): scored, and the warm-up's time ends there.
         """
         record = self._records.setdefault(model, UsageRecord())
-        record.planner.observe(dt_util.as_local(at))
-        since = record.holding_since
-        if since is not None and at >= since:
-            if model in self._coordinator.data.held:
-                record.tally(_day(at), HELPED, 1)
-            record.close_holding(at, _day(at))
+        record.use(at, _zone(), held=model in self._coordinator.data.held)
         self.async_changed()
         if record.auto_warm:
             self._keep(model, record)  # its session starts now
@@ -386,21 +332,13 @@ class UsageWatch(ModelRecords[UsageRecord]):
     @callback
     def _changed(self, changes: list[MonitorChange]) -> None:
         """Score each cold start a household request had (not one of our probes)."""
-        for change in changes:
-            # A cold start of a probe of ours (ColdStartObserved is always one) is not theirs.
-            if not isinstance(change, LoadObserved) or change.probe or not change.waited:
-                continue
-            record = self._records.setdefault(change.model, UsageRecord())
-            now = self.utcnow()
-            record.tally(_day(now), COLD, 1)
-            # The household waited for a load: whatever our warm-up held is gone, and the
-            # use this load shows is no use warm thanks to it (not both).
-            record.close_holding(now, _day(now))
+        for model in household_cold_starts(changes):
+            self._records.setdefault(model, UsageRecord()).cold_start(self.utcnow(), _zone())
             self.async_changed()
 
-    def summary(self) -> dict[str, dict[str, Any]]:
+    def summary(self) -> dict[str, dict[str, object]]:
         """Return what the diagnostics show: counts, not when the household was at home."""
-        today = dt_util.as_local(self.utcnow()).date()
+        today = local_day(self.utcnow(), _zone())
         return {model: record.summary(today) for model, record in self._records.items()}
 
     def scoreboard(self, model: str, column: int) -> tuple[float, float]:
@@ -408,19 +346,17 @@ class UsageWatch(ModelRecords[UsageRecord]):
         record = self._records.get(model)
         if record is None:
             return 0.0, 0.0
-        return record.score(column, dt_util.as_local(self.utcnow()).date())
+        return record.score(column, local_day(self.utcnow(), _zone()))
 
     def uses_seen_within(self) -> int | None:
-        """Return how late, at most, the server shows another client's use (seconds).
-
-        Ollama's moving expiry and llama-swap's activity are read at each poll; llama-server
-        shows none (None). Home Assistant's own agents' turns are seen at once.
-        """
+        """Return how late, at most, the server shows another client's use (seconds)."""
         coordinator = self._coordinator
         client = coordinator.client
-        if isinstance(client, ReportsRequests) or client.capabilities.reports_expiry:
-            return round(coordinator.normal_interval.total_seconds())
-        return None
+        return uses_seen_within(
+            reports_requests=isinstance(client, ReportsRequests),
+            reports_expiry=client.capabilities.reports_expiry,
+            interval=coordinator.normal_interval,
+        )
 
     def lead(self, model: str) -> timedelta:
         """Return how long before an expected use warming starts: its cold load, a margin."""
@@ -432,17 +368,16 @@ class UsageWatch(ModelRecords[UsageRecord]):
         record = self._records.get(model)
         if record is None:
             return None
-        moment = dt_util.as_local(now or self.utcnow())
-        return record.planner.plan(moment, self.lead(model))
+        return record.plan(now or self.utcnow(), _zone(), self.lead(model))
 
     def uses_today(self, model: str, now: datetime | None = None) -> int:
         """Return how many uses of ``model`` were recorded since local midnight."""
         record = self._records.get(model)
         if record is None:
             return 0
-        return record.uses_since(dt_util.start_of_local_day(dt_util.as_local(now or self.utcnow())))
+        return record.uses_today(now or self.utcnow(), _zone())
 
 
-def _day(when: datetime) -> date:
-    """Return the household's local date of ``when``."""
-    return dt_util.as_local(when).date()
+def _zone() -> tzinfo:
+    """Return the household's time zone (Home Assistant's)."""
+    return dt_util.get_default_time_zone()

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, override
 
 from homeassistant.components.binary_sensor import (
@@ -29,32 +28,19 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .coordinator import LlmWarmthCoordinator
 from .core.usage import COLD, GIB_HOURS, HELPED
-from .core.warm_plan import PatternClass, Plan
+from .core.usage_readings import (
+    NoUseExpected,
+    auto_warm_attributes,
+    in_usage_window,
+    next_use,
+    next_use_attributes,
+    no_use_expected,
+    score_shown,
+)
+from .core.warm_plan import Plan
 from .data import LlmWarmthConfigEntry
 from .entity import Followed, ModelEntity, async_add_model_entities
 from .usage import UsageWatch
-
-
-class NoUseExpected(StrEnum):
-    """Why no next use is expected: the ``reason`` attribute (words: translations)."""
-
-    # Fewer days of uses than the planner trusts a rhythm from.
-    LEARNING = "learning"
-    # Its uses come at no time of day that repeats: kept after each use, not warmed ahead.
-    NO_RHYTHM = "no_rhythm"
-    # A rhythm, but no expected stretch within the next day.
-    NONE_WITHIN_A_DAY = "none_within_a_day"
-
-
-def _no_use_expected(plan: Plan) -> NoUseExpected | None:
-    """Return why the plan expects no next use (None: it expects one)."""
-    if plan.next_use is not None:
-        return None
-    if plan.pattern is PatternClass.NEW:
-        return NoUseExpected.LEARNING
-    if plan.pattern is PatternClass.SPORADIC:
-        return NoUseExpected.NO_RHYTHM
-    return NoUseExpected.NONE_WITHIN_A_DAY
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,7 +55,7 @@ NEXT_USE = UsageSensorDescription(
     key="next_expected_use",
     translation_key="next_expected_use",
     device_class=SensorDeviceClass.TIMESTAMP,
-    reason_fn=_no_use_expected,
+    reason_fn=no_use_expected,
 )
 USES_TODAY = SensorEntityDescription(
     key="uses_today",
@@ -134,20 +120,17 @@ class NextExpectedUse(UsageEntity, SensorEntity):
     @override
     def native_value(self) -> datetime | None:
         """Return the start of the expected stretch ahead (or now's, before its use)."""
-        plan = self.usage.plan(self.model)
-        return plan.next_use if plan else None
+        return next_use(self.usage.plan(self.model))
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any]:
+    def extra_state_attributes(self) -> Mapping[str, object]:
         """Return why no use is expected (``reason``), and the days of uses learnt from."""
-        plan = self.usage.plan(self.model)
-        record = self.usage.get(self.model)
-        reason = self.entity_description.reason_fn(plan) if plan else NoUseExpected.LEARNING
-        return {
-            "days_learnt": record.planner.days if record else 0,
-            **({"reason": reason.value} if reason else {}),
-        }
+        return next_use_attributes(
+            self.usage.plan(self.model),
+            self.usage.get(self.model),
+            self.entity_description.reason_fn,
+        )
 
 
 class UsesToday(UsageEntity, SensorEntity):
@@ -166,8 +149,8 @@ class ScoreSensor(UsageEntity, SensorEntity):
     entity_description: ScoreDescription
 
     def _shown(self, value: float) -> float | int:
-        digits = self.entity_description.digits
-        return round(value, digits) if digits else round(value)
+        """Return a figure as shown, to the description's digits."""
+        return score_shown(value, self.entity_description.digits)
 
     @property
     @override
@@ -177,7 +160,7 @@ class ScoreSensor(UsageEntity, SensorEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any]:
+    def extra_state_attributes(self) -> Mapping[str, object]:
         """Return today's figure."""
         today = self.usage.scoreboard(self.model, self.entity_description.column)[0]
         return {"today": self._shown(today)}
@@ -190,11 +173,7 @@ class InUsageWindow(UsageEntity, BinarySensorEntity):
     @override
     def is_on(self) -> bool:
         """Return True inside an expected stretch."""
-        plan = self.usage.plan(self.model)
-        if plan is None or plan.window_start is None or plan.window_end is None:
-            return False
-        now = self.usage.utcnow()
-        return plan.window_start <= now < plan.window_end
+        return in_usage_window(self.usage.plan(self.model), self.usage.utcnow())
 
 
 def _add_once_used(
@@ -270,39 +249,17 @@ class AutoWarmSwitch(UsageEntity, SwitchEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any]:
+    def extra_state_attributes(self) -> Mapping[str, object]:
         """Return the loads it sent, those the guard refused, and why it holds the model.
 
-        ``kept_for``: ``expected_use`` (warmed ahead of, and held through, an expected
-        stretch) or ``session_keep`` (kept through a session's gaps after a use), until
-        ``kept_until``; None once that time is over. ``pattern``: how the planner reads
-        the model's uses; ``session_keep_minutes``: its keep after a use;
-        ``uses_seen_within_seconds``: how late the server shows another client's use at
-        most (None: it shows none; Home Assistant's agents' turns are seen at once).
+        What each means: ``core.usage_readings.auto_warm_attributes``.
         """
-        record = self.usage.get(self.model)
-        plan = self.usage.plan(self.model)
-        learnt = {
-            # How the planner reads the model's uses (new, rhythmic: warmed ahead of its
-            # stretches; sporadic: kept by its idle times), and its keep after a use.
-            "pattern": plan.pattern.value if plan else None,
-            "session_keep_minutes": round(plan.keep.total_seconds() / 60, 1) if plan else None,
-            "uses_seen_within_seconds": self.usage.uses_seen_within(),
-        }
-        if record is None:
-            return (
-                dict.fromkeys(("kept_for", "kept_until"))
-                | {"warm_ups": 0, "refused_by_the_guard": 0}
-                | learnt
-            )
-        until, reason = record.kept_until, record.kept_for
-        holding = until is not None and reason is not None and until > self.usage.utcnow()
-        return {
-            "warm_ups": record.warmed,
-            "refused_by_the_guard": record.refused,
-            "kept_for": reason.value if holding and reason else None,
-            "kept_until": until.isoformat() if holding and until else None,
-        } | learnt
+        return auto_warm_attributes(
+            self.usage.get(self.model),
+            self.usage.plan(self.model),
+            self.usage.utcnow(),
+            uses_seen_within=self.usage.uses_seen_within(),
+        )
 
     @override
     async def async_turn_on(self, **kwargs: Any) -> None:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
-from typing import Any, Final
+from datetime import date, datetime, time, timedelta, tzinfo
+from typing import Final
 
 from .backends.types import ServedRequest
-from .warm_hold import HoldReason
-from .warm_plan import UsagePlanner
+from .usage_rhythm import local_time
+from .warm_hold import Hold, HoldReason
+from .warm_plan import Plan, UsagePlanner
 
 # An expiry that moved by more than this between two polls (on, or back by a request with
 # a shorter keep): a request came.
@@ -63,7 +64,7 @@ class UsageRecord:
     # last ``SCORE_DAYS`` days.
     days: dict[str, list[float]] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """Return the record as stored."""
         return {
             "planner": self.planner.as_dict(),
@@ -91,7 +92,7 @@ class UsageRecord:
             sum(v for day, v in rows if week <= day <= today.isoformat()),
         )
 
-    def summary(self, today: date) -> dict[str, Any]:
+    def summary(self, today: date) -> dict[str, object]:
         """Return what the diagnostics show: counts, not when the household was at home."""
         return {
             "uses": len(self.planner.uses),
@@ -117,6 +118,86 @@ class UsageRecord:
         if since is not None and end > since:
             self.tally(day, GIB_HOURS, held_gib_hours(since, end, self.holding_bytes))
 
+    def plan(self, now: datetime, zone: tzinfo | None, lead: timedelta) -> Plan:
+        """Return the planner's answer at ``now`` on ``zone``'s clock, warming ``lead`` ahead."""
+        return self.planner.plan(local_time(now, zone), lead)
+
+    def uses_today(self, now: datetime, zone: tzinfo | None) -> int:
+        """Return how many uses were recorded since ``zone``'s midnight before ``now``."""
+        return self.uses_since(local_midnight(now, zone))
+
+    def use(self, at: datetime, zone: tzinfo | None, *, held: bool) -> None:
+        """Record a use at ``at`` (a household's, never one of ours) on ``zone``'s clock.
+
+        The first use while an auto-warm warm-up holds the model found it warm because
+        of it (when the model is ``held`` now): scored, and the warm-up's time ends there.
+        """
+        self.planner.observe(local_time(at, zone))
+        since = self.holding_since
+        if since is not None and at >= since:
+            if held:
+                self.tally(local_day(at, zone), HELPED, 1)
+            self.close_holding(at, local_day(at, zone))
+
+    def cold_start(self, now: datetime, zone: tzinfo | None) -> None:
+        """Score a cold start a household request had (not one of our probes) at ``now``.
+
+        The household waited for a load: whatever our warm-up held is gone, and the use
+        this load shows is no use warm thanks to it (not both).
+        """
+        day = local_day(now, zone)
+        self.tally(day, COLD, 1)
+        self.close_holding(now, day)
+
+    def hold_over(self, now: datetime, zone: tzinfo | None) -> None:
+        """End the warm-up's hold once its stretch is over at ``now``.
+
+        No use came while our warm-up held the model: all of it was spent.
+        """
+        until = self.holding_until
+        if until is not None and now >= until:
+            self.close_holding(until, local_day(until, zone))
+
+    def let_go(self, now: datetime, zone: tzinfo | None) -> None:
+        """Note at ``now`` that the server no longer holds the model.
+
+        Evicted (or expired) before a use came: a warm-up whose load answered holds it no
+        more (one still loading is not let go).
+        """
+        if self.holding_loaded:
+            self.close_holding(now, local_day(now, zone))
+
+    def warm_up_refused(self, start: datetime) -> bool:
+        """Count the guard's refusal of a warm-up for the stretch from ``start``, once.
+
+        Tried again each minute of the stretch; counted once. Return True when counted.
+        """
+        if self.refused_for == start:
+            return False
+        self.refused_for = start
+        self.refused += 1
+        return True
+
+    def warm_up_sent(self, start: datetime, now: datetime, hold: Hold) -> None:
+        """Note a warm-up sent at ``now`` for the stretch from ``start``, held as ``hold``."""
+        self.warmed_for = start
+        self.holding_since, self.holding_until = now, hold.until
+        self.kept_until, self.kept_for = hold.until, HoldReason.EXPECTED_USE
+
+    def warm_up_loaded(self, size_bytes: int) -> None:
+        """Count the warm-up once the model is in, holding ``size_bytes`` of GPU memory."""
+        self.warmed += 1
+        self.holding_loaded = self.holding_since is not None
+        self.holding_bytes = size_bytes
+
+    def warm_up_failed(self) -> None:
+        """Forget the hold of a warm-up that failed (it holds nothing)."""
+        self.holding_since = self.holding_until = None
+
+    def kept(self, hold: Hold) -> None:
+        """Note that auto-warm asked the server to keep the model as ``hold`` says."""
+        self.kept_until, self.kept_for = hold.until, hold.reason
+
     @classmethod
     def from_dict(cls, values: object) -> UsageRecord:
         """Read a stored record; raise ``ValueError`` when it does not read."""
@@ -140,6 +221,17 @@ class UsageRecord:
             holding_until=_time(values.get("holding_until")),
             days={day: [float(v) for v in row] for day, row in days.items()},
         )
+
+
+def local_day(when: datetime, zone: tzinfo | None) -> date:
+    """Return the household's local date of ``when`` (``zone``: its time zone)."""
+    return local_time(when, zone).date()
+
+
+def local_midnight(when: datetime, zone: tzinfo | None) -> datetime:
+    """Return the start of ``when``'s local day in ``zone``."""
+    local = local_time(when, zone)
+    return datetime.combine(local.date(), time(), tzinfo=local.tzinfo)
 
 
 def _is_date(value: object) -> bool:
