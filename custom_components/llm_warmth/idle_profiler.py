@@ -9,8 +9,8 @@ five minutes and looks again. Profiles are its own section of the store
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from typing import Final, override
+from datetime import datetime
+from typing import override
 
 from homeassistant.core import CALLBACK_TYPE, HassJob, callback
 from homeassistant.exceptions import HomeAssistantError
@@ -20,19 +20,21 @@ from .agents import agent_context
 from .const import LOGGER
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.errors import LlmServerError
-from .core.idle_profile import IdleProfile, IdleResult
+from .core.idle_profile import IdleProfile
+from .core.idle_schedule import (
+    RETRY,
+    IdleWatch,
+    fire_at,
+    probe_due,
+    probe_result,
+    profiles_as_stored,
+)
 from .data import LlmWarmthConfigEntry
 from .feature import Feature
 from .household import HouseholdWatch
 from .own_requests import OwnRequests
 from .probe_prompts import DEFAULT_PROMPT, probe_options
 from .storage import EntryStore, stored_records
-
-# Another look this long after a probe could not run (the house needed the GPU, or the
-# server failed).
-RETRY: Final = timedelta(minutes=5)
-# An Ollama expiry that moves on by more than this between polls is a use.
-_MOVED: Final = timedelta(seconds=5)
 
 
 class IdleProfiler(Feature):
@@ -62,14 +64,13 @@ class IdleProfiler(Feature):
         # Once stopped (the entry unloads), nothing is scheduled again: a probe that was
         # running is cancelled with the entry's background tasks.
         self._stopped = False
-        # What the last poll showed of each profiled model: resident, and its expiry. None
-        # (absent): no baseline yet (after a start, a restart or a probe of ours).
-        self._seen: dict[str, tuple[bool, datetime | None]] = {}
+        # What the last poll showed of each profiled model.
+        self._seen = IdleWatch()
 
     @override
     def as_stored(self) -> dict[str, object]:
         """Return the profiles, by model."""
-        return {model: profile.as_dict() for model, profile in self.profiles.items()}
+        return profiles_as_stored(self.profiles)
 
     @callback
     def async_start(self) -> CALLBACK_TYPE:
@@ -108,18 +109,16 @@ class IdleProfiler(Feature):
 
     @callback
     def _schedule(self, model: str, at: datetime | None = None) -> None:
+        """Set the timer of ``model``'s profile: ``at``, else when its next probe is due."""
         if (cancel := self._timers.pop(model, None)) is not None:
             cancel()
         if self._stopped:
             return
-        profile = self.profiles.get(model)
-        due = at or (profile.due_at() if profile else None)
-        if due is None:
+        when = fire_at(self.profiles.get(model), at, self._coordinator.utcnow())
+        if when is None:
             return
         job = HassJob(self._due, f"llm_warmth idle profile {model}", cancel_on_shutdown=True)
-        self._timers[model] = async_track_point_in_utc_time(
-            self.hass, job, max(due, self._coordinator.utcnow())
-        )
+        self._timers[model] = async_track_point_in_utc_time(self.hass, job, when)
 
     @callback
     def _async_polled(self) -> None:
@@ -127,25 +126,12 @@ class IdleProfiler(Feature):
         coordinator = self._coordinator
         if not coordinator.last_update_success or coordinator.data is None:
             return
-        now = coordinator.utcnow()
-        for model, profile in list(self.profiles.items()):
-            if profile.done or model in coordinator.data.probing:
-                continue
-            resident = coordinator.data.held.get(model)
-            now_seen = (resident is not None, resident.expires_at if resident else None)
-            before = self._seen.get(model)
-            self._seen[model] = now_seen
-            if before is None:
-                continue  # the baseline
-            loaded = now_seen[0] and not before[0]
-            moved = (
-                now_seen[1] is not None
-                and before[1] is not None
-                and now_seen[1] - before[1] > _MOVED
-            )
-            if loaded or moved:
-                self.profiles[model] = profile.used(now)
-                self._schedule(model)
+        used = self._seen.polled(
+            self.profiles, coordinator.data.held, coordinator.data.probing, coordinator.utcnow()
+        )
+        for model, profile in used.items():
+            self.profiles[model] = profile
+            self._schedule(model)
 
     @callback
     def _due(self, _now: datetime) -> None:
@@ -161,8 +147,7 @@ class IdleProfiler(Feature):
         coordinator = self._coordinator
         now = coordinator.utcnow()
         for model, profile in list(self.profiles.items()):
-            due = profile.due_at()
-            if due is None or due > now or model in coordinator.data.probing:
+            if not probe_due(profile, now, probing=model in coordinator.data.probing):
                 continue
             self._timers.pop(model, None)
             if self._household.need() is not None:
@@ -177,17 +162,9 @@ class IdleProfiler(Feature):
                 LOGGER.warning("%s: idle profile of %s: %s", coordinator.name, model, err)
                 self._schedule(model, now + RETRY)
                 continue
-            sample = probe.sample
             self.profiles[model] = profile.measured(
-                IdleResult(
-                    minutes=profile.next_minutes or 0,
-                    at=coordinator.utcnow(),
-                    resident=probe.resident_before is not None,
-                    ttft_ms=sample.ttft_ms,
-                    load_ms=sample.queue_and_load_ms,
-                    prefill_ms=sample.prefill_ms,
-                )
+                probe_result(profile, probe, coordinator.utcnow())
             )
-            self._seen.pop(model, None)  # its own probe is no use: a new baseline
+            self._seen.forget(model)  # its own probe is no use: a new baseline
             self.async_changed()
             self._schedule(model)
