@@ -1,16 +1,24 @@
 """Where the warm assistant sends a turn (core.assistant_route, no Home Assistant)."""
 
+from datetime import UTC, datetime
+
 from hypothesis import given, strategies as st
 import pytest
 
 from custom_components.llm_warmth.core.assistant_route import (
+    MAX_WAIT_SECONDS,
     AgentState,
     Readiness,
     Route,
     RouteReason,
+    RouteRecord,
+    Setting,
+    SettingRefused,
     agent_state,
+    check_settings,
     ready_in,
     route_turn,
+    switched_from,
 )
 from custom_components.llm_warmth.core.warmth import Warmth
 
@@ -183,3 +191,94 @@ def test_route_properties(primary: AgentState, fallbacks: list[AgentState], wait
 def test_ready_within(agent: AgentState, expected: bool) -> None:
     """Warm or not followed: ready; down or no load measured: not; else by the load."""
     assert agent.ready_within(2.0) is expected
+
+
+@pytest.mark.parametrize(
+    ("primary", "fallbacks", "wait", "setting", "key"),
+    [
+        (None, [], 1, Setting.PRIMARY, "assistant_not_agent"),
+        ("sensor.big", [], 1, Setting.PRIMARY, "assistant_not_agent"),
+        (BIG, "conversation.nas", 1, Setting.FALLBACKS, "assistant_not_agent"),
+        (BIG, [NAS, 3], 1, Setting.FALLBACKS, "assistant_not_agent"),
+        (BIG, [NAS, "light.nas"], 1, Setting.FALLBACKS, "assistant_not_agent"),
+        (BIG, [NAS, BIG], 1, Setting.FALLBACKS, "assistant_agents_repeat"),
+        (BIG, [NAS, NAS], 1, Setting.FALLBACKS, "assistant_agents_repeat"),
+        (BIG, [NAS], None, Setting.WAIT, "assistant_wait_range"),
+        (BIG, [NAS], True, Setting.WAIT, "assistant_wait_range"),
+        (BIG, [NAS], "3", Setting.WAIT, "assistant_wait_range"),
+        (BIG, [NAS], -0.01, Setting.WAIT, "assistant_wait_range"),
+        (BIG, [NAS], 60.01, Setting.WAIT, "assistant_wait_range"),
+    ],
+)
+def test_settings_refused(
+    primary: object, fallbacks: object, wait: object, setting: Setting, key: str
+) -> None:
+    """The first setting that cannot work is named, with its error key."""
+    with pytest.raises(SettingRefused) as err:
+        check_settings(primary, fallbacks, wait)
+    assert (err.value.setting, err.value.key) == (setting, key)
+    assert err.value.args == (setting, key)
+
+
+def test_settings_read() -> None:
+    """Bounds included; a tuple or list of fall-backs, or none; the wait as a float."""
+    assert MAX_WAIT_SECONDS == 60.0
+    assert check_settings(BIG, [NAS, HA], 0) == (BIG, (NAS, HA), 0.0)
+    assert check_settings(BIG, (NAS,), 60) == (BIG, (NAS,), 60.0)
+    assert check_settings(BIG, [], 2.5) == (BIG, (), 2.5)
+    assert isinstance(check_settings(BIG, [], 1)[2], float)
+
+
+@given(
+    st.one_of(st.none(), st.text(max_size=20), st.integers()),
+    st.one_of(st.none(), st.text(max_size=5), st.lists(st.text(max_size=20), max_size=3)),
+    st.one_of(st.none(), st.booleans(), st.floats(), st.integers(-100, 100), st.text(max_size=3)),
+)
+def test_any_stored_settings_are_read_or_refused(
+    primary: object, fallbacks: object, wait: object
+) -> None:
+    """Whatever a subentry holds: settings that can work, or a SettingRefused."""
+    try:
+        agent, others, seconds = check_settings(primary, fallbacks, wait)
+    except SettingRefused:
+        return
+    assert agent.startswith("conversation.")
+    assert all(o.startswith("conversation.") for o in others)
+    assert agent not in others
+    assert len(set(others)) == len(others)
+    assert 0 <= seconds <= MAX_WAIT_SECONDS
+
+
+def test_switched_from() -> None:
+    """Only another delegate than the one answering now counts as a switch."""
+    assert switched_from(None, BIG) is None
+    assert switched_from(BIG, BIG) is None
+    assert switched_from(NAS, BIG) == NAS
+
+
+def test_route_record_as_the_event_carries_it() -> None:
+    """Every field under the event's and the attributes' names."""
+    record = RouteRecord(
+        at=datetime(2026, 12, 1, 7, 0, tzinfo=UTC),
+        route=Route(NAS, RouteReason.FALLBACK_PRIMARY_COLD, warm_primary=True),
+        primary=state(BIG, Readiness.COLD, 12.5),
+        agent_server="NAS",
+        agent_model="qwen3:4b",
+        switched_from=BIG,
+    )
+    assert record.as_dict() == {
+        "agent": NAS,
+        "reason": "fallback_primary_cold",
+        "primary": BIG,
+        "primary_readiness": "cold",
+        "primary_ready_in": 12.5,
+        "warming_primary": False,
+        "agent_server": "NAS",
+        "agent_model": "qwen3:4b",
+        "switched_from": BIG,
+        "failed": False,
+    }
+    flags = RouteRecord(
+        record.at, record.route, record.primary, None, None, None, warming=True, failed=True
+    ).as_dict()
+    assert (flags["warming_primary"], flags["failed"], flags["agent_server"]) == (True, True, None)

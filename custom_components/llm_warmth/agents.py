@@ -44,6 +44,16 @@ from .core.backends.detection import DEFAULT_PORTS
 if TYPE_CHECKING:
     from .data import LlmWarmthConfigEntry
 
+# Agent: core's record of an Ollama agent, which the directory holds (voice_wake.py).
+__all__ = [
+    "Agent",
+    "AgentDirectory",
+    "agent_context",
+    "agent_system_prompt",
+    "agents_of_model",
+    "model_agent",
+]
+
 
 class AgentDirectory:
     """The conversation agents at one server, read again whenever a config entry changes."""

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
@@ -29,7 +28,6 @@ from homeassistant.helpers.chat_session import async_get_chat_session
 from homeassistant.util import dt as dt_util
 from homeassistant.util.limited_size_dict import LimitedSizeDict
 
-from .agents import Agent
 from .const import (
     CONF_ASSISTANT_FALLBACKS,
     CONF_ASSISTANT_PRIMARY,
@@ -39,7 +37,20 @@ from .const import (
     LOGGER,
     SUBENTRY_WARM_ASSISTANT,
 )
-from .core.assistant_route import AgentState, Readiness, Route, agent_state, route_turn
+from .core.agent_options import Agent
+from .core.assistant_route import (
+    MAX_WAIT_SECONDS,
+    AgentState,
+    Readiness,
+    Route,
+    RouteRecord,
+    Setting,
+    SettingRefused,
+    agent_state,
+    check_settings,
+    route_turn,
+    switched_from,
+)
 from .core.backends.base import GENERATION_TIMEOUT
 from .core.backends.errors import LlmServerError
 from .core.voice import WAKE_KEEP
@@ -47,10 +58,27 @@ from .core.warmth import model_warmth
 from .data import LlmWarmthConfigEntry
 from .household_entry import server_entries
 
-# The longest wait a user may accept, in seconds (a minute of silence is no answer).
-MAX_WAIT_SECONDS: Final = 60.0
+# MAX_WAIT_SECONDS: the longest wait the assistant's flow offers (assistant_flow.py).
+__all__ = [
+    "MAX_WAIT_SECONDS",
+    "AssistantSettings",
+    "Served",
+    "WarmAssistant",
+    "assistant_primary",
+    "readiness",
+    "served_by",
+]
+
 # Conversations whose last delegate is remembered (the oldest forgotten first).
 REMEMBERED_CONVERSATIONS: Final = 100
+
+
+# The key of each setting in the assistant's subentry.
+_FIELDS: Final = {
+    Setting.PRIMARY: CONF_ASSISTANT_PRIMARY,
+    Setting.FALLBACKS: CONF_ASSISTANT_FALLBACKS,
+    Setting.WAIT: CONF_ASSISTANT_WAIT,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,26 +90,17 @@ class AssistantSettings:
     wait_s: float
 
     @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> AssistantSettings:
+    def from_data(cls, data: Mapping[str, object]) -> AssistantSettings:
         """Read the settings; raise ValueError(field, error key) on one that cannot work."""
-        primary = data.get(CONF_ASSISTANT_PRIMARY)
-        fallbacks = data.get(CONF_ASSISTANT_FALLBACKS, [])
-        wait = data.get(CONF_ASSISTANT_WAIT)
-        if not isinstance(primary, str) or not primary.startswith("conversation."):
-            raise ValueError(CONF_ASSISTANT_PRIMARY, "assistant_not_agent")
-        if not isinstance(fallbacks, list | tuple) or not all(
-            isinstance(f, str) and f.startswith("conversation.") for f in fallbacks
-        ):
-            raise ValueError(CONF_ASSISTANT_FALLBACKS, "assistant_not_agent")
-        if primary in fallbacks or len(set(fallbacks)) != len(fallbacks):
-            raise ValueError(CONF_ASSISTANT_FALLBACKS, "assistant_agents_repeat")
-        if (
-            not isinstance(wait, int | float)
-            or isinstance(wait, bool)
-            or not 0 <= wait <= MAX_WAIT_SECONDS
-        ):
-            raise ValueError(CONF_ASSISTANT_WAIT, "assistant_wait_range")
-        return cls(primary, tuple(fallbacks), float(wait))
+        try:
+            primary, fallbacks, wait = check_settings(
+                data.get(CONF_ASSISTANT_PRIMARY),
+                data.get(CONF_ASSISTANT_FALLBACKS, []),
+                data.get(CONF_ASSISTANT_WAIT),
+            )
+        except SettingRefused as err:
+            raise ValueError(_FIELDS[err.setting], err.key) from None
+        return cls(primary, fallbacks, wait)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,39 +110,6 @@ class Served:
     entry: LlmWarmthConfigEntry
     model: str
     agent: Agent | None
-
-
-@dataclass(frozen=True, slots=True)
-class RouteRecord:
-    """One turn's route, as the entity and the event show it."""
-
-    at: datetime
-    route: Route
-    primary: AgentState
-    agent_server: str | None
-    agent_model: str | None
-    # The delegate that answered the conversation's turn before, when it was another.
-    switched_from: str | None
-    # Whether the primary's model is being loaded for the next turns (the route asked for
-    # it and its server's household guard let it).
-    warming: bool = False
-    # Whether the turn's delegate failed (its answer is an error).
-    failed: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        """Return the record as the event and the attributes carry it."""
-        return {
-            "agent": self.route.agent_id,
-            "reason": self.route.reason.value,
-            "primary": self.primary.agent_id,
-            "primary_readiness": self.primary.readiness.value,
-            "primary_ready_in": self.primary.ready_in_s,
-            "warming_primary": self.warming,
-            "agent_server": self.agent_server,
-            "agent_model": self.agent_model,
-            "switched_from": self.switched_from,
-            "failed": self.failed,
-        }
 
 
 @callback
@@ -232,7 +218,7 @@ class WarmAssistant:
                 primary=primary,
                 agent_server=where.entry.title if where else None,
                 agent_model=where.model if where else None,
-                switched_from=previous if previous not in (None, route.agent_id) else None,
+                switched_from=switched_from(previous, route.agent_id),
                 warming=warming,
             )
             if record.switched_from:

@@ -17,9 +17,14 @@ The rule, in order:
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
+from typing import Final
 
 from .warmth import Warmth
+
+# The longest wait a user may accept, in seconds (a minute of silence is no answer).
+MAX_WAIT_SECONDS: Final = 60.0
 
 
 class Readiness(StrEnum):
@@ -149,3 +154,84 @@ def agent_state(
         return AgentState(agent_id, Readiness.LOADING, ready_in(load_s, loading_for_s or 0.0))
     # Cold, or on its way out: a whole load is ahead.
     return AgentState(agent_id, Readiness.COLD, ready_in(load_s, None))
+
+
+class Setting(StrEnum):
+    """One of a warm assistant's settings (its subentry names each with a key of its own)."""
+
+    PRIMARY = "primary"
+    FALLBACKS = "fallbacks"
+    WAIT = "wait"
+
+
+class SettingRefused(ValueError):
+    """A setting that cannot work: which one, and the error key to show."""
+
+    def __init__(self, setting: Setting, key: str) -> None:
+        """Say which setting is refused, with what error key."""
+        super().__init__(setting, key)
+        self.setting = setting
+        self.key = key
+
+
+def check_settings(
+    primary: object, fallbacks: object, wait: object
+) -> tuple[str, tuple[str, ...], float]:
+    """Return a warm assistant's primary, fall-backs and wait, as stored, checked.
+
+    Each agent must be a conversation entity, none twice; the wait within 0 to
+    ``MAX_WAIT_SECONDS`` seconds. Raise ``SettingRefused`` naming the first that cannot work.
+    """
+    if not isinstance(primary, str) or not primary.startswith("conversation."):
+        raise SettingRefused(Setting.PRIMARY, "assistant_not_agent")
+    if not isinstance(fallbacks, list | tuple) or not all(
+        isinstance(f, str) and f.startswith("conversation.") for f in fallbacks
+    ):
+        raise SettingRefused(Setting.FALLBACKS, "assistant_not_agent")
+    if primary in fallbacks or len(set(fallbacks)) != len(fallbacks):
+        raise SettingRefused(Setting.FALLBACKS, "assistant_agents_repeat")
+    if (
+        not isinstance(wait, int | float)
+        or isinstance(wait, bool)
+        or not 0 <= wait <= MAX_WAIT_SECONDS
+    ):
+        raise SettingRefused(Setting.WAIT, "assistant_wait_range")
+    return primary, tuple(str(f) for f in fallbacks), float(wait)
+
+
+def switched_from(previous: str | None, agent_id: str) -> str | None:
+    """Return the delegate that answered the conversation before, when it was another."""
+    return previous if previous not in (None, agent_id) else None
+
+
+@dataclass(frozen=True, slots=True)
+class RouteRecord:
+    """One turn's route, as the entity and the event show it."""
+
+    at: datetime
+    route: Route
+    primary: AgentState
+    agent_server: str | None
+    agent_model: str | None
+    # The delegate that answered the conversation's turn before, when it was another.
+    switched_from: str | None
+    # Whether the primary's model is being loaded for the next turns (the route asked for
+    # it and its server's household guard let it).
+    warming: bool = False
+    # Whether the turn's delegate failed (its answer is an error).
+    failed: bool = False
+
+    def as_dict(self) -> dict[str, str | float | bool | None]:
+        """Return the record as the event and the attributes carry it."""
+        return {
+            "agent": self.route.agent_id,
+            "reason": self.route.reason.value,
+            "primary": self.primary.agent_id,
+            "primary_readiness": self.primary.readiness.value,
+            "primary_ready_in": self.primary.ready_in_s,
+            "warming_primary": self.warming,
+            "agent_server": self.agent_server,
+            "agent_model": self.agent_model,
+            "switched_from": self.switched_from,
+            "failed": self.failed,
+        }
