@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 import time
 
 from homeassistant.config_entries import ConfigEntryState
@@ -22,25 +21,21 @@ from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import GENERATION_TIMEOUT
 from .core.backends.errors import LlmModelStartError, LlmServerError, LlmServerTimeoutError
 from .core.pins import Pin, Reassertion, ReassertReason
+from .core.residency_control import (
+    Preloaded,
+    Unpinned,
+    asked_for,
+    kept_until,
+    load_seconds,
+    on_peers,
+    pushed_out,
+    to_unload,
+    unpin_outcome,
+)
 from .devices import fire_event
 from .household import HouseholdWatch
 from .own_requests import OwnRequests
 from .pins import Pins
-
-
-@dataclass(frozen=True, slots=True)
-class Preloaded:
-    """What a preload did: the model was resident already, or was loaded in ``seconds``.
-
-    ``seconds`` is the wall time of the load request as the integration saw it (the server
-    answers once the model is ready). ``pushed_out``: the models the server held before
-    and no longer held once it was loaded (it made room for it).
-    """
-
-    model: str
-    already_resident: bool
-    seconds: float | None
-    pushed_out: tuple[str, ...] = ()
 
 
 class ResidencyController:
@@ -98,9 +93,7 @@ class ResidencyController:
 
     def _asked_for(self, pin: Pin) -> tuple[float | None, int | None]:
         """Return the keep (seconds) and context a load for ``pin`` asks for (Ollama only)."""
-        if not self._idle_timer:
-            return None, None
-        return pin.keep_seconds(self._coordinator.utcnow()), pin.num_ctx
+        return asked_for(pin, self._coordinator.utcnow(), self._coordinator.client.capabilities)
 
     async def pin(self, pin: Pin, *, timeout: float) -> Preloaded:
         """Load ``pin.model`` to be kept to the pin's end, then keep the pin (stored).
@@ -113,7 +106,9 @@ class ResidencyController:
         self.pins.pin(pin)
         return done
 
-    async def unpin(self, model: str, *, evict: bool, timeout: float) -> tuple[Pin | None, str]:
+    async def unpin(
+        self, model: str, *, evict: bool, timeout: float
+    ) -> tuple[Pin | None, Unpinned]:
         """Remove the pin of ``model``; say what became of the model.
 
         ``unloaded`` (``evict``), ``handed_back`` (Ollama: asked once more without a
@@ -124,16 +119,17 @@ class ResidencyController:
         coordinator = self._coordinator
         pin = next(iter(self.pins.unpin([model])), None)
         if evict:
-            return pin, "unloaded" if await self.evict([model], timeout=timeout) else "not_resident"
+            unloaded = await self.evict([model], timeout=timeout)
+            return pin, Unpinned.UNLOADED if unloaded else Unpinned.NOT_RESIDENT
         await self._read()
-        if model not in coordinator.data.held:
-            return pin, "not_resident"
-        if pin is None:
-            return None, "unchanged"
-        if not self._idle_timer:
-            return pin, "kept"
-        await coordinator.client.load(model, num_ctx=pin.num_ctx, timeout=timeout)
-        return pin, "handed_back"
+        outcome = unpin_outcome(
+            resident=model in coordinator.data.held,
+            pinned=pin is not None,
+            idle_timer=self._idle_timer,
+        )
+        if pin is not None and outcome is Unpinned.HANDED_BACK:
+            await coordinator.client.load(model, num_ctx=pin.num_ctx, timeout=timeout)
+        return pin, outcome
 
     @callback
     def _async_polled(self) -> None:
@@ -218,7 +214,7 @@ class ResidencyController:
             reason=due.reason.value,
             seconds=round(seconds, 3),
             # What it made room for it, as the poll right after the load saw it.
-            pushed_out=sorted(before - set(coordinator.data.held) - {model}),
+            pushed_out=list(pushed_out(before, coordinator.data.held, model)),
         )
 
     async def evict(
@@ -234,12 +230,10 @@ class ResidencyController:
         """
         coordinator = self._coordinator
         await self._read()  # another client may have loaded one since the last poll
-        for model in models or []:
-            listed = coordinator.data.installed.get(model)
-            if listed is not None and listed.peer is not None:
-                # Not held here, yet maybe running there: the client says where it runs.
-                await coordinator.client.unload(model, timeout=timeout)
-        held = sorted(model for model in coordinator.data.held if models is None or model in models)
+        for model in on_peers(models or [], coordinator.data.installed):
+            # Not held here, yet maybe running there: the client says where it runs.
+            await coordinator.client.unload(model, timeout=timeout)
+        held = to_unload(coordinator.data.held, models)
         if not keep_pins:
             self.pins.unpin(held)
         try:
@@ -298,18 +292,20 @@ class ResidencyController:
             self.failed_starts[model] = str(err)
             raise
         self.failed_starts.pop(model, None)
-        seconds = None if already else round(took, 3)
-        if keep_seconds is not None and keep_seconds > 0:
-            self.preloaded_until[model] = coordinator.utcnow() + timedelta(seconds=keep_seconds)
+        if (until := kept_until(keep_seconds, coordinator.utcnow())) is not None:
+            self.preloaded_until[model] = until
         else:
             self.preloaded_until.pop(model, None)
-        listed = coordinator.data.installed.get(model)
-        if listed is None or listed.peer is None:
+        if not on_peers([model], coordinator.data.installed):
             # A peer's model runs on the peer, which this server does not report: its
             # answered load is all there is to wait for.
             await self._until(lambda: model in coordinator.data.held, timeout)
-        pushed_out = tuple(sorted(before - set(coordinator.data.held) - {model}))
-        return Preloaded(model, already, seconds, pushed_out)
+        return Preloaded(
+            model,
+            already,
+            load_seconds(took, already_resident=already),
+            pushed_out(before, coordinator.data.held, model),
+        )
 
     async def _read(self) -> None:
         """Read the residency now; raise when the entry unloaded or the poll failed."""

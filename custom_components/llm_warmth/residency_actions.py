@@ -7,24 +7,30 @@ only administrators may call them.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Final
 
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
-from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import config_validation as cv, service
 from homeassistant.util import dt as dt_util
-from homeassistant.util.json import JsonValueType
 import probatio as vol
 
 from .agents import agent_system_prompt, model_agent
 from .const import DOMAIN
-from .controller import Preloaded
-from .core.backends.base import KeepAlive
-from .core.pins import PRIORITY_MAX, PRIORITY_MIN, REASSERT_COST, Pin
-from .core.sentence import Number, Sentence
+from .core.action_fields import check_evict_target, keep_seconds, pin_end
+from .core.action_reply import (
+    JsonValue,
+    evict_reply,
+    next_turn,
+    pin_reply,
+    preload_reply,
+    unpin_reply,
+    warm_up_reply,
+    warm_up_wanted,
+)
+from .core.pins import PRIORITY_MAX, PRIORITY_MIN, Pin
+from .core.residency_control import kept_until
 from .core.server_url import redact_url
-from .core.summary import summary
 from .data import LlmWarmthConfigEntry
 from .errors import translated_errors
 from .probe_prompts import AGENT_WARM_UP_PROMPT, probe_options
@@ -40,6 +46,7 @@ from .targets import (
     known_model_target,
     model_context,
     model_target,
+    refusals_in_words,
     target,
 )
 
@@ -61,12 +68,6 @@ ATTR_PROMPT: Final = "prompt"
 ATTR_SYSTEM_PROMPT: Final = "system_prompt"
 # The turn after it, where the server reports what its prompt cache kept.
 NEXT_TURN_PROMPT: Final = "What time is it?"
-
-# The longest keep asked for by a time or a duration (ten years): every server can hold it
-# and every clock can count it (Ollama drops a model at once when asked for more than
-# about 9.2e9 s, Python's dates end in 9999). For ever is keep_forever, or a pin without end.
-MAX_KEEP: Final = timedelta(days=3650)
-MIN_KEEP: Final = timedelta(seconds=1)
 
 
 def _duration(value: Any) -> timedelta:
@@ -154,9 +155,8 @@ async def _async_evict(call: ServiceCall) -> ServiceResponse:
     Returns once the server no longer holds them, so that the entities already show it.
     """
     entry, requested = target(call)
-    every = call.data[ATTR_ALL]
-    if every == (requested is not None):  # both, or neither
-        raise ServiceValidationError(translation_domain=DOMAIN, translation_key="evict_target")
+    with refusals_in_words():
+        check_evict_target(every=call.data[ATTR_ALL], model=requested)
     # None: all the server holds when the controller reads it again.
     if requested is None:
         models = None
@@ -172,50 +172,24 @@ async def _async_evict(call: ServiceCall) -> ServiceResponse:
         unloaded = await entry.runtime_data.controller.evict(
             models, timeout=call.data[ATTR_TIMEOUT]
         )
-    not_resident = [model for model in models or [] if model not in unloaded]
     for model in unloaded:
         entry.runtime_data.pins.preloaded(model, None)  # what it asked to keep is gone
-    # An evicted pin goes with its model (it would load it again at the next poll).
-    unpinned = [model for model in unloaded if model in pinned]
-    said = [Sentence("evict_unloaded", {"models": ", ".join(unloaded)})] if unloaded else []
-    if unpinned:
-        said.append(Sentence("evict_unpinned", {"models": ", ".join(unpinned)}))
-    if not_resident:
-        said.append(Sentence("evict_not_resident", {"models": ", ".join(not_resident)}))
-    return {
-        "unloaded": list[JsonValueType](unloaded),
-        "unpinned": list[JsonValueType](unpinned),
-        "not_resident": list[JsonValueType](not_resident),
-        "summary": say(call.hass, *(said or [Sentence("evict_nothing")])),
-    }
-
-
-def _pushed_out(done: Preloaded) -> list[Sentence]:
-    """Say what a load made room for, if anything."""
-    if not done.pushed_out:
-        return []
-    return [Sentence("pushed_out", {"models": ", ".join(done.pushed_out)})]
+    reply = evict_reply(models, unloaded, pinned)
+    return reply.answer(say(call.hass, *reply.said))
 
 
 def _keep_seconds(call: ServiceCall, entry: LlmWarmthConfigEntry) -> float | None:
     """Return how long the preload keeps the model (-1: for ever; None: as the server does)."""
-    if ATTR_KEEP_FOREVER in call.data:
-        seconds: float | None = -1
-    elif ATTR_KEEP_FOR in call.data:
-        seconds = _checked_duration(call, ATTR_KEEP_FOR).total_seconds()
-    elif ATTR_KEEP_UNTIL in call.data:
-        seconds = (_end(call, ATTR_KEEP_UNTIL) - dt_util.utcnow()).total_seconds()
-    else:
-        return None
-    if not entry.runtime_data.client.capabilities.requests_set_keep_and_context:
-        # How the server keeps a model by itself is the translation's to say.
-        lru = entry.runtime_data.client.capabilities.keep_alive is KeepAlive.LRU
-        raise ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="keep_not_supported_lru" if lru else "keep_not_supported_ttl",
-            translation_placeholders={"server": entry.title},
+    with refusals_in_words():
+        return keep_seconds(
+            forever=ATTR_KEEP_FOREVER in call.data,
+            keep_for=call.data.get(ATTR_KEEP_FOR),
+            keep_until=call.data.get(ATTR_KEEP_UNTIL),
+            now=dt_util.utcnow(),
+            zone=dt_util.get_default_time_zone(),
+            capabilities=entry.runtime_data.client.capabilities,
+            server=entry.title,
         )
-    return seconds
 
 
 async def _async_preload(call: ServiceCall) -> ServiceResponse:
@@ -232,32 +206,16 @@ async def _async_preload(call: ServiceCall) -> ServiceResponse:
         entry.runtime_data.pins.preloaded(
             model,
             # On the polls' clock, which the repair reads it on.
-            entry.runtime_data.coordinator.utcnow() + timedelta(seconds=keep_seconds)
-            if keep_seconds is not None and keep_seconds > 0
-            else None,
+            kept_until(keep_seconds, entry.runtime_data.coordinator.utcnow()),
         )
         warm_up = await _warm_up(call, entry, model, num_ctx)
-    return {
-        "model": model,
-        "already_resident": done.already_resident,
-        "load_seconds": done.seconds,
-        "pushed_out": list[JsonValueType](done.pushed_out),
-        "num_ctx": num_ctx,
-        "agent": agent,
-        "warm_up": warm_up,
-        "summary": say(
-            call.hass,
-            Sentence("preload_already_resident", {"model": model})
-            if done.already_resident or done.seconds is None
-            else Sentence("preload_loaded", {"model": model, "seconds": Number(done.seconds, 1)}),
-            *_pushed_out(done),
-        ),
-    }
+    reply = preload_reply(done, num_ctx=num_ctx, agent=agent, warm_up=warm_up)
+    return reply.answer(say(call.hass, *reply.said))
 
 
 async def _warm_up(
     call: ServiceCall, entry: LlmWarmthConfigEntry, model: str, num_ctx: int | None
-) -> dict[str, Any] | None:
+) -> dict[str, JsonValue] | None:
     """Send the warm-up request, if the call asks for one; return its stage split.
 
     With the agent's system prompt (unless the call gives one), so that the server's
@@ -265,7 +223,11 @@ async def _warm_up(
     was loaded with (another one would reload it). It carries no keep_alive: the model
     keeps the preload's.
     """
-    if not call.data[ATTR_WARM_UP] and not {ATTR_PROMPT, ATTR_SYSTEM_PROMPT} & set(call.data):
+    if not warm_up_wanted(
+        warm_up=call.data[ATTR_WARM_UP],
+        prompt=call.data.get(ATTR_PROMPT),
+        system_prompt=call.data.get(ATTR_SYSTEM_PROMPT),
+    ):
         return None
     system: str | None = call.data.get(ATTR_SYSTEM_PROMPT)
     source: str | None = "call" if system else None
@@ -284,7 +246,7 @@ async def _warm_up(
         system=system,
         think=think,
     )
-    next_turn: dict[str, Any] | None = None
+    following: dict[str, JsonValue] | None = None
     if entry.runtime_data.client.capabilities.reports_prompt_cache:
         # A turn like the agent's next one (same system prompt, another question): the
         # server says how much of its prompt came from the cache.
@@ -296,14 +258,9 @@ async def _warm_up(
             system=system,
             think=think,
         )
-        shown = after.sample.as_response()
-        next_turn = {key: shown[key] for key in ("prompt_cache_reuse", "prefill_ms", "ttft_ms")}
-    return {
-        "system_prompt_from": source,
-        "summary": say(call.hass, summary(probe.sample, probe.verdict)),
-        **probe.sample.as_response(),
-        "next_turn": next_turn,
-    }
+        following = next_turn(after.sample)
+    reply = warm_up_reply(probe, system_prompt_from=source, next_turn=following)
+    return reply.answer(say(call.hass, *reply.said))
 
 
 def _guard_check(entry: LlmWarmthConfigEntry, model: str, *, force: bool) -> None:
@@ -311,72 +268,16 @@ def _guard_check(entry: LlmWarmthConfigEntry, model: str, *, force: bool) -> Non
     entry.runtime_data.household.check(model, force=force)
 
 
-def _pin_end(call: ServiceCall) -> datetime | None:
-    """Return when the pin ends (None: when unpinned)."""
-    if ATTR_FOR in call.data:
-        return dt_util.utcnow() + _checked_duration(call, ATTR_FOR)
-    if ATTR_UNTIL not in call.data:
-        return None
-    return _end(call, ATTR_UNTIL)
-
-
-def _checked_duration(call: ServiceCall, key: str) -> timedelta:
-    """Return the call's duration at ``key``; refuse, in words, one out of its range.
-
-    At least a second (0 would be an unload, a negative one means nothing), at most
-    ``MAX_KEEP``: refused before anything is sent.
-    """
-    given: timedelta = call.data[key]
-    if given < MIN_KEEP:
-        raise ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="duration_too_short",
-            translation_placeholders={"field": key, "seconds": f"{given.total_seconds():g}"},
-        )
-    if given > MAX_KEEP:
-        raise ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="duration_too_long",
-            translation_placeholders={"field": key, "days": str(MAX_KEEP.days)},
-        )
-    return given
-
-
-def _end(call: ServiceCall, key: str) -> datetime:
-    """Return the time the call gives at ``key`` (UTC); refuse one past or too far ahead.
-
-    Refused in words before anything is sent: a time at least a second ahead, at most
-    ``MAX_KEEP``.
-    """
-    given: datetime = call.data[key]
-    try:
-        until = dt_util.as_utc(dt_util.as_local(given))
-    except OverflowError:  # a naive 9999-12-31 in a zone behind UTC
-        until = None
-    now = dt_util.utcnow()
-    if until is None or until - now > MAX_KEEP:
-        raise ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="keep_too_far",
-            translation_placeholders={
-                # As given where it is past any time zone's reach (9999-12-31).
-                "until": local_time(until) if until is not None else given.isoformat(),
-                "days": str(MAX_KEEP.days),
-            },
-        )
-    if (until - now).total_seconds() < 1:
-        raise ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="keep_until_past",
-            translation_placeholders={"until": local_time(until)},
-        )
-    return until
-
-
 async def _async_pin(call: ServiceCall) -> ServiceResponse:
     """Keep a model resident until unpinned or until a time; load it now."""
     entry, model, placeholders = known_model_target(call)
-    until = _pin_end(call)
+    with refusals_in_words():
+        until = pin_end(
+            pin_for=call.data.get(ATTR_FOR),
+            until=call.data.get(ATTR_UNTIL),
+            now=dt_util.utcnow(),
+            zone=dt_util.get_default_time_zone(),
+        )
     num_ctx, agent = model_context(call, entry, model)
     pin = Pin(
         model=model,
@@ -392,26 +293,15 @@ async def _async_pin(call: ServiceCall) -> ServiceResponse:
         entry.runtime_data.pins.changed_by(call.context),
     ):
         done = await entry.runtime_data.controller.pin(pin, timeout=call.data[ATTR_TIMEOUT])
-    said = (
-        Sentence(
-            "pin_until",
-            {"model": model, "until": local_time(until)},
-        )
-        if until
-        else Sentence("pin_until_unpinned", {"model": model})
+    reply = pin_reply(
+        pin,
+        done,
+        agent=agent,
+        keep_alive=entry.runtime_data.client.capabilities.keep_alive,
+        until_words=local_time(until) if until else None,
+        until_stamp=local_timestamp(until),
     )
-    return {
-        "model": model,
-        "already_resident": done.already_resident,
-        "load_seconds": done.seconds,
-        "pushed_out": list[JsonValueType](done.pushed_out),
-        "until": local_timestamp(until),
-        "priority": pin.priority,
-        "num_ctx": num_ctx,
-        "agent": agent,
-        "reassert_cost": REASSERT_COST[entry.runtime_data.client.capabilities.keep_alive],
-        "summary": say(call.hass, said, *_pushed_out(done)),
-    }
+    return reply.answer(say(call.hass, *reply.said))
 
 
 async def _async_unpin(call: ServiceCall) -> ServiceResponse:
@@ -426,13 +316,5 @@ async def _async_unpin(call: ServiceCall) -> ServiceResponse:
         pin, residency = await entry.runtime_data.controller.unpin(
             model, evict=call.data[ATTR_EVICT], timeout=call.data[ATTR_TIMEOUT]
         )
-    return {
-        "model": model,
-        "was_pinned": pin is not None,
-        "residency": residency,
-        "summary": say(
-            call.hass,
-            Sentence("unpinned" if pin else "not_pinned", {"model": model}),
-            Sentence(f"unpin_{residency}"),
-        ),
-    }
+    reply = unpin_reply(model, pin, residency)
+    return reply.answer(say(call.hass, *reply.said))

@@ -22,8 +22,8 @@ from homeassistant.util.yaml import dump as yaml_dump, load_yaml_dict
 import probatio as vol
 
 from .const import DOMAIN
+from .core.action_reply import dashboard_hours, model_selector, offered_models, probe_reply
 from .core.server_url import redact_url
-from .core.summary import summary
 from .dashboard import CARD_HOURS, build_dashboard
 from .diagnosis import (
     CANCEL_SCHEMA,
@@ -166,29 +166,21 @@ def async_offer_models(hass: HomeAssistant) -> None:
     services.yaml cannot know them, so the actions' descriptions are set again whenever
     they change; the field stays free to type another name (a model the server can pull).
     """
-    models = sorted(
-        {
-            model
-            for entry in server_entries(hass)
-            for model in entry.runtime_data.coordinator.data.installed
-        }
+    models = offered_models(
+        entry.runtime_data.coordinator.data.installed for entry in server_entries(hass)
     )
     if hass.data.get(_OFFERED_MODELS) == models:
         return
     hass.data[_OFFERED_MODELS] = models
     for action in _MODEL_ACTIONS:
         description = copy.deepcopy(hass.data[_DESCRIPTIONS][action])
-        description["fields"][ATTR_MODEL]["selector"] = {
-            "select": {"options": models, "custom_value": True, "mode": "dropdown"}
-        }
+        description["fields"][ATTR_MODEL]["selector"] = model_selector(models)
         service.async_set_service_schema(hass, DOMAIN, action, description)
 
 
 async def _async_dashboard(call: ServiceCall) -> ServiceResponse:
     """Return a dashboard for the servers LLM Warmth follows, as config and as YAML."""
-    hours: float = call.data[ATTR_HOURS_TO_SHOW]
-    # Whole hours as such (6, not 6.0), as a person writes them in a dashboard.
-    config = build_dashboard(call.hass, int(hours) if hours.is_integer() else hours)
+    config = build_dashboard(call.hass, dashboard_hours(call.data[ATTR_HOURS_TO_SHOW]))
     return {"yaml": yaml_dump(config), "config": config}
 
 
@@ -214,13 +206,5 @@ async def _async_probe(call: ServiceCall) -> ServiceResponse:
             options=options,
             timeout=call.data[ATTR_TIMEOUT],
         )
-    # The verdict first, then the raw figures.
-    return {
-        "summary": say(call.hass, summary(probe.sample, probe.verdict)),
-        "model": model,
-        "classification": probe.verdict.classification.value,
-        "dominant_stage": probe.verdict.dominant_stage.value,
-        "num_ctx": options.get("num_ctx"),
-        "agent": agent,
-        **probe.sample.as_response(),
-    }
+    reply = probe_reply(model, probe, num_ctx=options.get("num_ctx"), agent=agent)
+    return reply.answer(say(call.hass, *reply.said))

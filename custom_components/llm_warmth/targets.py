@@ -7,6 +7,9 @@ action sends does not make the agent's next turn reload the model.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from typing import Any, Final, cast
 
 from homeassistant.const import ATTR_CONFIG_ENTRY_ID
@@ -17,11 +20,13 @@ import probatio as vol
 
 from .agents import agent_context
 from .const import DOMAIN
+from .core.action_fields import Refused, context_asked
 from .core.backends.base import GENERATION_TIMEOUT
 from .core.server_url import redact_url
 from .data import LlmWarmthConfigEntry
 from .devices import server_device_identifier
 from .household_entry import is_household
+from .sentences import local_time
 
 ATTR_DEVICE_ID: Final = "device_id"
 ATTR_MODEL: Final = "model"
@@ -48,6 +53,25 @@ TARGET_FIELDS: Final[dict[Any, Any]] = {
     vol.Exclusive(ATTR_CONFIG_ENTRY_ID, "target"): cv.string,
     vol.Optional(ATTR_MODEL): vol.All(cv.string, vol.Length(min=1)),
 }
+
+
+@contextmanager
+def refusals_in_words() -> Iterator[None]:
+    """Say a call that core refused in Home Assistant's words (``ServiceValidationError``).
+
+    A time it shows is shown as the household reads it (its time zone, to the minute).
+    """
+    try:
+        yield
+    except Refused as err:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key=err.key,
+            translation_placeholders={
+                name: local_time(value) if isinstance(value, datetime) else value
+                for name, value in err.placeholders.items()
+            },
+        ) from None
 
 
 def known_model(entry: LlmWarmthConfigEntry, requested: str) -> tuple[str, dict[str, str]]:
@@ -130,7 +154,7 @@ def target(call: ServiceCall) -> tuple[LlmWarmthConfigEntry, str | None]:
 
 
 def model_context(
-    call: ServiceCall, entry: LlmWarmthConfigEntry, model: str, given: Any = None
+    call: ServiceCall, entry: LlmWarmthConfigEntry, model: str, given: int | None = None
 ) -> tuple[int | None, str | None]:
     """Return the context to load ``model`` with (the call's, else its agent's), and the agent.
 
@@ -138,13 +162,10 @@ def model_context(
     Only Ollama takes a context per request: the other servers' configuration sets it, and
     a call that gives one there is refused.
     """
-    given = call.data.get(ATTR_NUM_CTX, given)
-    if given is not None:
-        if not entry.runtime_data.client.capabilities.requests_set_keep_and_context:
-            raise ServiceValidationError(
-                translation_domain=DOMAIN,
-                translation_key="num_ctx_not_supported",
-                translation_placeholders={"server": entry.title},
-            )
-        return given, None
+    with refusals_in_words():
+        asked = context_asked(
+            call.data.get(ATTR_NUM_CTX, given), entry.runtime_data.client.capabilities, entry.title
+        )
+    if asked is not None:
+        return asked, None
     return agent_context(entry, model)
