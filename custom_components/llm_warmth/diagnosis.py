@@ -7,8 +7,8 @@ only the intended state changes; the verdict is ``core.diagnose``'s.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, replace
-from typing import Any, Final
+from dataclasses import replace
+from typing import Final
 
 from homeassistant.core import ServiceCall, ServiceResponse
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
@@ -18,18 +18,23 @@ import probatio as vol
 
 from .agents import agent_context, model_agent
 from .const import DOMAIN, EVENT_DIAGNOSIS_PROGRESS, LOGGER
+from .core.action_fields import check_context_change, check_diagnosis_models
+from .core.action_reply import JsonValue
 from .core.backends.errors import LlmServerError
-from .core.diagnose import (
-    Run,
-    Scenario,
-    Verdict,
-    cold_vs_repeat,
-    context_change,
-    model_switch,
-    prefill_per_token,
-    prompt_cost,
-)
+from .core.diagnose import Run, Scenario, Verdict
 from .core.diagnosis import Diagnosis
+from .core.diagnosis_plan import (
+    STEPS,
+    Act,
+    DiagnosisPlan,
+    Prompt,
+    gpu_row,
+    leaves_for_agent,
+    noted_load,
+    probe_run,
+    probes,
+    scenario_verdict,
+)
 from .data import LlmWarmthConfigEntry
 from .devices import fire_event
 from .diagnoses import answered
@@ -46,22 +51,21 @@ from .targets import (
     known_model_target,
     model_context,
     model_target,
+    refusals_in_words,
 )
 
 SERVICE_DIAGNOSE: Final = "diagnose"
 ATTR_SCENARIO: Final = "scenario"
 ATTR_OTHER_MODEL: Final = "other_model"
-# The probes of each scenario.
-_STEPS: Final = {
-    Scenario.COLD_VS_REPEAT: 2,
-    Scenario.SHORT_VS_LONG: 3,
-    Scenario.MODEL_SWITCH: 4,
-    Scenario.COMPETING_LOAD: 3,
-    Scenario.CONTEXT_CHANGE: 2,
+# The text of the fixed prompts the steps name.
+_PROMPTS: Final = {
+    Prompt.DEFAULT: DEFAULT_PROMPT,
+    Prompt.LONG: LONG_PROMPT,
+    Prompt.WARM_UP: WARM_UP_PROMPT,
 }
 SERVICE_CANCEL_DIAGNOSIS: Final = "cancel_diagnosis"
 # The diagnoses running, by entry and model.
-_RUNNING: HassKey[dict[tuple[str, str], asyncio.Task[dict[str, Any]]]] = HassKey(
+_RUNNING: HassKey[dict[tuple[str, str], asyncio.Task[dict[str, JsonValue]]]] = HassKey(
     f"{DOMAIN}_diagnoses_running"
 )
 
@@ -117,34 +121,21 @@ class _Prober:
         result = await self._entry.runtime_data.own_requests.async_probe(
             model, prompt, options=probe_options(num_ctx), timeout=self._timeout
         )
-        before, after = result.resident_before, coordinator.data.held.get(model)
-        gpus: list[dict[str, Any]] = []
+        after = coordinator.data.held.get(model)
+        gpus: list[dict[str, JsonValue]] = []
         if (gpu := self._entry.runtime_data.gpu) is not None:
             await gpu.async_refresh()  # the GPU as this reply left it
             if gpu.last_update_success and gpu.data is not None:
-                gpus = [
-                    {
-                        "name": r.status.name,
-                        "memory_used_gib": None
-                        if r.status.memory_used is None
-                        else round(r.status.memory_used / 1024**3, 2),
-                        "performance_state": r.status.performance_state,
-                        "sm_clock_mhz": r.status.sm_clock,
-                    }
-                    for r in gpu.data.gpus.values()
-                ]
-        run = Run(
+                gpus = [gpu_row(reading.status) for reading in gpu.data.gpus.values()]
+        run = probe_run(
             label,
             model,
-            result.sample,
-            resident_before=before is not None,
-            resident_after=after is not None,
-            num_ctx_before=before.context_length if before else None,
-            # The server's figure; else, where it does not tell it, the context asked for.
-            num_ctx_after=(after.context_length or num_ctx) if after else None,
+            result,
+            after=after,
+            num_ctx=num_ctx,
             size=coordinator.last_sizes.get(model),
-            resident_models=tuple(sorted(coordinator.data.held)),
-            gpus=tuple(gpus),
+            held=coordinator.data.held,
+            gpus=gpus,
         )
         self.runs.append(run)
         return run
@@ -161,31 +152,19 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
     other = call.data.get(ATTR_OTHER_MODEL) if scenario.needs_other_model else None
     if other:
         other = known_model(entry, other)[0]
-    for name in (model, other):
-        if name is not None and entry.runtime_data.pins.get(name) is not None:
-            # The scenarios evict: that would unpin it.
-            raise ServiceValidationError(
-                translation_domain=DOMAIN,
-                translation_key="diagnose_pinned",
-                translation_placeholders={"model": name},
-            )
-    if scenario.needs_other_model and (other is None or other == model):
-        raise ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="diagnose_other_model",
-            translation_placeholders={"scenario": scenario},
-        )
+    with refusals_in_words():
+        check_diagnosis_models(scenario, model, other, entry.runtime_data.pins.pins)
     num_ctx, agent = model_context(call, entry, model)
     contexts = {model: num_ctx}
     if other is not None:
         contexts[other] = agent_context(entry, other)[0]
-    if scenario is Scenario.CONTEXT_CHANGE and num_ctx is None:
-        # Only Ollama loads a model with the context a request asks for.
-        ollama = entry.runtime_data.client.capabilities.requests_set_keep_and_context
-        raise ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="diagnose_no_context" if ollama else "context_change_not_supported",
-            translation_placeholders={"model": model} if ollama else {"server": entry.title},
+    with refusals_in_words():
+        check_context_change(
+            scenario,
+            num_ctx,
+            model=model,
+            capabilities=entry.runtime_data.client.capabilities,
+            server=entry.title,
         )
     key = (entry.entry_id, model)
     running = call.hass.data.setdefault(_RUNNING, {})
@@ -199,7 +178,10 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
     # entry unloads, and llm_warmth.cancel_diagnosis cancels it.
     task = entry.async_create_background_task(
         call.hass,
-        _async_run(entry, _Plan(model, other, scenario, call.data[ATTR_TIMEOUT], contexts, agent)),
+        _async_run(
+            entry,
+            DiagnosisPlan(model, other, scenario, call.data[ATTR_TIMEOUT], contexts, agent),
+        ),
         f"llm_warmth diagnose {model}",
     )
     running[key] = task
@@ -218,26 +200,13 @@ async def async_diagnose(call: ServiceCall) -> ServiceResponse:
             raise
 
 
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """A diagnosis as the action resolved it."""
-
-    model: str
-    other: str | None
-    scenario: Scenario
-    timeout: float
-    # The context each model is asked for with (None: the server's), and whose it is.
-    contexts: dict[str, int | None]
-    agent: str | None
-
-
-async def _async_run(entry: LlmWarmthConfigEntry, plan: _Plan) -> dict[str, Any]:
+async def _async_run(entry: LlmWarmthConfigEntry, plan: DiagnosisPlan) -> dict[str, JsonValue]:
     """Run the scenario's probes; keep and return the answer.
 
     Then, or when the runs fail or are cancelled, the model is left as its agent asks.
     """
     model = plan.model
-    prober = _Prober(entry, plan.timeout, steps=_STEPS[plan.scenario], contexts=plan.contexts)
+    prober = _Prober(entry, plan.timeout, steps=probes(plan.scenario), contexts=dict(plan.contexts))
     try:
         verdict, per_token = await _async_scenario(entry, plan, prober)
     except BaseException:
@@ -264,69 +233,36 @@ async def _async_run(entry: LlmWarmthConfigEntry, plan: _Plan) -> dict[str, Any]
     return answered(entry.runtime_data.coordinator.hass, diagnosis)
 
 
-def _other_model(plan: _Plan) -> str:
-    """Return the other model of a switch or a competing load (the action checked it)."""
-    if plan.other is None:
-        raise ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="diagnose_other_model",
-            translation_placeholders={"scenario": plan.scenario},
-        )
-    return plan.other
-
-
 async def _async_scenario(
-    entry: LlmWarmthConfigEntry, plan: _Plan, prober: _Prober
+    entry: LlmWarmthConfigEntry, plan: DiagnosisPlan, prober: _Prober
 ) -> tuple[Verdict, float | None]:
-    """Run the scenario's probes; return the verdict and a prompt token's prefill (ms).
+    """Run the scenario's steps (``core.diagnosis_plan``); return its verdict and prefill.
 
-    Only short_vs_long measures the prefill of a token; the other scenarios return None.
+    A prompt token's prefill (ms): only short_vs_long measures it; the other scenarios
+    return None.
     """
-    model, other, scenario, timeout = plan.model, plan.other, plan.scenario, plan.timeout
-    contexts = plan.contexts
     coordinator = entry.runtime_data.coordinator
-    controller = entry.runtime_data.controller
-    per_token: float | None = None
-    if scenario is Scenario.COLD_VS_REPEAT:
-        await prober.evict(model)
-        cold = await prober.probe("cold", model)
-        verdict = cold_vs_repeat(cold, await prober.probe("repeat", model))
-    elif scenario is Scenario.SHORT_VS_LONG:
-        # Loaded first, with a prompt of its own: the short one is not cached.
-        await prober.probe("warm-up", model, WARM_UP_PROMPT)
-        short = await prober.probe("short", model)
-        long = await prober.probe("long", model, LONG_PROMPT)
-        per_token = prefill_per_token(short, long)
-        verdict = prompt_cost(short, long)
-    elif scenario is Scenario.MODEL_SWITCH:
-        other = _other_model(plan)
-        await prober.probe("A warm-up", model)
-        a_warm = await prober.probe("A warm", model)
-        b = await prober.probe("B", other)
-        verdict = model_switch(a_warm, b, await prober.probe("A again", model))
-    elif scenario is Scenario.COMPETING_LOAD:  # the other model loaded (no question), then A again
-        other = _other_model(plan)
-        await prober.probe("A warm-up", model)
-        a_warm = await prober.probe("A warm", model)
-        await controller.preload(
-            other, keep_seconds=None, num_ctx=contexts.get(other), timeout=timeout
-        )
-        competing = Run(
-            "competing load",
-            other,
-            a_warm.sample,
-            resident_before=False,
-            resident_after=other in coordinator.data.held,
-            size=coordinator.last_sizes.get(other),
-        )
-        verdict = model_switch(
-            a_warm, competing, await prober.probe("A again", model), competing=True
-        )
-    else:  # context_change: loaded as another client leaves it, then asked as the agent asks
-        await controller.preload(model, keep_seconds=None, num_ctx=None, timeout=timeout)
-        changed = await prober.probe("context change", model)
-        verdict = context_change(changed, await prober.probe("repeat", model))
-    return verdict, per_token
+    with refusals_in_words():
+        models = plan.models()
+    runs: dict[str, Run] = {}
+    for step, model in zip(STEPS[plan.scenario], models, strict=True):
+        if step.act is Act.EVICT:
+            await prober.evict(model)
+        elif step.act is Act.PROBE:
+            runs[step.label] = await prober.probe(step.label, model, _PROMPTS[step.prompt])
+        else:
+            await entry.runtime_data.controller.preload(
+                model, keep_seconds=None, num_ctx=plan.context(step, model), timeout=plan.timeout
+            )
+            if step.noted:
+                runs[step.label] = noted_load(
+                    step.label,
+                    model,
+                    prober.runs[-1],
+                    resident_after=model in coordinator.data.held,
+                    size=coordinator.last_sizes.get(model),
+                )
+    return scenario_verdict(plan.scenario, runs)
 
 
 async def _async_leave_for_agent(
@@ -344,11 +280,10 @@ async def _async_leave_for_agent(
     """
     agent = model_agent(entry, model)
     controller = entry.runtime_data.controller
-    if (
-        agent is None
-        or agent.keep_alive == 0
-        or entry.runtime_data.pins.get(model) is not None
-        or entry.runtime_data.household.need() is not None
+    if agent is None or not leaves_for_agent(
+        keep_alive=agent.keep_alive,
+        pinned=entry.runtime_data.pins.get(model) is not None,
+        household_needs_gpu=entry.runtime_data.household.need() is not None,
     ):
         return None
     try:
