@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -17,10 +18,17 @@ from custom_components.llm_warmth.core.usage import (
     agent_heard,
     expiry_shows_a_use,
     held_gib_hours,
+    local_day,
+    local_midnight,
     new_activity,
     on_this_clock,
 )
-from custom_components.llm_warmth.core.warm_hold import auto_warm_stretch
+from custom_components.llm_warmth.core.warm_hold import (
+    Hold,
+    HoldAction,
+    HoldReason,
+    auto_warm_stretch,
+)
 from custom_components.llm_warmth.core.warm_plan import PatternClass, Plan
 
 T0 = datetime(2026, 11, 2, 7, 0, tzinfo=UTC)
@@ -227,3 +235,93 @@ def test_the_uses_since_a_moment_count_that_moment() -> None:
     assert record.uses_since(T0 + timedelta(minutes=30)) == 2
     assert record.uses_since(T0 + timedelta(minutes=30) + US) == 1
     assert record.uses_since(T0 + timedelta(hours=2)) == 0
+
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+def test_the_households_day_and_midnight_are_read_in_its_zone() -> None:
+    late = datetime(2026, 11, 2, 23, 30, tzinfo=UTC)  # 00:30 on the 3rd in Berlin
+    assert local_day(late, UTC) == date(2026, 11, 2)
+    assert local_day(late, BERLIN) == date(2026, 11, 3)
+    assert local_midnight(late, BERLIN) == datetime(2026, 11, 3, tzinfo=BERLIN)
+    assert local_midnight(late, UTC) == datetime(2026, 11, 2, tzinfo=UTC)
+
+
+def test_uses_today_count_from_the_local_midnight() -> None:
+    record = UsageRecord()
+    hour = timedelta(hours=1)
+    for at in (T0 - 8 * hour - US, T0 - 8 * hour, T0 - 7 * hour, T0):
+        record.planner.uses.append(at)
+    # 07:00 UTC is 08:00 in Berlin: its midnight is 23:00 UTC the day before.
+    assert record.uses_today(T0, UTC) == 2
+    assert record.uses_today(T0, BERLIN) == 3
+    assert record.plan(T0, BERLIN, timedelta(0)).pattern is PatternClass.NEW
+
+
+def test_a_use_while_a_warm_up_holds_the_model_scores_it_once() -> None:
+    record = UsageRecord(holding_since=T0, holding_until=T0 + timedelta(hours=1))
+    record.holding_bytes = GIB
+    record.use(T0 - US, UTC, held=True)  # before the warm-up: not thanks to it
+    assert record.days == {}
+    assert record.holding_since == T0
+    record.use(T0 + timedelta(hours=1), UTC, held=True)
+    assert record.days == {"2026-11-02": [1.0, 0.0, 1.0]}
+    assert record.holding_since is None
+    assert len(record.planner.uses) == 2
+    # Not held at the use (evicted): no warm use, the hold still ends there.
+    gone = UsageRecord(holding_since=T0, holding_bytes=GIB)
+    gone.use(T0 + timedelta(hours=2), BERLIN, held=False)
+    assert gone.days == {"2026-11-02": [0.0, 0.0, 2.0]}
+    assert gone.holding_since is None
+
+
+def test_a_household_cold_start_ends_the_hold_without_a_warm_use() -> None:
+    record = UsageRecord(holding_since=T0, holding_bytes=GIB)
+    late = datetime(2026, 11, 2, 23, 30, tzinfo=UTC)
+    record.cold_start(late, BERLIN)
+    assert record.days == {"2026-11-03": [0.0, 1.0, 16.5]}
+    assert record.holding_since is None
+
+
+def test_a_hold_is_over_at_its_stretchs_end_and_let_go_once_loaded() -> None:
+    until = T0 + timedelta(hours=1)
+    record = UsageRecord(holding_since=T0, holding_until=until, holding_bytes=GIB)
+    record.hold_over(until - US, UTC)
+    assert record.holding_until == until
+    record.hold_over(until + timedelta(hours=1), UTC)  # spent until its end, not later
+    assert record.days == {"2026-11-02": [0.0, 0.0, 1.0]}
+    assert record.holding_until is None
+    record.hold_over(until, UTC)  # nothing held: nothing
+    # Let go by the server: only a warm-up whose load answered.
+    loading = UsageRecord(holding_since=T0, holding_bytes=GIB)
+    loading.let_go(until, UTC)
+    assert loading.holding_since == T0
+    loading.holding_loaded = True
+    loading.let_go(until, UTC)
+    assert (loading.holding_since, loading.days) == (None, {"2026-11-02": [0.0, 0.0, 1.0]})
+
+
+def test_a_warm_ups_course_sent_refused_loaded_failed_and_kept() -> None:
+    record = UsageRecord()
+    assert record.warm_up_refused(T0)
+    assert not record.warm_up_refused(T0)  # counted once per stretch
+    assert record.warm_up_refused(T0 + timedelta(days=1))
+    assert record.refused == 2
+    hold = Hold(HoldAction.LOAD, T0 + timedelta(hours=1), HoldReason.EXPECTED_USE)
+    record.warm_up_sent(T0, T0 - timedelta(minutes=2), hold)
+    assert (record.warmed_for, record.holding_since, record.holding_until) == (
+        T0,
+        T0 - timedelta(minutes=2),
+        T0 + timedelta(hours=1),
+    )
+    assert (record.kept_until, record.kept_for) == (hold.until, HoldReason.EXPECTED_USE)
+    record.warm_up_loaded(3 * GIB)
+    assert (record.warmed, record.holding_loaded, record.holding_bytes) == (1, True, 3 * GIB)
+    record.warm_up_failed()
+    assert (record.holding_since, record.holding_until) == (None, None)
+    record.warm_up_loaded(GIB)  # answered after its hold ended: holds nothing
+    assert (record.warmed, record.holding_loaded) == (2, False)
+    keep = Hold(HoldAction.KEEP, T0 + timedelta(minutes=20), HoldReason.SESSION_KEEP)
+    record.kept(keep)
+    assert (record.kept_until, record.kept_for) == (keep.until, HoldReason.SESSION_KEEP)
