@@ -281,7 +281,7 @@ SERVER_GPU_SENSORS: tuple[ServerSensorDescription, ...] = (
     ServerMemorySensorDescription(
         key="resident_vram",
         translation_key="resident_vram",
-        value_fn=lambda s: total([m.size_vram for m in s.resident.values()]),
+        value_fn=lambda s: s.resident_vram,
         has_fn=_reports_memory,
     ),
 )
