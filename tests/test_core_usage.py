@@ -289,7 +289,7 @@ def test_a_hold_is_over_at_its_stretchs_end_and_let_go_once_loaded() -> None:
     record = UsageRecord(holding_since=T0, holding_until=until, holding_bytes=GIB)
     record.hold_over(until - US, UTC)
     assert record.holding_until == until
-    record.hold_over(until + timedelta(hours=1), UTC)  # spent until its end, not later
+    record.hold_over(until, UTC)  # spent until its end
     assert record.days == {"2026-11-02": [0.0, 0.0, 1.0]}
     assert record.holding_until is None
     record.hold_over(until, UTC)  # nothing held: nothing
@@ -305,7 +305,7 @@ def test_a_hold_is_over_at_its_stretchs_end_and_let_go_once_loaded() -> None:
 def test_a_warm_ups_course_sent_refused_loaded_failed_and_kept() -> None:
     record = UsageRecord()
     assert record.warm_up_refused(T0)
-    assert not record.warm_up_refused(T0)  # counted once per stretch
+    assert record.warm_up_refused(T0) is False  # counted once per stretch
     assert record.warm_up_refused(T0 + timedelta(days=1))
     assert record.refused == 2
     hold = Hold(HoldAction.LOAD, T0 + timedelta(hours=1), HoldReason.EXPECTED_USE)
