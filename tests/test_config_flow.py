@@ -314,7 +314,7 @@ async def test_without_a_port_each_default_is_tried_and_the_clearest_failure_sho
     closed = unused_tcp_port_factory()
     port = int(emulator.url.rsplit(":", 1)[1])
     result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
-    with patch("custom_components.llm_warmth.config_flow._DEFAULT_PORTS", [port, closed]):
+    with patch("custom_components.llm_warmth.core.server_settings.TRIED_PORTS", [port, closed]):
         result = await hass.config_entries.flow.async_configure(
             result["flow_id"], {CONF_URL: "127.0.0.1", CONF_VERIFY_SSL: True}
         )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, override
+from typing import Any, Final, TypedDict, override
 
+import aiohttp
 from homeassistant.config_entries import (
     ConfigEntry,
     ConfigFlow,
@@ -59,11 +60,20 @@ from .const import (
     SUBENTRY_WARM_ASSISTANT,
 )
 from .core.backends.base import ServerKind
-from .core.backends.detection import DEFAULT_PORTS, Detected, detect
+from .core.backends.detection import Detected, detect
 from .core.backends.errors import LlmServerError, LlmServerNotSupportedError
 from .core.gpu.errors import GpuSourceError
 from .core.gpu.exporter import ExporterKind
-from .core.server_url import host_of, normalize_url, redact_url, unique_id_for
+from .core.server_settings import (
+    KIND_TITLES,
+    InputRefused,
+    candidate_urls,
+    entry_title,
+    exporter_url,
+    guard_host,
+    most_telling,
+)
+from .core.server_url import host_of, redact_url, unique_id_for
 from .data import LlmWarmthConfigEntry
 from .errors import server_translation_key
 from .gpu_coordinator import gpu_source_from_options
@@ -71,29 +81,18 @@ from .household import entry_host
 from .household_entry import is_household
 
 _PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
-# Entry titles: "<kind> <host:port>".
-KIND_TITLES = {
-    ServerKind.OLLAMA: "Ollama",
-    ServerKind.LLAMA_SERVER: "llama-server",
-    ServerKind.LLAMA_SWAP: "llama-swap",
-}
-# Which failure to show when each default port failed (lowest first).
-_RANK = {
-    "invalid_auth": 0,
-    "openai_compatible": 1,
-    "not_supported": 1,
-    "tls_error": 2,
-    "server_busy": 2,
-    "unexpected_response": 2,
-    "timeout": 3,
-    "cannot_connect": 3,
-    "unknown": 4,
-}
-# Without a port, each server's default is tried in turn.
-_DEFAULT_PORTS = sorted(set(DEFAULT_PORTS.values()), reverse=True)
 
 
-def _server_schema(defaults: Mapping[str, Any]) -> vol.Schema:
+class _ServerData(TypedDict):
+    """A server entry's data: where it is, how to reach it, and its kind (a ServerKind)."""
+
+    url: str
+    api_key: str
+    verify_ssl: bool
+    server_kind: str
+
+
+def _server_schema(defaults: Mapping[str, object]) -> vol.Schema:
     return vol.Schema(
         {
             # Plain text: a URL field marks the plain address "192.168.1.20" invalid.
@@ -140,26 +139,19 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
         self._abort_if_unique_id_configured()
         return self.async_create_entry(title="Household", data={CONF_HOUSEHOLD: True})
 
-    async def _async_validate(self, user_input: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    async def _async_validate(self, user_input: dict[str, Any]) -> tuple[_ServerData, str]:
         """Find the server; return the cleaned entry data (with its kind) and its version.
 
         Without a port in the URL each server's default port is tried. Raise
         ``_FlowError`` with the translated error key when no server LLM Warmth reads
         answers.
         """
-        candidates: list[str] = []
-        try:
-            for port in _DEFAULT_PORTS:
-                url = normalize_url(user_input[CONF_URL], port)
-                if url not in candidates:
-                    candidates.append(url)
-        except ValueError as err:
-            raise _FlowError("invalid_url") from err
         api_key = user_input.get(CONF_API_KEY) or ""
         verify_ssl = user_input.get(CONF_VERIFY_SSL, True)
-        if api_key and unique_id_for(candidates[0]) != candidates[0]:
-            # aiohttp cannot send basic-auth credentials from the URL and a bearer token.
-            raise _FlowError("auth_conflict")
+        try:
+            candidates = candidate_urls(user_input[CONF_URL], api_key)
+        except InputRefused as err:
+            raise _FlowError(err.key) from err
         session = async_get_clientsession(self.hass, verify_ssl=verify_ssl)
         failures: list[_FlowError] = []
         for url in candidates:
@@ -168,16 +160,14 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
             except _FlowError as err:
                 failures.append(err)
                 continue
-            data = {
+            data: _ServerData = {
                 CONF_URL: url,
                 CONF_API_KEY: api_key,
                 CONF_VERIFY_SSL: verify_ssl,
                 CONF_SERVER_KIND: found.kind.value,
             }
             return data, found.version
-        # A server that answers explains more than a port where nothing listens, and one
-        # that asks for a key more than one of another kind (the first of equals).
-        raise min(failures, key=lambda err: _RANK[err.key])
+        raise most_telling(failures, lambda err: err.key)
 
     async def async_step_user(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """Ask for the server's URL and credentials."""
@@ -192,11 +182,10 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
             else:
                 await self.async_set_unique_id(unique_id_for(data[CONF_URL]))
                 self._abort_if_unique_id_configured()
-                host = unique_id_for(data[CONF_URL]).split("://", 1)[1]
                 kind = ServerKind(data[CONF_SERVER_KIND])
                 LOGGER.debug("Adding %s %s at %s", kind, version, redact_url(data[CONF_URL]))
                 return self.async_create_entry(
-                    title=f"{KIND_TITLES[kind]} {host}",
+                    title=entry_title(kind, data[CONF_URL]),
                     data=data,
                     # The host whose GPU it uses: its URL's, until the user names it.
                     options={CONF_HOST: host_of(data[CONF_URL])},
@@ -282,7 +271,7 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
 
     def __init__(self) -> None:
         """Start with nothing chosen yet."""
-        self._options: dict[str, Any] = {}
+        self._options: dict[str, object] = {}
 
     async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """Ask for the interval, the GPU source and the reserve; NVML is tried at once."""
@@ -298,8 +287,7 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
                 CONF_RESERVE_GIB: float(user_input[CONF_RESERVE_GIB]),
                 CONF_PROTECTED_ENTITIES: list(user_input.get(CONF_PROTECTED_ENTITIES) or []),
                 CONF_GUARD_CLEAR_MINUTES: int(user_input[CONF_GUARD_CLEAR_MINUTES]),
-                CONF_HOST: str(user_input.get(CONF_HOST) or "").strip().lower()
-                or entry_host(self.config_entry),
+                CONF_HOST: guard_host(user_input.get(CONF_HOST), entry_host(self.config_entry)),
             }
             if self._options[CONF_GPU_SOURCE] == GPU_SOURCE_EXPORTER:
                 return await self.async_step_exporter()
@@ -337,7 +325,7 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
         if user_input is not None:
             options = {
                 **self._options,
-                CONF_EXPORTER_URL: (user_input.get(CONF_EXPORTER_URL) or "").strip(),
+                CONF_EXPORTER_URL: exporter_url(user_input.get(CONF_EXPORTER_URL)),
                 CONF_EXPORTER_KIND: user_input[CONF_EXPORTER_KIND],
             }
             if not options[CONF_EXPORTER_URL]:
@@ -354,7 +342,7 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
             description_placeholders=placeholders,
         )
 
-    async def _gpu_source_fails(self, options: dict[str, Any]) -> str | None:
+    async def _gpu_source_fails(self, options: Mapping[str, object]) -> str | None:
         """Read the GPU source the options ask for once; return why it failed, if it did."""
         if (source := gpu_source_from_options(self.hass, options)) is None:
             return None
@@ -367,7 +355,7 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
         return None
 
 
-_DEFAULT_OPTIONS: dict[str, Any] = {
+_DEFAULT_OPTIONS: Final[Mapping[str, object]] = {
     CONF_ASSISTANT_MODEL: "",
     CONF_SCAN_INTERVAL: DEFAULT_SCAN_INTERVAL,
     CONF_GPU_SOURCE: GPU_SOURCE_NONE,
@@ -424,7 +412,7 @@ _EXPORTER_SCHEMA = vol.Schema(
 )
 
 
-async def _detect(session: Any, url: str, api_key: str) -> Detected:
+async def _detect(session: aiohttp.ClientSession, url: str, api_key: str) -> Detected:
     """Return the server at ``url``, or raise ``_FlowError`` saying what is there instead."""
     try:
         found = await detect(session, url, api_key=api_key or None)
