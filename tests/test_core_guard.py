@@ -7,6 +7,7 @@ import pytest
 
 from custom_components.llm_warmth.core.guard import (
     MAX_TICK,
+    RELEASES_BEFORE_REPAIR,
     GpuNeed,
     Guard,
     GuardRecord,
@@ -16,6 +17,9 @@ from custom_components.llm_warmth.core.guard import (
     Release,
     admit,
     admit_hold,
+    release_data,
+    releases_repair,
+    stored_record,
 )
 from custom_components.llm_warmth.core.pins import Pin
 
@@ -173,3 +177,67 @@ def test_a_longer_keep_is_refused_whenever_the_household_needs_the_gpu() -> None
     assert refused == Refusal("m", GpuNeed.PROTECTED_ENTITY, entity="binary_sensor.plex")
     short = admit_hold("m", Household(lowest_headroom=-1, best_headroom=2**30))
     assert short == Refusal("m", GpuNeed.HEADROOM_LOW, headroom=-1)
+
+
+def test_the_stored_record() -> None:
+    """Nothing stored: a fresh record; a damaged one set aside with why; a good one read."""
+    assert stored_record(None) == (GuardRecord(), None)
+    record, damaged = stored_record({"contended_seconds": 90, "releases": [T0.isoformat()]})
+    assert (record, damaged) == (GuardRecord(90.0, [T0]), None)
+    for bad, why in (
+        ("x", "not a mapping"),
+        ({"contended_seconds": -1}, "bad contended time -1"),
+        ({"releases": ["2026-11-30T20:00:00"]}, "release time without zone"),
+        ({"releases": ["not a time"]}, "Invalid isoformat string"),
+    ):
+        record, damaged = stored_record(bad)
+        assert record == GuardRecord()
+        assert damaged is not None
+        assert why in damaged
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["contended_seconds", "releases"]),
+        st.none() | st.floats() | st.text(max_size=8) | st.lists(st.text(max_size=30), max_size=2),
+    )
+    | st.none()
+    | st.integers()
+)
+def test_any_stored_record_is_read_or_set_aside(stored: object) -> None:
+    """Whatever the store holds, the guard gets a record, and a reason when it was damaged."""
+    record, damaged = stored_record(stored)
+    assert isinstance(record, GuardRecord)
+    if damaged is not None:
+        assert record == GuardRecord()
+
+
+def test_what_a_release_event_says() -> None:
+    """The entity that is on, or none for low headroom; GiB to two decimals."""
+    assert release_data(GpuNeed.PROTECTED_ENTITY, TRANSCODING) == {
+        "reason": "protected_entity",
+        "entity": "binary_sensor.plex_transcoding",
+        "headroom_gib": 10.0,
+        "reserve_gib": 2.0,
+        "processes": [],
+    }
+    short = Household(
+        lowest_headroom=-GIB // 3, reserve=GIB + GIB // 8, other_processes=("plex", "frigate")
+    )
+    assert release_data(GpuNeed.HEADROOM_LOW, short) == {
+        "reason": "headroom_low",
+        "entity": None,
+        "headroom_gib": -0.33,
+        "reserve_gib": 1.12,
+        "processes": ["plex", "frigate"],
+    }
+    assert release_data(GpuNeed.PROTECTED_ENTITY, Household())["headroom_gib"] is None
+
+
+def test_the_repair_from_the_third_release_of_a_day() -> None:
+    """Below three releases no issue; from three on, the count and whole minutes."""
+    assert RELEASES_BEFORE_REPAIR == 3
+    assert releases_repair(2, 500.0, "S") is None
+    assert releases_repair(0, 0.0, "S") is None
+    assert releases_repair(3, 12.6, "S") == {"server": "S", "count": "3", "minutes": "13"}
+    assert releases_repair(7, 0.4, "S") == {"server": "S", "count": "7", "minutes": "0"}

@@ -28,13 +28,22 @@ from .const import (
     DOMAIN,
     EVENT_PIN_REAPPLIED,
     EVENT_PIN_RELEASED,
-    GIB,
     LOGGER,
 )
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.errors import LlmServerError
-from .core.guard import GpuNeed, Guard, GuardRecord, Household, Reapply, Release
+from .core.guard import (
+    GpuNeed,
+    Guard,
+    GuardRecord,
+    Household,
+    Reapply,
+    Release,
+    release_data,
+    releases_repair,
+    stored_record,
+)
 from .data import LlmWarmthConfigEntry
 from .devices import fire_event
 from .feature import Feature
@@ -44,8 +53,6 @@ from .storage import EntryStore
 
 # How long a release waits for the server to let the model go.
 RELEASE_TIMEOUT: Final = 60.0
-# Releases within a day from which a repair issue says the pins and the house collide.
-RELEASES_BEFORE_REPAIR: Final = 3
 
 
 def releases_issue_id(entry_id: str) -> str:
@@ -54,13 +61,11 @@ def releases_issue_id(entry_id: str) -> str:
 
 
 def _record(stored: object) -> GuardRecord:
-    if stored is None:
-        return GuardRecord()
-    try:
-        return GuardRecord.from_dict(stored)
-    except (ValueError, TypeError) as err:
-        LOGGER.warning("Ignoring the household guard's stored record: %s", err)
-        return GuardRecord()
+    """Return the guard's stored record; log and set aside a damaged one."""
+    record, damaged = stored_record(stored)
+    if damaged is not None:
+        LOGGER.warning("Ignoring the household guard's stored record: %s", damaged)
+    return record
 
 
 class HouseholdGuard(Feature):
@@ -181,9 +186,12 @@ class HouseholdGuard(Feature):
 
     async def _async_release(self, model: str, need: GpuNeed, household: Household) -> None:
         coordinator = self._coordinator
-        entity = household.protected_on[0] if household.protected_on else None
+        data = release_data(need, household)
         LOGGER.info(
-            "%s: released the pin of %s: %s", coordinator.name, model, entity or "headroom low"
+            "%s: released the pin of %s: %s",
+            coordinator.name,
+            model,
+            data["entity"] or "headroom low",
         )
         fire_event(
             coordinator.hass,
@@ -191,13 +199,7 @@ class HouseholdGuard(Feature):
             EVENT_PIN_RELEASED,
             model=model,
             host=self._household.host,
-            reason=need.value,
-            entity=entity,
-            headroom_gib=None
-            if household.lowest_headroom is None
-            else round(household.lowest_headroom / GIB, 2),
-            reserve_gib=round(household.reserve / GIB, 2),
-            processes=list(household.other_processes),
+            **data,
         )
         try:
             # The one eviction path; the released pin stays, to be applied again.
@@ -208,9 +210,12 @@ class HouseholdGuard(Feature):
             self._releasing.discard(model)
 
     def _update_repair(self, now: datetime) -> None:
-        count = self.guard.releases_within_a_day(now)
+        """Raise the repair about pins released again and again, or clear it."""
         issue_id = releases_issue_id(self.entry.entry_id)
-        if count < RELEASES_BEFORE_REPAIR:
+        placeholders = releases_repair(
+            self.guard.releases_within_a_day(now), self.guard.contended_minutes, self.entry.title
+        )
+        if placeholders is None:
             ir.async_delete_issue(self.hass, DOMAIN, issue_id)
             return
         ir.async_create_issue(
@@ -220,9 +225,5 @@ class HouseholdGuard(Feature):
             is_fixable=False,
             severity=ir.IssueSeverity.WARNING,
             translation_key="pins_released_often",
-            translation_placeholders={
-                "server": self.entry.title,
-                "count": str(count),
-                "minutes": f"{self.guard.contended_minutes:.0f}",
-            },
+            translation_placeholders=placeholders,
         )

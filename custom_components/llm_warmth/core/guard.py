@@ -30,6 +30,9 @@ MAX_TICK = timedelta(minutes=5)
 HEADROOM_SETTLE = timedelta(seconds=20)
 # Releases within this long are counted for the repair issue.
 RELEASE_WINDOW = timedelta(days=1)
+# Releases within a day from which a repair issue says the pins and the house collide.
+RELEASES_BEFORE_REPAIR = 3
+_GIB = 1024**3
 
 
 class GpuNeed(StrEnum):
@@ -158,6 +161,48 @@ class GuardRecord:
         if any(t.tzinfo is None for t in times):
             raise ValueError("release time without zone")
         return cls(contended_seconds=float(seconds), releases=times)
+
+
+def stored_record(stored: object) -> tuple[GuardRecord, str | None]:
+    """Return the guard's record from its store section, and why a damaged one is ignored.
+
+    Nothing stored: a fresh record. A damaged record is set aside for a fresh one, with the
+    reason (for the log); None when it was read.
+    """
+    if stored is None:
+        return GuardRecord(), None
+    try:
+        return GuardRecord.from_dict(stored), None
+    except (ValueError, TypeError) as err:
+        return GuardRecord(), str(err)
+
+
+def release_data(need: GpuNeed, household: Household) -> dict[str, str | float | list[str] | None]:
+    """Return what a pin's release event says of the household that needed the GPU.
+
+    Why (``reason``), the first protected entity that is on (None: the headroom was low),
+    the lowest headroom and the reserve in GiB (2 decimals), and the GPU's other processes.
+    """
+    return {
+        "reason": need.value,
+        "entity": household.protected_on[0] if household.protected_on else None,
+        "headroom_gib": None
+        if household.lowest_headroom is None
+        else round(household.lowest_headroom / _GIB, 2),
+        "reserve_gib": round(household.reserve / _GIB, 2),
+        "processes": list(household.other_processes),
+    }
+
+
+def releases_repair(releases: int, contended_minutes: float, server: str) -> dict[str, str] | None:
+    """Return the placeholders of the repair issue about pins released again and again.
+
+    ``releases``: within the last day; from ``RELEASES_BEFORE_REPAIR`` on the issue is
+    raised (None: not, or no longer). The contended minutes are shown whole.
+    """
+    if releases < RELEASES_BEFORE_REPAIR:
+        return None
+    return {"server": server, "count": str(releases), "minutes": f"{contended_minutes:.0f}"}
 
 
 class Guard:
