@@ -16,6 +16,7 @@ from homeassistant.helpers.update_coordinator import CoordinatorEntity, DataUpda
 from .const import DOMAIN
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import Capabilities
+from .core.entity_subjects import ModelsSeen, gpu_device_name, models_of_unique_ids
 from .core.monitor import ServerSnapshot
 from .data import LlmWarmthConfigEntry
 from .devices import (
@@ -129,7 +130,7 @@ class GpuEntity(LlmWarmthEntity[GpuCoordinator]):
             description,
             DeviceInfo(
                 identifiers={gpu_device_identifier(entry.entry_id, uuid)},
-                name=f"GPU {status.index} {status.name or ''}".strip(),
+                name=gpu_device_name(status.index, status.name),
                 manufacturer="NVIDIA",
                 model=status.name,
                 serial_number=uuid,
@@ -189,21 +190,14 @@ def async_add_model_entities(
     fresh entities if it comes back.
     """
     coordinator = entry.runtime_data.coordinator
-    known: set[str] = set()
+    seen = ModelsSeen()
 
     @callback
     def add_new_models() -> None:
         snapshot = coordinator.data
-        models = frozenset(m for m in snapshot.models if when(snapshot, m))
-        new = models - known
-        # Forgotten only once the model is gone: its entities stay while it is there,
-        # also when ``when`` no longer holds (a profile stopped), and are not made twice.
-        known.intersection_update(snapshot.models)
-        known.update(new)
-        if new:
-            async_add_entities(
-                entity for model in sorted(new) for entity in entities_for_model(model)
-            )
+        wanted = (m for m in snapshot.models if when(snapshot, m))
+        if new := seen.new(wanted, snapshot.models):
+            async_add_entities(entity for model in new for entity in entities_for_model(model))
 
     add_new_models()
     for source in (coordinator, *when_changes):
@@ -287,11 +281,6 @@ def models_with_registered(
     platform: Platform = Platform.SENSOR,
 ) -> set[str]:
     """Return the models that have one of these entities (of ``platform``) registered."""
-    prefix = f"{entry.entry_id}_"
-    models: set[str] = set()
-    for entity in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id):
-        if entity.domain != platform:
-            continue
-        rest = entity.unique_id.removeprefix(prefix)
-        models.update(rest.removesuffix(f"_{key}") for key in keys if rest.endswith(f"_{key}"))
-    return models
+    entities = er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
+    unique_ids = (e.unique_id for e in entities if e.domain == platform)
+    return models_of_unique_ids(unique_ids, entry.entry_id, keys)
