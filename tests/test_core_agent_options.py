@@ -161,6 +161,9 @@ def test_ollama_agents_at_the_server() -> None:
     found = ollama_agents(entries, SERVER)
     assert [(a.subentry_id, a.model) for a in found] == [("a", "m1"), ("b", "m2"), ("g", "m6")]
     assert ollama_agents(entries, "http://nowhere:11434") == ()
+    # An entry whose URL cannot be read after one at the server: its agents are not taken.
+    after = [entries[0], entries[2]]
+    assert [a.model for a in ollama_agents(after, SERVER)] == ["m1", "m2"]
 
 
 def test_openai_compatible_agents() -> None:

@@ -59,6 +59,9 @@ def test_thrash_do_not_fit_with_and_without_sizes() -> None:
             "other_gib": "3.0",
         },
     )
+    big = Thrash(("a", "b"), 4, 30, ThrashCause.DO_NOT_FIT, sizes=(100 * GIB, GIB // 2))
+    assert thrash_issue(big, "S")[1]["model_gib"] == "100.0"
+    assert thrash_issue(big, "S")[1]["other_gib"] == "0.5"
     unsized = Thrash(("a",), 5, 20, ThrashCause.DO_NOT_FIT)
     assert thrash_issue(unsized, "S") == (
         "reload_thrash_do_not_fit_unsized",

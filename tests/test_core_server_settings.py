@@ -90,6 +90,8 @@ def test_entry_titles() -> None:
         == "llama-swap gpu-box:8080/swap"
     )
     assert entry_title(ServerKind.LLAMA_SERVER, "http://h:1") == "llama-server h:1"
+    # Only the scheme is taken off: a path that names another URL stays whole.
+    assert entry_title(ServerKind.OLLAMA, "http://h:1/to/http://x") == "Ollama h:1/to/http://x"
     assert set(KIND_TITLES) == set(ServerKind)
 
 
