@@ -126,6 +126,17 @@ def test_the_short_vs_long_prompts_share_nothing_with_the_warm_up() -> None:
     assert set(others) == {Prompt.DEFAULT}
 
 
+def test_a_step_is_on_the_target_with_the_short_prompt_unless_it_says_otherwise() -> None:
+    step = Step(Act.PROBE, "x")
+    assert (step.other, step.prompt, step.as_asked, step.noted) == (
+        False,
+        Prompt.DEFAULT,
+        False,
+        False,
+    )
+    assert Step(Act.EVICT).label == ""
+
+
 def test_the_progress_counts_the_probes() -> None:
     assert {scenario: probes(scenario) for scenario in Scenario} == {
         Scenario.COLD_VS_REPEAT: 2,

@@ -62,37 +62,33 @@ class Step:
     noted: bool = False
 
 
-def _probe(label: str, *, other: bool = False, prompt: Prompt = Prompt.DEFAULT) -> Step:
-    return Step(Act.PROBE, label, other=other, prompt=prompt)
-
-
 # The steps of each scenario, in order.
 STEPS: Mapping[Scenario, tuple[Step, ...]] = {
-    Scenario.COLD_VS_REPEAT: (Step(Act.EVICT), _probe("cold"), _probe("repeat")),
+    Scenario.COLD_VS_REPEAT: (Step(Act.EVICT), Step(Act.PROBE, "cold"), Step(Act.PROBE, "repeat")),
     # Loaded first, with a prompt of its own: the short one is not cached.
     Scenario.SHORT_VS_LONG: (
-        _probe("warm-up", prompt=Prompt.WARM_UP),
-        _probe("short"),
-        _probe("long", prompt=Prompt.LONG),
+        Step(Act.PROBE, "warm-up", prompt=Prompt.WARM_UP),
+        Step(Act.PROBE, "short"),
+        Step(Act.PROBE, "long", prompt=Prompt.LONG),
     ),
     Scenario.MODEL_SWITCH: (
-        _probe("A warm-up"),
-        _probe("A warm"),
-        _probe("B", other=True),
-        _probe("A again"),
+        Step(Act.PROBE, "A warm-up"),
+        Step(Act.PROBE, "A warm"),
+        Step(Act.PROBE, "B", other=True),
+        Step(Act.PROBE, "A again"),
     ),
     # The other model loaded (no question), then A again.
     Scenario.COMPETING_LOAD: (
-        _probe("A warm-up"),
-        _probe("A warm"),
+        Step(Act.PROBE, "A warm-up"),
+        Step(Act.PROBE, "A warm"),
         Step(Act.PRELOAD, "competing load", other=True, as_asked=True, noted=True),
-        _probe("A again"),
+        Step(Act.PROBE, "A again"),
     ),
     # Loaded as another client leaves it, then asked as the agent asks.
     Scenario.CONTEXT_CHANGE: (
         Step(Act.PRELOAD),
-        _probe("context change"),
-        _probe("repeat"),
+        Step(Act.PROBE, "context change"),
+        Step(Act.PROBE, "repeat"),
     ),
 }
 
