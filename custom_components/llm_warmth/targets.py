@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Final, cast
+from typing import Final, cast
 
 from homeassistant.const import ATTR_CONFIG_ENTRY_ID
 from homeassistant.core import ServiceCall
@@ -37,17 +37,17 @@ NUM_CTX: Final = vol.All(vol.Coerce(int), vol.Range(min=256, max=1_048_576))
 
 # How long an action waits for the server. Long where it loads a model: a client that
 # gives up during a load makes Ollama abort the load.
-LOAD_TIMEOUT_FIELD: Final[dict[Any, Any]] = {
+LOAD_TIMEOUT_FIELD: Final[dict[vol.Marker, object]] = {
     vol.Optional(ATTR_TIMEOUT, default=GENERATION_TIMEOUT): vol.All(
         vol.Coerce(float), vol.Range(min=1, max=1800)
     )
 }
-UNLOAD_TIMEOUT_FIELD: Final[dict[Any, Any]] = {
+UNLOAD_TIMEOUT_FIELD: Final[dict[vol.Marker, object]] = {
     vol.Optional(ATTR_TIMEOUT, default=60): vol.All(vol.Coerce(float), vol.Range(min=1, max=600))
 }
 
 # The fields that name the target of every action on a model.
-TARGET_FIELDS: Final[dict[Any, Any]] = {
+TARGET_FIELDS: Final[dict[vol.Marker, object]] = {
     # A model's device, or a server's (device or entry) and the model's name.
     vol.Exclusive(ATTR_DEVICE_ID, "target"): cv.string,
     vol.Exclusive(ATTR_CONFIG_ENTRY_ID, "target"): cv.string,
