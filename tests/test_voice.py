@@ -29,8 +29,8 @@ from custom_components.llm_warmth import async_remove_config_entry_device, logbo
 from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN, EVENT_VOICE_TURN
 from custom_components.llm_warmth.core.voice import WAKE_KEEP
 from custom_components.llm_warmth.core.voice_record import WakeCounts
+from custom_components.llm_warmth.core.wake_run import GIB
 from custom_components.llm_warmth.voice import READ_DELAY, voice_subject
-from custom_components.llm_warmth.voice_wake import GIB
 
 from .assist import Assist, assist_fixture, hass_config_dir_fixture, pipeline_debug_broken  # noqa: F401
 from .conftest import ENTRY_ID, LLAMA, ollama_request

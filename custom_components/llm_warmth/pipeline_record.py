@@ -8,15 +8,15 @@ repair) and the turns go on untimed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from homeassistant.const import __version__ as HA_VERSION
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 
 from .const import DOMAIN, LOGGER
-from .core.voice import VoiceTurn, run_events
+from .core.pipeline_events import RunRead, latest_run, turn_of
+from .core.voice import VoiceTurn
 
 _PIPELINE_DOMAIN: Final = "assist_pipeline"
 
@@ -34,33 +34,18 @@ class PipelineRecord:
 
     def read_turn(self, satellite: str) -> VoiceTurn | None:
         """Return the satellite's latest turn (None: not there, or it does not read)."""
-        events = self.latest_run(satellite)
-        parsed = run_events(events) if events is not None else None
-        turn = VoiceTurn.from_events(parsed) if parsed else None
-        if events is not None and turn is None:
-            self._say("its events do not read")
-        return turn
+        read = turn_of(self.latest_run(satellite))
+        if read.fault is not None:
+            self._say(read.fault)
+        return read.turn
 
-    def latest_run(self, satellite: str) -> list[tuple[object, object, object]] | None:
+    def latest_run(self, satellite: str) -> RunRead:
         """Return the events of the satellite's latest run, from the pipeline's record."""
         debug = getattr(self._hass.data.get(_PIPELINE_DOMAIN), "pipeline_debug", None)
-        if not isinstance(debug, Mapping):
-            self._say("pipeline_debug is not there")
-            return None
-        latest: tuple[str, list[tuple[object, object, object]]] | None = None
-        try:
-            for runs in debug.values():
-                for run in runs.values():
-                    start, events = _events_of(run)
-                    if start is None or start.get("satellite_id") != satellite:
-                        continue  # not started yet, or another satellite's
-                    stamp = str(events[0][1])
-                    if latest is None or stamp > latest[0]:
-                        latest = (stamp, events)
-        except (AttributeError, TypeError) as err:
-            self._say(f"{type(err).__name__}: {err}")
-            return None
-        return latest[1] if latest else None
+        read = latest_run(debug, satellite)
+        if read.fault is not None:
+            self._say(read.fault)
+        return read
 
     def _say(self, why: str) -> None:
         """Say once that the pipeline's record does not read: a log line and a repair."""
@@ -83,23 +68,3 @@ class PipelineRecord:
             translation_key="voice_internals_changed",
             translation_placeholders={"version": HA_VERSION, "server": self._title},
         )
-
-
-def _events_of(
-    run: object,
-) -> tuple[Mapping[str, Any] | None, list[tuple[object, object, object]]]:
-    """Return a recorded run's first event's data and its events; raise when not a run.
-
-    Each event as (type, timestamp, data). A run that starts with an event of another
-    shape is a changed format, not a run; one with no event yet has not started.
-    """
-    events: list[tuple[object, object, object]] = [
-        (getattr(e, "type", None), getattr(e, "timestamp", None), getattr(e, "data", None))
-        for e in run.events  # type: ignore[attr-defined]
-    ]
-    if not events:
-        return None, events
-    kind, _stamp, data = events[0]
-    if not isinstance(kind, str) or not isinstance(data, Mapping):
-        raise TypeError(f"a run starts with {events[0]!r}")
-    return data, events

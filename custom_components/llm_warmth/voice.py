@@ -20,10 +20,9 @@ conversation's first turn, not even the reply: it is not read.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from datetime import datetime
 import time
-from typing import Any, Final, override
+from typing import Final, override
 
 from homeassistant.const import EVENT_STATE_CHANGED
 from homeassistant.core import CALLBACK_TYPE, Event, EventStateChangedData, callback
@@ -37,17 +36,19 @@ from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import ReportsRequests
 from .core.backends.errors import LlmServerError
-from .core.monitor import LoadObserved, MonitorChange, ServerRestarted
-from .core.residency import ModelUnloaded
-from .core.voice import (
-    ServerSide,
-    VoiceTurn,
-    explain,
-    join_request,
-    waited_load,
-    wake_outcome,
+from .core.monitor import MonitorChange
+from .core.voice import ServerSide, VoiceTurn, join_request
+from .core.voice_record import VoiceRecord, WakeCounts
+from .core.voice_turn import (
+    SatelliteStep,
+    counts_of_stored,
+    is_satellite,
+    route_of,
+    satellite_step,
+    stored_counts,
+    turn_event_data,
 )
-from .core.voice_record import VoiceRecord, WakeCounts, prefix_outcome
+from .core.wake_run import WakeRun
 from .data import LlmWarmthConfigEntry
 from .devices import entity_unique_id
 from .feature import Feature
@@ -55,19 +56,14 @@ from .household import HouseholdWatch
 from .own_requests import OwnRequests
 from .pipeline_record import PipelineRecord
 from .storage import EntryStore
-from .voice_wake import VoicePipeline, VoiceRun, WakeWarmer, pipelines_of
+from .voice_wake import VoicePipeline, WakeWarmer, pipelines_of
 
 SECTION: Final = "voice"
 _PIPELINE_DOMAIN: Final = "assist_pipeline"
-_SATELLITE_PREFIX: Final = "assist_satellite."
 # Seconds from a satellite's return to idle to reading its run (its run-end recorded).
 READ_DELAY: Final = 0.5
 # How long the server's record of requests may take to answer after a turn.
 REQUEST_RECORD_TIMEOUT: Final = 10.0
-# How much of the slowest recent prompt warm-up is kept at each new one.
-PREFIX_FADE: Final = 0.8
-# The satellite states (``AssistSatelliteState``) this feature reads.
-_LISTENING, _PROCESSING, _IDLE = "listening", "processing", "idle"
 
 
 def voice_subject(pipeline_id: str) -> str:
@@ -96,17 +92,13 @@ class VoiceWatch(Feature):
         self._controller = controller
         self._household = household
         self._agents = agents
-        stored = self.stored if isinstance(self.stored, Mapping) else {}
-        self.counts: dict[str, WakeCounts] = {
-            pid: WakeCounts.from_dict(values)
-            for pid, values in stored.items()
-            if isinstance(pid, str)
-        }
+        self.counts: dict[str, WakeCounts] = counts_of_stored(self.stored)
         self.pipelines: dict[str, VoicePipeline] = {}
         self.last: dict[str, VoiceRecord] = {}
-        self._runs: dict[str, VoiceRun] = {}
+        # Each satellite's turn while it runs, with its pipeline.
+        self._runs: dict[str, tuple[VoicePipeline, WakeRun]] = {}
         # Each warm assistant's last route (by its entity id), until a turn reads it.
-        self._routes: dict[str, dict[str, Any]] = {}
+        self._routes: dict[str, dict[str, object]] = {}
         self._timers: set[CALLBACK_TYPE] = set()
         self._record = PipelineRecord(coordinator.hass, entry.title, self.issue_id)
         self._warmer = WakeWarmer(
@@ -125,7 +117,7 @@ class VoiceWatch(Feature):
     @override
     def as_stored(self) -> dict[str, object]:
         """Return each pipeline's warm-on-wake option and counts."""
-        return {pid: counts.as_dict() for pid, counts in self.counts.items()}
+        return stored_counts(self.counts)
 
     @property
     def issue_id(self) -> str:
@@ -154,8 +146,7 @@ class VoiceWatch(Feature):
                 cancel()
             self._timers.clear()
             self._runs.clear()
-            self._warmer.wasted.clear()
-            self._warmer.prefix_held.clear()
+            self._warmer.holds.clear()
             self._routes.clear()
             self._stopped = True
             ir.async_delete_issue(self.hass, DOMAIN, self.issue_id)
@@ -163,11 +154,10 @@ class VoiceWatch(Feature):
         return stop
 
     @callback
-    def _routed(self, event: Event[Mapping[str, Any]]) -> None:
+    def _routed(self, event: Event[Mapping[str, object]]) -> None:
         """Keep a warm assistant's last route, for the turn it answers."""
-        self._routes[str(event.data.get("assistant"))] = {
-            key: event.data.get(key) for key in ("agent", "reason", "agent_server", "agent_model")
-        }
+        assistant, route = route_of(event.data)
+        self._routes[assistant] = route
 
     @callback
     def _read_pipelines(self) -> None:
@@ -191,20 +181,22 @@ class VoiceWatch(Feature):
 
     @callback
     def _state_changed(self, event: Event[EventStateChangedData]) -> None:
+        """Follow a satellite's turn by its state: the wake, the agent's start, the end."""
         satellite = event.data["entity_id"]
         new, old = event.data["new_state"], event.data["old_state"]
-        if new is None:
+        step = satellite_step(new.state if new else None, old.state if old else None)
+        if step is SatelliteStep.GONE:
             self._runs.pop(satellite, None)
-            return
-        if new.state == _LISTENING:
+        elif step is SatelliteStep.WAKE:
             self._wake(satellite)
-        elif new.state == _PROCESSING:
+        elif step is SatelliteStep.INTENT:
             self._intent_started(satellite)
-        elif new.state == _IDLE and old is not None and old.state != _IDLE:
+        elif step is SatelliteStep.FINISH:
             # Read once the pipeline recorded the run's end (after this state is written).
             self._later(READ_DELAY, lambda: self._finish(satellite))
 
     def _later(self, seconds: float, action: Callable[[], None]) -> None:
+        """Run ``action`` in ``seconds``, unless the feature stops first."""
         cancel: CALLBACK_TYPE | None = None
 
         @callback
@@ -230,7 +222,8 @@ class VoiceWatch(Feature):
             return
         coordinator = self._coordinator
         model = coordinator.resolve_model(pipeline.model)
-        run = self._runs[satellite] = VoiceRun(pipeline, model, satellite)
+        run = WakeRun(pipeline.id, model, satellite, time.monotonic())
+        self._runs[satellite] = (pipeline, run)
         self._warmer.close_wasted(model)  # a false wake's load serves this turn from now on
         if not self.enabled(pipeline.id):
             return
@@ -247,74 +240,54 @@ class VoiceWatch(Feature):
                 return
             run.load_started = time.monotonic()
         self.entry.async_create_background_task(
-            self.hass, self._warmer.warm(run, cold=cold), f"llm_warmth warm {model} on wake"
+            self.hass,
+            self._warmer.warm(run, pipeline.agent, cold=cold),
+            f"llm_warmth warm {model} on wake",
         )
 
     @callback
     def _intent_started(self, satellite: str) -> None:
         """Note, at the agent's start, whether its model was resident, loading or cold."""
-        run = self._runs.get(satellite)
-        if run is None:
+        if (found := self._runs.get(satellite)) is None:
             return
-        snapshot = self._coordinator.data
-        loading = run.model in snapshot.loading or (
-            run.load_started is not None and run.load_ended is None
-        )
-        run.intent_started = time.monotonic()
-        counts = self.counts.setdefault(run.pipeline.id, WakeCounts())
-        counts.intent_after(run.intent_started - run.woke)
-        if run.prefix_started is not None and run.prefix_ended is None:
-            counts.prefix_overlapped += 1
-        run.server = ServerSide(
-            run.model,
-            resident=run.model in snapshot.held and not loading,
-            loading=loading,
-        )
-        timing = snapshot.timings.get(run.model)
-        run.figures_before = (
-            (timing.load_seconds, timing.load_at_least_seconds) if timing else (None, None)
-        )
+        _pipeline, run = found
+        counts = self.counts.setdefault(run.pipeline_id, WakeCounts())
+        run.start_intent(time.monotonic(), self._coordinator.data, counts)
 
     @callback
     def _finish(self, satellite: str) -> None:
         """Read the turn once over, explain it, count what warming did, and tell it."""
-        run = self._runs.pop(satellite, None)
-        if run is None:
+        if (found := self._runs.pop(satellite, None)) is None:
             return
-        if run.intent_started is None and run.load_ended is not None:
+        pipeline, run = found
+        if run.false_wake:
             self._warmer.wasted_wake(run, self._coordinator.data)
         turn = self._record.read_turn(satellite)
-        if turn is None or turn.pipeline not in (None, run.pipeline.id):
+        if turn is None or turn.pipeline not in (None, pipeline.id):
             return
-        if run.intent_started is not None and turn.error is None:
-            # The agent's request ran on this load: the server's prompt cache holds it.
-            self._warmer.prefix_held[run.model] = (run.pipeline.id, run.satellite)
-        server = self._server_side(run)
+        run.turn_served(self._warmer.holds, turn)
+        server = run.server_side(self._coordinator.data.timings.get(run.model))
         if run.load_started is not None and run.intent_started is not None:
-            outcome = wake_outcome(
-                load_started=run.load_started,
-                load_ended=run.load_ended,
-                intent_started=run.intent_started,
-            )
-            counts = self.counts.setdefault(run.pipeline.id, WakeCounts())
-            counts.helped += outcome.helped
-            counts.too_late += outcome.too_late
-            counts.hidden_seconds += outcome.hidden_seconds
-            run.hidden = outcome.hidden_seconds
+            run.count_outcome(self.counts.setdefault(pipeline.id, WakeCounts()))
         client = self._coordinator.client
         if server is not None and isinstance(client, ReportsRequests):
             # The server keeps its own record of the agent's request: read it first.
             # A background task: unloading the entry cancels it rather than wait for it.
             self.entry.async_create_background_task(
                 self.hass,
-                self._tell_with_request(run, turn, server, client),
+                self._tell_with_request(pipeline, run, turn, server, client),
                 f"llm_warmth voice turn of {run.model}",
             )
             return
-        self._tell(run, turn, server)
+        self._tell(pipeline, run, turn, server)
 
     async def _tell_with_request(
-        self, run: VoiceRun, turn: VoiceTurn, server: ServerSide, client: ReportsRequests
+        self,
+        pipeline: VoicePipeline,
+        run: WakeRun,
+        turn: VoiceTurn,
+        server: ServerSide,
+        client: ReportsRequests,
     ) -> None:
         """Join the server's record of the agent's request to the turn, then tell it."""
         try:
@@ -322,39 +295,19 @@ class VoiceWatch(Feature):
         except LlmServerError as err:
             LOGGER.debug("%s: the server's record of requests: %s", self.entry.title, err)
             served = ()
-        if (request := join_request(turn, served)) is not None:
-            server = replace(server, request=request)
-            waited = request.waited_seconds
-            if server.resident is False and run.load_started is None and waited is not None:
-                # Cold at the agent's start: its request waited for the load, as the
-                # server timed it (its wait before the prefill).
-                server = replace(server, load_seconds=waited, load_source="server")
-        self._tell(run, turn, server)
+        server = run.with_request(server, join_request(turn, served))
+        self._tell(pipeline, run, turn, server)
 
     @callback
-    def _tell(self, run: VoiceRun, turn: VoiceTurn, server: ServerSide | None) -> None:
+    def _tell(
+        self, pipeline: VoicePipeline, run: WakeRun, turn: VoiceTurn, server: ServerSide | None
+    ) -> None:
         """Keep the turn as the pipeline's last, fire its event, update the entities."""
         if self._stopped:
             return
-        warmed = run.load_started is not None
-        explained = explain(turn, server)
-        record = VoiceRecord(
-            turn,
-            run.model,
-            server,
-            explained,
-            warmed,
-            run.hidden,
-            prefix_outcome(
-                started=run.prefix_started,
-                ended=run.prefix_ended,
-                intent_started=run.intent_started,
-                held=run.prefix_held,
-                skipped=run.prefix_skipped,
-            ),
-        )
-        self.last[run.pipeline.id] = record
-        self._fire(run.pipeline, record)
+        record = run.record(turn, server)
+        self.last[pipeline.id] = record
+        self._fire(pipeline, record)
         self.async_changed()
 
     @callback
@@ -363,86 +316,49 @@ class VoiceWatch(Feature):
         coordinator = self._coordinator
         if not coordinator.last_update_success:
             return
-        for model in [m for m in self._warmer.wasted if m not in coordinator.data.held]:
+        for model in self._warmer.holds.gone(coordinator.data.held):
             self._warmer.close_wasted(model)
 
     @callback
     def _residency_changed(self, changes: list[MonitorChange]) -> None:
         """Forget what a load held once it is gone; end a false wake's hold there."""
-        for change in changes:
-            if isinstance(change, ServerRestarted):
-                self._warmer.prefix_held.clear()
-                for model in list(self._warmer.wasted):
-                    self._warmer.close_wasted(model)
-            elif isinstance(change, ModelUnloaded | LoadObserved):
-                # Gone, or loaded again (a new runner's prompt cache is empty).
-                if (
-                    isinstance(change, ModelUnloaded)
-                    or change.model not in self._warmer.prefix_running
-                ):
-                    self._warmer.prefix_held.pop(change.model, None)
-                if isinstance(change, ModelUnloaded):
-                    self._warmer.close_wasted(change.model)
-
-    def _server_side(self, run: VoiceRun) -> ServerSide | None:
-        """Return what the server did: the load the turn waited for, and who measured it."""
-        timing = self._coordinator.data.timings.get(run.model)
-        figures = (
-            (
-                timing.load_seconds,
-                timing.load_at_least_seconds,
-                timing.load_source.value if timing.load_source else None,
-            )
-            if timing
-            else (None, None, None)
-        )
-        return waited_load(
-            run.server,
-            loaded_at_wake=run.load_started is not None,
-            wake_load_ended=run.load_ended,
-            intent_started=run.intent_started,
-            figures=figures,
-            figures_before=run.figures_before,
-        )
+        for model in self._warmer.holds.after_changes(changes):
+            self._warmer.close_wasted(model)
 
     def _pipeline_of(self, satellite: str) -> VoicePipeline | None:
         """Return the pipeline a satellite's run uses (its run-start names it)."""
-        events = self._record.latest_run(satellite)
-        pipeline_id = None
-        if events:
-            data = events[0][2]
-            pipeline_id = data.get("pipeline") if isinstance(data, Mapping) else None
-        if isinstance(pipeline_id, str):
+        pipeline_id = self._record.latest_run(satellite).pipeline
+        if pipeline_id is not None:
             return self.pipelines.get(pipeline_id)
         # Without the pipeline's record: the only pipeline of ours, if there is one.
         return next(iter(self.pipelines.values())) if len(self.pipelines) == 1 else None
 
     def _fire(self, pipeline: VoicePipeline, record: VoiceRecord) -> None:
+        """Fire the turn's event, filed under the pipeline's costliest-stage sensor."""
         # Filed under the pipeline's costliest-stage sensor (no unit: the logbook shows it).
         unique_id = entity_unique_id(
             self.entry.entry_id, voice_subject(pipeline.id), "voice_dominant_stage"
         )
         entity_id = er.async_get(self.hass).async_get_entity_id("sensor", DOMAIN, unique_id)
+        # A warm assistant's turn: the agent that answered, and why.
+        assistant = pipeline.assistant
+        route = self._routes.pop(assistant, None) if assistant else None
         self.hass.bus.async_fire(
             EVENT_VOICE_TURN,
-            {
-                "server": self.entry.title,
-                "config_entry_id": self.entry.entry_id,
-                **({"entity_id": entity_id} if entity_id else {}),
-                "pipeline": pipeline.id,
-                "pipeline_name": pipeline.name,
-                **record.details(),
-                # A warm assistant's turn: the agent that answered, and why.
-                **(
-                    {"assistant_route": self._routes.pop(pipeline.assistant, None)}
-                    if pipeline.assistant
-                    else {}
-                ),
-            },
+            turn_event_data(
+                record,
+                server=self.entry.title,
+                entry_id=self.entry.entry_id,
+                entity_id=entity_id,
+                pipeline_id=pipeline.id,
+                pipeline_name=pipeline.name,
+                assistant=assistant,
+                route=route,
+            ),
         )
 
 
 @callback
-def _is_satellite(event_data: Mapping[str, Any]) -> bool:
-    entity_id = event_data.get("entity_id")
-    return isinstance(entity_id, str) and entity_id.startswith(_SATELLITE_PREFIX)
+def _is_satellite(event_data: EventStateChangedData) -> bool:
+    """Return True for a satellite's state change (the bus' filter)."""
+    return is_satellite(event_data["entity_id"])

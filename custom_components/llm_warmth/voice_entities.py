@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, override
 
 from homeassistant.components.sensor import (
@@ -27,21 +26,21 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .const import DOMAIN
 from .coordinator import LlmWarmthCoordinator
-from .core.voice import WAKE_KEEP, VoiceStage, VoiceTurn
+from .core.voice import VoiceStage
+from .core.voice_readings import (
+    COUNT_FIGURES,
+    SILENCE,
+    TURN_FIGURES,
+    WARM_UP_ATTRIBUTES,
+    NoTurnFigure,
+    turn_attributes,
+    warm_up_attributes,
+)
 from .core.voice_record import VoiceRecord, WakeCounts
 from .data import LlmWarmthConfigEntry
 from .entity import Followed, LlmWarmthEntity
 from .voice import VoiceWatch, voice_subject
 from .voice_wake import VoicePipeline
-
-
-class NoTurnFigure(StrEnum):
-    """Why a figure of the last turn is unknown: the ``reason`` attribute (translations)."""
-
-    # No turn of the pipeline was heard since it was found.
-    NO_TURN_YET = "no_turn_yet"
-    # The last turn did not show this stage (it ended early, or its run did not read).
-    NOT_TIMED = "not_timed"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,7 +56,8 @@ class VoiceSensorDescription(SensorEntityDescription):
         return tuple(NoTurnFigure) if self.turn_fn is not None else ()
 
 
-def _turn(key: str, figure: Callable[[VoiceTurn], float | None]) -> VoiceSensorDescription:
+def _turn(key: str) -> VoiceSensorDescription:
+    """Describe a duration of the pipeline's last turn."""
     return VoiceSensorDescription(
         key=key,
         translation_key=key,
@@ -65,37 +65,38 @@ def _turn(key: str, figure: Callable[[VoiceTurn], float | None]) -> VoiceSensorD
         native_unit_of_measurement=UnitOfTime.SECONDS,
         state_class=SensorStateClass.MEASUREMENT,
         suggested_display_precision=2,
-        turn_fn=lambda record: figure(record.turn),
+        turn_fn=TURN_FIGURES[key],
     )
 
 
-def _count(key: str, value: Callable[[WakeCounts], float | int]) -> VoiceSensorDescription:
+def _count(key: str) -> VoiceSensorDescription:
+    """Describe a count of what warming at the wake did."""
     return VoiceSensorDescription(
         key=key,
         translation_key=key,
         state_class=SensorStateClass.TOTAL_INCREASING,
         entity_category=EntityCategory.DIAGNOSTIC,
-        counts_fn=value,
+        counts_fn=COUNT_FIGURES[key],
     )
 
 
 VOICE_SENSORS: tuple[VoiceSensorDescription, ...] = (
-    _turn("voice_silence", lambda t: t.silence),
-    _turn("voice_wake_to_speech_end", lambda t: t.wake_to_speech_end),
-    _turn("voice_stt", lambda t: t.stt),
-    _turn("voice_agent_first_text", lambda t: t.agent_first_text),
-    _turn("voice_agent_rest", lambda t: t.agent_rest),
-    _turn("voice_tts_start", lambda t: t.tts_start),
+    _turn(SILENCE),
+    _turn("voice_wake_to_speech_end"),
+    _turn("voice_stt"),
+    _turn("voice_agent_first_text"),
+    _turn("voice_agent_rest"),
+    _turn("voice_tts_start"),
     VoiceSensorDescription(
         key="voice_dominant_stage",
         translation_key="voice_dominant_stage",
         device_class=SensorDeviceClass.ENUM,
         options=[stage.value for stage in VoiceStage],
-        turn_fn=lambda r: r.explained.dominant.value if r.explained.dominant else None,
+        turn_fn=TURN_FIGURES["voice_dominant_stage"],
     ),
-    _count("voice_warm_helped", lambda c: c.helped),
-    _count("voice_warm_too_late", lambda c: c.too_late),
-    _count("voice_warm_refused", lambda c: c.refused),
+    _count("voice_warm_helped"),
+    _count("voice_warm_too_late"),
+    _count("voice_warm_refused"),
     VoiceSensorDescription(
         key="voice_warm_hidden",
         translation_key="voice_warm_hidden",
@@ -104,7 +105,7 @@ VOICE_SENSORS: tuple[VoiceSensorDescription, ...] = (
         state_class=SensorStateClass.TOTAL_INCREASING,
         entity_category=EntityCategory.DIAGNOSTIC,
         suggested_display_precision=1,
-        counts_fn=lambda c: round(c.hidden_seconds, 3),
+        counts_fn=COUNT_FIGURES["voice_warm_hidden"],
     ),
 )
 WARM_ON_WAKE = SwitchEntityDescription(
@@ -195,21 +196,10 @@ class VoiceSensor(VoiceEntity, SensorEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any] | None:
+    def extra_state_attributes(self) -> Mapping[str, object] | None:
         """Return the last turn's details, on the silence sensor; why a figure is unknown."""
         record = self.voice.last.get(self.pipeline_id)
-        attrs: dict[str, Any] = {}
-        if self.entity_description.key == "voice_silence":
-            ended = record.turn.ended_at if record else None
-            attrs["turn"] = (
-                {**record.details(), "ended_at": ended.isoformat() if ended else None}
-                if record
-                else None
-            )
-        if self.entity_description.turn_fn is not None and self.native_value is None:
-            reason = NoTurnFigure.NOT_TIMED if record else NoTurnFigure.NO_TURN_YET
-            attrs["reason"] = reason.value
-        return attrs or None
+        return turn_attributes(self.entity_description.key, record, self.native_value)
 
 
 class WarmOnWakeSwitch(VoiceEntity, SwitchEntity):
@@ -219,18 +209,7 @@ class WarmOnWakeSwitch(VoiceEntity, SwitchEntity):
     prompt warm-ups did is in the attributes (not recorded: they change every turn).
     """
 
-    _unrecorded_attributes = frozenset(
-        {
-            "prompt_warm_ups_sent",
-            "prompt_warm_ups_left_out",
-            "prompt_warm_ups_overlapped",
-            "prompt_warm_ups_held",
-            "last_prompt_warm_up_seconds",
-            "wasted_warm_ups",
-            "wasted_gib_seconds",
-            "wake_keep_seconds",
-        }
-    )
+    _unrecorded_attributes = WARM_UP_ATTRIBUTES
 
     @property
     @override
@@ -240,20 +219,9 @@ class WarmOnWakeSwitch(VoiceEntity, SwitchEntity):
 
     @property
     @override
-    def extra_state_attributes(self) -> Mapping[str, Any]:
+    def extra_state_attributes(self) -> Mapping[str, object]:
         """Return what the warm-ups of the agent's prompt prefix did."""
-        counts = self.voice.counts.get(self.pipeline_id, WakeCounts())
-        return {
-            "prompt_warm_ups_sent": counts.prefix_sent,
-            "prompt_warm_ups_left_out": counts.prefix_skipped,
-            "prompt_warm_ups_overlapped": counts.prefix_overlapped,
-            "prompt_warm_ups_held": counts.prefix_held,
-            "last_prompt_warm_up_seconds": counts.prefix_seconds,
-            # Wakes no command followed whose load held the model, and for how long.
-            "wasted_warm_ups": counts.wasted,
-            "wasted_gib_seconds": round(counts.wasted_gib_seconds, 3),
-            "wake_keep_seconds": WAKE_KEEP,
-        }
+        return warm_up_attributes(self.voice.counts.get(self.pipeline_id, WakeCounts()))
 
     @override
     async def async_turn_on(self, **kwargs: Any) -> None:

@@ -7,11 +7,10 @@ Assistant's Ollama agent) its prompt prefix, each only where it helps the turn.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import time
-from typing import Final
 
-from homeassistant.core import CALLBACK_TYPE, HomeAssistant
+from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import entity_registry as er
 
@@ -21,15 +20,12 @@ from .controller import ResidencyController
 from .core.backends.base import GENERATION_TIMEOUT, LlmBackend
 from .core.backends.errors import LlmServerError
 from .core.monitor import ServerSnapshot
-from .core.voice import ServerSide, prefix_warm_fits, wake_keep
+from .core.voice import wake_keep
 from .core.voice_record import WakeCounts
+from .core.wake_run import PrefixStep, WakeHolds, WakeRun
 from .own_requests import OwnRequests
 from .probe_prompts import AGENT_WARM_UP_PROMPT, probe_options
 from .warm_assistant import assistant_primary
-
-# How much of the slowest recent prompt warm-up is kept at each new one.
-PREFIX_FADE: Final = 0.8
-GIB: Final = 1024**3
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,35 +44,6 @@ class VoicePipeline:
     # The pipeline's agent when it is a warm assistant (whose primary agent is ``agent``):
     # its turns say which agent answered.
     assistant: str | None = None
-
-
-@dataclass(slots=True)
-class VoiceRun:
-    """A satellite's turn while it runs: what LLM Warmth saw and did at its wake and start."""
-
-    pipeline: VoicePipeline
-    model: str
-    satellite: str
-    # Monotonic seconds: what the turn waited for is not moved by a clock change.
-    woke: float = field(default_factory=time.monotonic)
-    load_started: float | None = None
-    load_ended: float | None = None
-    prefix_started: float | None = None
-    prefix_ended: float | None = None
-    prefix_skipped: bool = False
-    # Left out: the server holds the prompt, or another satellite's warm-up of it runs.
-    prefix_held: bool = False
-    intent_started: float | None = None
-    # The load time warming at the wake hid from the turn (None: no load at the wake).
-    hidden: float | None = None
-    server: ServerSide | None = None
-    figures_before: tuple[float | None, float | None] = (None, None)
-    timers: list[CALLBACK_TYPE] = field(default_factory=list)
-
-    @property
-    def agent_started(self) -> bool:
-        """Return True once the pipeline's agent started (it may start during an await)."""
-        return self.intent_started is not None
 
 
 def pipelines_of(hass: HomeAssistant, agents: AgentDirectory) -> dict[str, VoicePipeline]:
@@ -124,39 +91,30 @@ class WakeWarmer:
         self._own = own_requests
         self._counts = counts
         self._changed = changed
-        # Per model: the (pipeline, satellite) whose prompt the server served last on this
-        # load of the model, and the models a prompt warm-up is running for.
-        self.prefix_held: dict[str, tuple[str, str]] = {}
-        self.prefix_running: set[str] = set()
-        # False wakes' loads still held: since (monotonic), the model's size, the pipeline.
-        self.wasted: dict[str, tuple[float, int, str]] = {}
+        # Per model: the prompt the server's cache holds, and false wakes' loads held.
+        self.holds = WakeHolds()
 
-    def wasted_wake(self, run: VoiceRun, snapshot: ServerSnapshot) -> None:
+    def wasted_wake(self, run: WakeRun, snapshot: ServerSnapshot) -> None:
         """Count a wake no command followed whose load holds the model, and follow the hold."""
-        self._counts(run.pipeline.id).wasted += 1
-        resident = snapshot.resident.get(run.model)
-        size = (resident.size_vram or resident.size or 0) if resident else 0
-        if run.model in snapshot.held and run.load_ended is not None:
-            self.wasted[run.model] = (run.load_ended, size, run.pipeline.id)
+        self._counts(run.pipeline_id).wasted += 1
+        if (hold := run.wasted_hold(snapshot)) is not None:
+            self.holds.wasted[run.model] = hold
         self._changed()
 
     def close_wasted(self, model: str) -> None:
         """Add the GiB-seconds a false wake's load held ``model`` until now."""
-        if (held := self.wasted.pop(model, None)) is None:
+        if (held := self.holds.wasted.pop(model, None)) is None:
             return
-        since, size, pipeline_id = held
-        counts = self._counts(pipeline_id)
-        counts.wasted_gib_seconds += size / GIB * max(time.monotonic() - since, 0.0)
+        self._counts(held.pipeline_id).wasted_gib_seconds += held.gib_seconds(time.monotonic())
         self._changed()
 
-    async def warm(self, run: VoiceRun, *, cold: bool) -> None:
+    async def warm(self, run: WakeRun, agent: Agent | None, *, cold: bool) -> None:
         """Make the model ready for the agent: load it, then warm its prompt prefix.
 
         The load is a load-only request with the agent's settings (its ``num_ctx`` and
         ``keep_alive``): it holds no slot, so the turn's own request waits for nothing but
         the load it would have waited for anyway; it is never aborted when the turn comes.
         """
-        agent = run.pipeline.agent
         if cold:
             try:
                 done = await self._controller.preload(
@@ -169,10 +127,7 @@ class WakeWarmer:
                 LOGGER.debug("%s: warming %s on wake failed: %s", self._title, run.model, err)
                 run.load_started = None
                 return
-            run.load_ended = time.monotonic()
-            if done.seconds is not None:
-                # The load's own time (its request's), not the reading of residency around it.
-                run.load_started = max(run.load_started or 0.0, run.load_ended - done.seconds)
+            run.load_done(time.monotonic(), done.seconds)
         if agent is not None:
             await self._warm_prefix(run, agent)
 
@@ -190,7 +145,7 @@ class WakeWarmer:
             return None
         return wake_keep(agent.keep_alive)
 
-    async def _warm_prefix(self, run: VoiceRun, agent: Agent) -> None:
+    async def _warm_prefix(self, run: WakeRun, agent: Agent) -> None:
         """Send the agent's system prompt with one short turn, where it ends in time.
 
         The server's prompt cache then holds the prefix of the agent's next request (the
@@ -201,34 +156,20 @@ class WakeWarmer:
         it is sent only when it is expected to end first (``prefix_warm_fits``). Only for
         Home Assistant's Ollama agent: another agent's prompt is not known.
         """
-        counts = self._counts(run.pipeline.id)
-        if run.intent_started is not None:
-            return  # the agent asked already: its own request warms the prefix
-        held = self.prefix_held.get(run.model) == (run.pipeline.id, run.satellite)
-        if held or run.model in self.prefix_running:
-            # The server's prompt cache holds it (this satellite's last turn ran on this
-            # load), or another satellite's warm-up runs: another would only queue.
-            counts.prefix_held += 1
-            run.prefix_held = True
-            self._changed()
-            return
-        if not prefix_warm_fits(
-            prefix_seconds=counts.prefix_seconds,
-            wake_to_intent=counts.wake_to_intent,
-            elapsed=time.monotonic() - run.woke,
-        ):
-            counts.prefix_skipped += 1
-            run.prefix_skipped = True
-            self._changed()
+        counts = self._counts(run.pipeline_id)
+        step = run.prefix_step(self.holds, counts, time.monotonic())
+        if step is not PrefixStep.SEND:
+            if step is not PrefixStep.ASKED:
+                self._changed()
             return
         # One warm-up per model at a time, from here (the prompt is read with an await).
-        self.prefix_running.add(run.model)
+        self.holds.prefix_running.add(run.model)
         try:
             await self._send_prefix(run, agent, counts)
         finally:
-            self.prefix_running.discard(run.model)
+            self.holds.prefix_running.discard(run.model)
 
-    async def _send_prefix(self, run: VoiceRun, agent: Agent, counts: WakeCounts) -> None:
+    async def _send_prefix(self, run: WakeRun, agent: Agent, counts: WakeCounts) -> None:
         """Render the agent's system prompt and send it with one short turn; time it."""
         satellite = er.async_get(self._hass).async_get(run.satellite)
         try:
@@ -253,8 +194,7 @@ class WakeWarmer:
                 think=agent.think,
             )
 
-        counts.prefix_sent += 1
-        run.prefix_started = time.monotonic()
+        run.prefix_sent(time.monotonic(), counts)
         try:
             await self._own.async_load(run.model, warm_up, was_resident=True)
         except (LlmServerError, HomeAssistantError) as err:
@@ -262,11 +202,5 @@ class WakeWarmer:
             return
         finally:
             run.prefix_ended = time.monotonic()
-        if not run.agent_started:
-            self.prefix_held[run.model] = (run.pipeline.id, run.satellite)
-        # The slowest recent warm-up, fading: one served from the prompt cache says little
-        # of the next after the cache was lost.
-        took = run.prefix_ended - run.prefix_started
-        kept = counts.prefix_seconds * PREFIX_FADE if counts.prefix_seconds else 0.0
-        counts.prefix_seconds = round(max(took, kept), 3)
+        run.prefix_warmed(self.holds, counts)
         self._changed()
