@@ -114,6 +114,9 @@ def test_a_load_done_moves_its_start_by_its_own_time() -> None:
     unknown = run()
     unknown.load_done(110.0, 8.0)
     assert unknown.load_started == 102.0
+    near_zero = run()
+    near_zero.load_done(5.0, 4.5)
+    assert near_zero.load_started == 0.5
 
 
 def test_the_agent_start_notes_the_model_resident() -> None:
@@ -224,6 +227,7 @@ def test_the_prompt_warm_up_figure_fades() -> None:
     assert faded_prefix_seconds(2.0, 5.0) == round(5.0 * PREFIX_FADE, 3)
     assert faded_prefix_seconds(4.5, 5.0) == 4.5
     assert faded_prefix_seconds(1.23456, None) == 1.235
+    assert faded_prefix_seconds(0.5, None) == 0.5
 
 
 def test_a_false_wake_holds_the_model_it_loaded() -> None:
@@ -338,6 +342,7 @@ def test_the_record_a_turn_keeps() -> None:
     assert record.explained.stages[VoiceStage.LOAD] == 1.5
     plain = run(prefix_skipped=True).record(told, None)
     assert (plain.warmed, plain.hidden_seconds, plain.prefix) == (False, None, "skipped")
+    assert run().record(told, None).prefix is None  # not sent: warm on wake is off
     held = run(prefix_held=True).record(told, None)
     assert held.prefix == "held"
     ready = run(prefix_started=100.5, prefix_ended=101.0, intent_started=104.0)
@@ -387,3 +392,16 @@ def test_holds_a_poll_no_longer_sees_and_clearing() -> None:
     assert holds.gone(set()) == [MODEL, "llama"]
     holds.clear()
     assert (holds.prefix_held, holds.wasted, holds.prefix_running) == ({}, {}, {MODEL})
+
+
+def test_a_gib_is_two_to_the_thirtieth_bytes() -> None:
+    """A false wake's hold of a model of 1 GiB for 3 s is 3 GiB-seconds."""
+    assert WastedHold(0.0, 1_073_741_824, "p1").gib_seconds(3.0) == 3.0
+
+
+def test_a_warm_up_without_both_times_leaves_the_figure() -> None:
+    """Not timed at both ends: the last figure is kept as it is."""
+    counts = WakeCounts(prefix_seconds=5.0)
+    for times in ({"prefix_started": 100.5}, {"prefix_ended": 102.0}, {}):
+        run(**times).prefix_warmed(WakeHolds(), counts)
+        assert counts.prefix_seconds == 5.0

@@ -211,11 +211,10 @@ class WakeRun:
 
     def wasted_hold(self, snapshot: ServerSnapshot) -> WastedHold | None:
         """Return the hold a false wake's load keeps on the model (None: not held now)."""
-        resident = snapshot.resident.get(self.model)
-        size = (resident.size_vram or resident.size or 0) if resident else 0
-        if self.model in snapshot.held and self.load_ended is not None:
-            return WastedHold(self.load_ended, size, self.pipeline_id)
-        return None
+        held = snapshot.held.get(self.model)
+        if held is None or self.load_ended is None:
+            return None
+        return WastedHold(self.load_ended, held.size_vram or held.size or 0, self.pipeline_id)
 
     def turn_served(self, holds: WakeHolds, turn: VoiceTurn) -> None:
         """Note that the agent's request ran on this load: the server's prompt cache holds it."""
