@@ -106,8 +106,8 @@ def issue_keys(node: ast.expr) -> list[str]:
 
 
 def repairs() -> list[tuple[str, str, str, set[str] | None]]:
-    """Return the issues repairs.py raises: its (key, {placeholders}) pairs."""
-    path = PACKAGE / "repairs.py"
+    """Return the issues core/repair_issues.py raises: its (key, {placeholders}) pairs."""
+    path = PACKAGE / "core" / "repair_issues.py"
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Tuple) and len(node.elts) == 2:
@@ -115,7 +115,7 @@ def repairs() -> list[tuple[str, str, str, set[str] | None]]:
             if isinstance(placeholders, ast.Dict):
                 names = {k.value for k in placeholders.keys if isinstance(k, ast.Constant)}
                 found += [
-                    ("issues", name, f"repairs.py:{node.lineno}", names) for name in issue_keys(key)
+                    ("issues", name, f"repair_issues.py:{node.lineno}", names) for name in issue_keys(key)
                 ]
     return found
 
