@@ -45,6 +45,17 @@ def test_each_probe_is_due_that_long_after_the_last_use() -> None:
     assert IdleProfile.from_dict(profile.as_dict()) == profile
 
 
+def stored_result() -> dict[str, object]:
+    return dict(result(1, at(1), resident=True, ttft=90.0, load=1.0).as_dict())
+
+
+def test_a_stored_result_reads_back() -> None:
+    """The damaged ones below differ from this one in one field each."""
+    good = IdleProfile(model="big", last_use=T0).as_dict()
+    read = IdleProfile.from_dict({**good, "results": [stored_result()]})
+    assert read.results == (result(1, at(1), resident=True, ttft=90.0, load=1.0),)
+
+
 def test_damaged_profiles_are_refused() -> None:
     good = IdleProfile(model="big", last_use=T0).as_dict()
     for damage in (
@@ -54,6 +65,15 @@ def test_damaged_profiles_are_refused() -> None:
         {**good, "results": [{"minutes": 7, "at": T0.isoformat()}]},
         {**good, "results": [{"minutes": 1}]},
         {"model": "big"},
+        # Each figure checked for its type where it is read: an interval that is a bool
+        # (True would be 1 minute) or text, a time that is no text, figures that are none.
+        {**good, "results": [{**stored_result(), "minutes": True}]},
+        {**good, "results": [{**stored_result(), "minutes": "1"}]},
+        {**good, "results": [{**stored_result(), "at": 1764576000}]},
+        {**good, "results": [{**stored_result(), "at": "2026-11-30T22:00:00"}]},
+        {**good, "results": [{**stored_result(), "ttft_ms": True}]},
+        {**good, "results": [{**stored_result(), "load_ms": [1.0]}]},
+        {**good, "results": [{**stored_result(), "prefill_ms": "slow"}]},
     ):
         with pytest.raises(ValueError, match=r"."):
             IdleProfile.from_dict(damage)

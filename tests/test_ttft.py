@@ -233,6 +233,12 @@ STORED_SAMPLE = sample().as_dict()
         {"classification": "tepid", "dominant_stage": "load"},
         {"classification": "cold"},
         {"baseline": [3]},
+        # Each part checked for its type where it is read: a breakdown that is no mapping,
+        # a baseline that is no list, a time that is no text.
+        {"last": ["ttft_ms", 1]},
+        {"baseline": {"ttft_ms": 1}},
+        {"baseline": "samples"},
+        {"last_probe_at": 1764576000},
         {"last_probe_at": "yesterday"},
         {"last_probe_at": "2026-11-29T08:00:00"},
         {"last_cold_ttft_ms": 10**400},

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import HomeAssistant
 
 from .coordinator import LlmWarmthCoordinator
 from .core.diagnosis import Diagnosis
+from .core.json_value import JsonValue
 from .feature import ModelRecords
 from .sentences import say
 from .storage import EntryStore
@@ -31,7 +30,7 @@ class Diagnoses(ModelRecords[Diagnosis]):
         )
 
 
-def answered(hass: HomeAssistant, diagnosis: Diagnosis) -> dict[str, Any]:
+def answered(hass: HomeAssistant, diagnosis: Diagnosis) -> dict[str, JsonValue]:
     """Return a diagnosis as the action answers it and its sensor shows it.
 
     The verdict in words first, then its codes, then the raw figures.

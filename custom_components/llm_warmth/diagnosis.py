@@ -19,7 +19,6 @@ import probatio as vol
 from .agents import agent_context, model_agent
 from .const import DOMAIN, EVENT_DIAGNOSIS_PROGRESS, LOGGER
 from .core.action_fields import check_context_change, check_diagnosis_models
-from .core.action_reply import JsonValue
 from .core.backends.errors import LlmServerError
 from .core.diagnose import Run, Scenario, Verdict
 from .core.diagnosis import Diagnosis
@@ -35,6 +34,7 @@ from .core.diagnosis_plan import (
     probes,
     scenario_verdict,
 )
+from .core.json_value import JsonValue
 from .data import LlmWarmthConfigEntry
 from .devices import fire_event
 from .diagnoses import answered

@@ -1,7 +1,7 @@
 """The fixed prompts of probes and diagnoses: the same text, so that runs compare."""
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 DEFAULT_PROMPT: Final = "Reply with one word: ready?"
 # About 1,200 tokens of ordinary prose: a prefill long enough to measure.
@@ -27,13 +27,15 @@ AGENT_WARM_UP_PROMPT: Final = "Hello."
 DEFAULT_NUM_PREDICT: Final = 16
 
 
-def probe_options(num_ctx: int | None, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def probe_options(
+    num_ctx: int | None, given: Mapping[str, object] | None = None
+) -> dict[str, object]:
     """Return a probe's options: a few tokens, ``given``, and the context to ask with.
 
     ``num_ctx``: the one the model's agent asks with (Ollama), so that the probe does not
     reload the model for a context of its own; None: the server's.
     """
-    options: dict[str, Any] = {"num_predict": DEFAULT_NUM_PREDICT, **(given or {})}
+    options: dict[str, object] = {"num_predict": DEFAULT_NUM_PREDICT, **(given or {})}
     if num_ctx is not None:
         options["num_ctx"] = num_ctx
     return options

@@ -8,7 +8,7 @@ only administrators may call them.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Final
+from typing import Final
 
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
 from homeassistant.helpers import config_validation as cv, service
@@ -19,7 +19,6 @@ from .agents import agent_system_prompt, model_agent
 from .const import DOMAIN
 from .core.action_fields import check_evict_target, keep_seconds, pin_end
 from .core.action_reply import (
-    JsonValue,
     evict_reply,
     next_turn,
     pin_reply,
@@ -28,6 +27,7 @@ from .core.action_reply import (
     warm_up_reply,
     warm_up_wanted,
 )
+from .core.json_value import JsonValue
 from .core.pins import PRIORITY_MAX, PRIORITY_MIN, Pin
 from .core.residency_control import kept_until
 from .core.server_url import redact_url
@@ -70,7 +70,7 @@ ATTR_SYSTEM_PROMPT: Final = "system_prompt"
 NEXT_TURN_PROMPT: Final = "What time is it?"
 
 
-def _duration(value: Any) -> timedelta:
+def _duration(value: object) -> timedelta:
     """Read a duration in any of Home Assistant's forms; its range is checked in words later.
 
     One beyond what Python can count (10**15 s, 10**9 days) reads as ``timedelta.max``:

@@ -206,5 +206,5 @@ async def _async_probe(call: ServiceCall) -> ServiceResponse:
             options=options,
             timeout=call.data[ATTR_TIMEOUT],
         )
-    reply = probe_reply(model, probe, num_ctx=options.get("num_ctx"), agent=agent)
+    reply = probe_reply(model, probe, num_ctx=num_ctx, agent=agent)
     return reply.answer(say(call.hass, *reply.said))

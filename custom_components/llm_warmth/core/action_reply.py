@@ -10,14 +10,13 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .backends.base import KeepAlive
+from .json_value import JsonValue
 from .monitor import ProbeResult
 from .pins import REASSERT_COST, Pin
 from .residency_control import Preloaded, Unpinned
 from .sentence import Number, Sentence
 from .summary import summary
 from .ttft import StageBreakdown
-
-type JsonValue = dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None
 
 # What a warm-up's next turn shows: how much of its prompt the server's cache kept.
 NEXT_TURN_FIELDS = ("prompt_cache_reuse", "prefill_ms", "ttft_ms")

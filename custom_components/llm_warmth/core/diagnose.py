@@ -11,8 +11,8 @@ Pure logic: the runs are given, nothing is measured here.
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
+from .json_value import JsonValue
 from .sentence import Duration, Figure, Number, Sentence, Size
 from .ttft import Stage, StageBreakdown
 
@@ -76,7 +76,7 @@ class Run:
     # The models resident after the probe, and each GPU then (where a GPU source exists):
     # memory used, performance state, SM clock.
     resident_models: tuple[str, ...] = ()
-    gpus: tuple[Mapping[str, Any], ...] = ()
+    gpus: tuple[Mapping[str, JsonValue], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,7 +309,7 @@ def model_switch(
     )
 
 
-def verdict_as_dict(verdict: Verdict) -> dict[str, Any]:
+def verdict_as_dict(verdict: Verdict) -> dict[str, JsonValue]:
     """Return the verdict's codes and figures (stored; the shell puts its words first)."""
     return {
         "pattern": verdict.pattern.value,
@@ -320,7 +320,7 @@ def verdict_as_dict(verdict: Verdict) -> dict[str, Any]:
     }
 
 
-def runs_table(runs: Sequence[Run]) -> list[Any]:
+def runs_table(runs: Sequence[Run]) -> list[JsonValue]:
     """Return the runs as table rows (a response's, a sensor's attributes)."""
     return [
         {

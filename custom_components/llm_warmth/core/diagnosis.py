@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 import math
-from typing import Any
 
 from .diagnose import (
     Pattern,
@@ -19,6 +18,7 @@ from .diagnose import (
     runs_table,
     verdict_as_dict,
 )
+from .json_value import JsonValue
 from .sentence import Sentence
 from .ttft import Stage, StageBreakdown
 
@@ -40,13 +40,13 @@ class Diagnosis:
     # short_vs_long: what one prompt token costs to prefill (ms).
     prefill_ms_per_token: float | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, JsonValue]:
         """Return the diagnosis as the action answers it and the store keeps it.
 
         The verdict first, then what it is about, then the raw figures; the shell puts the
         verdict's words before all of it.
         """
-        extra: dict[str, Any] = (
+        extra: dict[str, JsonValue] = (
             {"prefill_ms_per_token": _rounded(self.prefill_ms_per_token, 3)}
             if self.scenario is Scenario.SHORT_VS_LONG
             else {}

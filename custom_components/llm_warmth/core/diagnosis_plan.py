@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from .action_fields import Refused
-from .action_reply import JsonValue
 from .backends.types import ResidentModel
 from .diagnose import (
     Run,
@@ -24,6 +23,7 @@ from .diagnose import (
     prompt_cost,
 )
 from .gpu.types import GpuStatus
+from .json_value import JsonValue
 from .monitor import ProbeResult
 
 GIB = 1024**3

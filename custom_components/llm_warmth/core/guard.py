@@ -19,7 +19,6 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
 
 from .pins import Pin
 
@@ -135,7 +134,7 @@ class GuardRecord:
     contended_seconds: float = 0.0
     releases: list[datetime] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """Return the record as stored."""
         return {
             "contended_seconds": round(self.contended_seconds, 3),

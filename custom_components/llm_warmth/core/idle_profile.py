@@ -10,8 +10,9 @@ with the clock passed in: the shell schedules the probes and stores the profile.
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TypeGuard
 
+from .json_value import JsonValue
 from .sentence import Duration, Figure, Number, Sentence
 
 INTERVALS_MINUTES = (0, 1, 10, 60, 480)
@@ -28,7 +29,7 @@ class IdleResult:
     load_ms: float | None
     prefill_ms: float | None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, JsonValue]:
         """Return the result as stored and shown."""
         return {
             "minutes": self.minutes,
@@ -40,19 +41,36 @@ class IdleResult:
         }
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> IdleResult:
-        """Read a stored result; raise ValueError (or TypeError) when damaged."""
-        at = datetime.fromisoformat(values["at"])
-        if at.tzinfo is None or values["minutes"] not in INTERVALS_MINUTES:
+    def from_dict(cls, values: Mapping[str, object]) -> IdleResult:
+        """Read a stored result; raise ValueError (or KeyError) when damaged."""
+        stamp, minutes = values["at"], values["minutes"]
+        if not isinstance(stamp, str) or not _interval(minutes):
+            raise ValueError("not an idle result")
+        at = datetime.fromisoformat(stamp)
+        if at.tzinfo is None:
             raise ValueError("not an idle result")
         return cls(
-            minutes=int(values["minutes"]),
+            minutes=minutes,
             at=at,
             resident=bool(values["resident"]),
-            ttft_ms=float(values["ttft_ms"]),
-            load_ms=None if values["load_ms"] is None else float(values["load_ms"]),
-            prefill_ms=None if values["prefill_ms"] is None else float(values["prefill_ms"]),
+            ttft_ms=_number(values["ttft_ms"]),
+            load_ms=None if values["load_ms"] is None else _number(values["load_ms"]),
+            prefill_ms=None if values["prefill_ms"] is None else _number(values["prefill_ms"]),
         )
+
+
+def _interval(minutes: object) -> TypeGuard[int]:
+    """Return True for one of the profile's intervals, in minutes (a bool is not one)."""
+    return (
+        isinstance(minutes, int) and not isinstance(minutes, bool) and minutes in INTERVALS_MINUTES
+    )
+
+
+def _number(value: object) -> float:
+    """Return a stored figure as a float; raise ValueError when it is not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"not a number: {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +104,7 @@ class IdleProfile:
         """Return the profile with one more result; the probe is itself a use."""
         return replace(self, results=(*self.results, result), last_use=result.at)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """Return the profile as stored."""
         return {
             "model": self.model,

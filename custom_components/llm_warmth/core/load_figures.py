@@ -2,7 +2,6 @@
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from .residency import ModelLoaded
 
@@ -51,7 +50,7 @@ class LoadFigures:
             return cls(load_seconds=seen, load_source=told, reloaded=change.reloaded)
         return cls(cold_request_seconds=seen, cold_request_source=told, reloaded=change.reloaded)
 
-    def as_event_data(self) -> dict[str, Any]:
+    def as_event_data(self) -> dict[str, float | str | bool | None]:
         """Return the figures as event data."""
         return {
             "load_seconds": self.load_seconds,

@@ -9,7 +9,6 @@ is never replaced by a polled lower bound). It reads and writes itself as stored
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from .load_figures import FigureSource, LoadFigures
 from .ttft import (
@@ -89,7 +88,7 @@ class ModelTiming:
             baseline=self.baseline if cold else self.baseline.add(sample),
         )
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """Return the timing as plain data for the store."""
         return {
             "last": self.last.as_dict() if self.last else None,
@@ -110,25 +109,25 @@ class ModelTiming:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ModelTiming:
+    def from_dict(cls, data: Mapping[str, object]) -> ModelTiming:
         """Rebuild stored timing; raise ``ValueError`` when the data is not one."""
         try:
             last = data.get("last")
             at = data.get("last_probe_at")
             classification = data.get("classification")
-            samples: Sequence[Mapping[str, Any]] = data.get("baseline") or ()
+            samples = _samples(data.get("baseline") or ())
             return cls(
-                last=StageBreakdown.from_dict(last) if last else None,
+                last=StageBreakdown.from_dict(_mapping(last)) if last else None,
                 last_probe_at=_aware_time(at) if at else None,
                 last_verdict=Verdict(
-                    Classification(classification), Stage(str(data.get("dominant_stage")))
+                    Classification(str(classification)), Stage(str(data.get("dominant_stage")))
                 )
                 if classification
                 else None,
                 last_cold_ttft_ms=optional_float(data.get("last_cold_ttft_ms")),
                 last_warm_ttft_ms=optional_float(data.get("last_warm_ttft_ms")),
                 baseline=WarmBaseline(
-                    tuple(StageBreakdown.from_dict(s) for s in samples)[-BASELINE_SIZE:]
+                    tuple(StageBreakdown.from_dict(_mapping(s)) for s in samples)[-BASELINE_SIZE:]
                 ),
                 load_seconds=optional_float(data.get("load_seconds")),
                 load_source=_optional_source(data.get("load_source"), LOAD_SOURCES),
@@ -145,8 +144,22 @@ class ModelTiming:
             raise ValueError(f"not stored model timing: {err}") from err
 
 
+def _samples(value: object) -> Sequence[object]:
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"a baseline that is not a list: {value!r}")
+    return value
+
+
+def _mapping(value: object) -> Mapping[str, object]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"not a stored breakdown: {value!r}")
+    return value
+
+
 def _aware_time(value: object) -> datetime:
-    when = datetime.fromisoformat(value)  # type: ignore[arg-type]
+    if not isinstance(value, str):
+        raise TypeError(f"not a time: {value!r}")
+    when = datetime.fromisoformat(value)
     if when.tzinfo is None:
         raise ValueError(f"a time without a timezone: {value!r}")
     return when

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
 
 from .backends.base import Capabilities, KeepAlive
 from .backends.types import ResidencyState, ResidentModel
@@ -83,7 +82,7 @@ class Pin:
             return -1
         return max((self.until - now).total_seconds(), 1.0)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """Return the pin as stored."""
         return {
             "model": self.model,

@@ -9,7 +9,8 @@ which numbers and names.
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 import math
-from typing import Any
+
+from .json_value import JsonValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +128,7 @@ class Sentence:
         """Return ``template`` (the sentence's translation) with its figures shown."""
         return template.format(**{name: shown(f) for name, f in self.figures.items()})
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, JsonValue]:
         """Return the sentence as stored (JSON types)."""
         figures = {name: _figure_as_stored(figure) for name, figure in self.figures.items()}
         return {"key": self.key, "figures": figures}
@@ -158,7 +159,7 @@ def shown(figure: Figure) -> str:
     return str(figure)
 
 
-def _figure_as_stored(figure: Figure) -> object:
+def _figure_as_stored(figure: Figure) -> JsonValue:
     match figure:
         case Duration():
             return {"ms": figure.ms}

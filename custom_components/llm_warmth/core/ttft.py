@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 import math
 from statistics import median
-from typing import Any
 
 from .backends.types import TimedReply
 
@@ -100,7 +99,7 @@ class StageBreakdown:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> StageBreakdown:
+    def from_dict(cls, data: Mapping[str, object]) -> StageBreakdown:
         """Rebuild a stored breakdown; raise ``ValueError`` when it is not one."""
         try:
             return cls(

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 import math
-from typing import Any, Final, Self
+from typing import Final, Self
 
 BIN: Final = timedelta(minutes=10)
 BINS_PER_DAY: Final = 144
@@ -262,7 +262,7 @@ class UsageRhythm:
 
     # ------------------------------------------------------------------ the store
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """Return the planner's state as stored (JSON types)."""
         return {
             "uses": [u.isoformat() for u in self.uses],

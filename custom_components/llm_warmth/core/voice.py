@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
 
 from .backends.types import ServedRequest
 
@@ -51,7 +50,7 @@ class RunEvent:
 
     type: str
     at: datetime
-    data: Mapping[str, Any]
+    data: Mapping[str, object]
 
 
 def run_events(raw: Iterable[tuple[object, object, object]]) -> list[RunEvent] | None:
@@ -76,7 +75,7 @@ def run_events(raw: Iterable[tuple[object, object, object]]) -> list[RunEvent] |
     return events
 
 
-def _text(data: Mapping[str, Any], key: str) -> str | None:
+def _text(data: Mapping[str, object], key: str) -> str | None:
     value = data.get(key)
     return value if isinstance(value, str) and value else None
 

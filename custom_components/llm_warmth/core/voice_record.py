@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from .backends.types import ServedRequest
 from .voice import WAKE_TO_INTENT_KEPT, Explained, ServerSide, VoiceTurn
@@ -114,7 +113,7 @@ class VoiceRecord:
     # ended in time), None (not sent: warm on wake is off, or the warm-up was refused).
     prefix: str | None = None
 
-    def details(self) -> dict[str, Any]:
+    def details(self) -> dict[str, object]:
         """Return the turn as its event and its silence sensor's attribute tell it."""
         turn, server, explained = self.turn, self.server, self.explained
         return {
@@ -143,7 +142,7 @@ class VoiceRecord:
         }
 
 
-def request_details(request: ServedRequest | None) -> dict[str, Any] | None:
+def request_details(request: ServedRequest | None) -> dict[str, object] | None:
     """Return the server's record of the agent's request, as the turn's details tell it."""
     if request is None:
         return None
