@@ -205,3 +205,15 @@ def test_a_broken_link_and_a_missing_anchor_are_found(tmp_path: Path) -> None:
         "(#twice-2) no heading or anchor #twice-2 in page.md",
         "(other.md#b) no heading or anchor #b in other.md",
     ]
+
+
+def test_the_ownership_page_names_every_module() -> None:
+    """Each module of the package is on the ownership page, by its path in the package."""
+    package = ROOT / "custom_components" / "llm_warmth"
+    modules = [
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if path.name != "__init__.py" or path.parent == package
+    ]
+    assert "core/backends/ollama.py" in modules
+    assert not _unnamed(modules), f"{_name(OWNERSHIP)} does not name {_unnamed(modules)}"
