@@ -136,7 +136,7 @@ def test_python314_runs_its_apt_steps_through_the_wait_too() -> None:
     bare = [
         line
         for line in commands
-        if "apt-get" in line and not line.startswith(("log ", "[ \"$(id -u)\""))
+        if "apt-get" in line and not line.startswith(("log ", '[ "$(id -u)"'))
     ]
     assert not bare
     subprocess.run(["bash", "-n", str(ROOT / "scripts" / "python314")], check=True)

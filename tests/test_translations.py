@@ -115,7 +115,8 @@ def repairs() -> list[tuple[str, str, str, set[str] | None]]:
             if isinstance(placeholders, ast.Dict):
                 names = {k.value for k in placeholders.keys if isinstance(k, ast.Constant)}
                 found += [
-                    ("issues", name, f"repair_issues.py:{node.lineno}", names) for name in issue_keys(key)
+                    ("issues", name, f"repair_issues.py:{node.lineno}", names)
+                    for name in issue_keys(key)
                 ]
     return found
 
