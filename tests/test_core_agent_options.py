@@ -55,6 +55,10 @@ def test_whole_numbers() -> None:
     assert whole(False, 9) == 9
     assert whole("4096", 1) == 1
     assert whole(None, 3) == 3
+    # Found by the property test below: int() of these raised instead of giving the default.
+    assert whole(float("nan"), 5) == 5
+    assert whole(float("inf"), 5) == 5
+    assert whole(float("-inf"), 5) == 5
 
 
 @given(ANY_VALUE, st.integers())

@@ -96,8 +96,14 @@ class EntryView:
 
 
 def whole(value: object, default: int) -> int:
-    """Return a setting as a whole number (the UI stores numbers as floats), else ``default``."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and value == int(value):
+    """Return a setting as a whole number (the UI stores numbers as floats), else ``default``.
+
+    A bool is no number here, and neither is a float that is not whole (NaN and the
+    infinities included: ``int()`` of them raises).
+    """
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
         return int(value)
     return default
 
