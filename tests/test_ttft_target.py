@@ -58,7 +58,7 @@ async def test_what_was_kept_of_a_deleted_model_is_forgotten(
 ) -> None:
     """Its timings, last size, TTFT target and preload end go with it (and from the store)."""
     coordinator = init_integration.runtime_data.coordinator
-    controller = init_integration.runtime_data.controller
+    pins = init_integration.runtime_data.pins
     await hass.services.async_call(
         "number", "set_value", {"entity_id": TARGET, "value": 0.2}, blocking=True
     )
@@ -68,7 +68,7 @@ async def test_what_was_kept_of_a_deleted_model_is_forgotten(
     assert LLAMA in coordinator.data.timings
     assert LLAMA in coordinator.monitor.last_sizes
     assert LLAMA in init_integration.runtime_data.ttft_targets
-    assert LLAMA in controller.preloaded_until
+    assert LLAMA in pins.preloads  # the end the preload action asked (the repair's)
     # Deleted from the server (ollama rm): gone from its lists.
     await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
     del emulator.models[LLAMA]
@@ -78,7 +78,7 @@ async def test_what_was_kept_of_a_deleted_model_is_forgotten(
     assert LLAMA not in coordinator.data.timings
     assert LLAMA not in coordinator.monitor.last_sizes
     assert LLAMA not in init_integration.runtime_data.ttft_targets
-    assert LLAMA not in controller.preloaded_until
+    assert LLAMA not in pins.preloads
     # The other model's records stay; the store is written without the deleted one.
     await hass.config_entries.async_unload(ENTRY_ID)
     stored = [data for key, data in hass_storage.items() if key.startswith(DOMAIN)]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import datetime
 import time
 
 from homeassistant.config_entries import ConfigEntryState
@@ -25,7 +24,6 @@ from .core.residency_control import (
     Preloaded,
     Unpinned,
     asked_for,
-    kept_until,
     load_seconds,
     on_peers,
     pushed_out,
@@ -61,8 +59,6 @@ class ResidencyController:
         # Pins being asserted again, and the models whose last attempt failed (logged once).
         self._reasserting: set[str] = set()
         self._failing: set[str] = set()
-        # Models preloaded with a keep, until when (for the keep_alive conflict repair).
-        self.preloaded_until: dict[str, datetime] = {}
         # Models whose last load of ours the server could not start, with what it said
         # (for the repair; gone once the model loads).
         self.failed_starts: dict[str, str] = {}
@@ -136,8 +132,8 @@ class ResidencyController:
         """After every poll, even one that changed nothing."""
         self._checked = self._coordinator.data
         # A deleted model's preload has no end to wait for.
-        for model in self.preloaded_until.keys() - self._checked.models:
-            del self.preloaded_until[model]
+        for model in self.pins.preloads.keys() - self._checked.models:
+            self.pins.preloaded(model, None)
         self._forget_started()
         self.async_check_pins()
 
@@ -146,6 +142,9 @@ class ResidencyController:
         """After pushed data (an event stream); a changed poll's was checked already."""
         if self._coordinator.data is not self._checked:
             self._checked = self._coordinator.data
+        # A deleted model's preload has no end to wait for.
+        for model in self.pins.preloads.keys() - self._checked.models:
+            self.pins.preloaded(model, None)
             self._forget_started()
             self.async_check_pins()
 
@@ -292,10 +291,6 @@ class ResidencyController:
             self.failed_starts[model] = str(err)
             raise
         self.failed_starts.pop(model, None)
-        if (until := kept_until(keep_seconds, coordinator.utcnow())) is not None:
-            self.preloaded_until[model] = until
-        else:
-            self.preloaded_until.pop(model, None)
         if not on_peers([model], coordinator.data.installed):
             # A peer's model runs on the peer, which this server does not report: its
             # answered load is all there is to wait for.
