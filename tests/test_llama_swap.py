@@ -24,6 +24,7 @@ from custom_components.llm_warmth.const import (
     EVENT_COLD_START,
     EVENT_MODEL_LOADED,
     EVENT_MODEL_UNLOADED,
+    EVENT_PIN_REASSERTED,
 )
 from custom_components.llm_warmth.core.backends import llama_swap
 from custom_components.llm_warmth.core.backends.detection import detect
@@ -305,6 +306,32 @@ async def test_an_unload_told_by_the_stream_alone_is_decided_after_its_window(
         "replaced_by": [],
     }
     assert swap.requests["GET /running"] == polls  # decided without a poll
+    await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_a_pin_is_asserted_again_from_the_stream_without_waiting_for_a_poll(
+    hass: HomeAssistant, swap: LlamaSwapEmulator
+) -> None:
+    """A pinned model stopped by another client, told by the event stream: the pin loads it
+    again within its settle time, not at the next poll (30 s away): the controller checks
+    the pins on pushed data as on a poll.
+    """
+    entry = await add_server(hass, swap.url, interval=30.0)
+    coordinator = entry.runtime_data.coordinator
+    await wait_until(lambda: coordinator.events_connected, 3, "the event stream")
+    await hass.services.async_call(
+        DOMAIN,
+        "pin",
+        {"config_entry_id": entry.entry_id, "model": TINY},
+        blocking=True,
+        return_response=True,
+    )
+    assert TINY in coordinator.data.held
+    reasserted = async_capture_events(hass, EVENT_PIN_REASSERTED)
+    await swap.unload(TINY)
+    await wait_until(lambda: reasserted, 8, "the pin asserted again from the stream")
+    assert [e.data["reason"] for e in reasserted] == ["gone"]
+    await wait_until(lambda: TINY in coordinator.data.held, 5, "tiny resident again")
     await hass.config_entries.async_unload(entry.entry_id)
 
 

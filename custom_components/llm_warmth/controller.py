@@ -142,9 +142,6 @@ class ResidencyController:
         """After pushed data (an event stream); a changed poll's was checked already."""
         if self._coordinator.data is not self._checked:
             self._checked = self._coordinator.data
-        # A deleted model's preload has no end to wait for.
-        for model in self.pins.preloads.keys() - self._checked.models:
-            self.pins.preloaded(model, None)
             self._forget_started()
             self.async_check_pins()
 
