@@ -3,6 +3,7 @@
 import asyncio
 from collections.abc import Callable
 import os
+from typing import Any
 
 import aiohttp
 from homeassistant.config_entries import SOURCE_USER, ConfigEntry, ConfigEntryState
@@ -94,6 +95,15 @@ async def model_file(url: str, model: str) -> str:
         for line in str(shown["modelfile"]).splitlines()
         if line.startswith("FROM /")
     )
+
+
+async def call(hass: HomeAssistant, action: str, **data: Any) -> dict[str, Any]:
+    """Call one of the integration's actions and return its answer."""
+    response = await hass.services.async_call(
+        DOMAIN, action, data, blocking=True, return_response=True
+    )
+    assert response is not None
+    return dict(response)
 
 
 async def wait_until(condition: Callable[[], object], timeout: float, what: str) -> None:

@@ -44,7 +44,7 @@ from custom_components.llm_warmth.core.backends.types import ResidencyState
 from custom_components.llm_warmth.core.gpu.exporter import ExporterKind, ExporterSource
 
 from .conftest import model_id
-from .e2e import add_server, wait_until
+from .e2e import add_server, call, wait_until
 from .llama_swap_emulator import LlamaSwapEmulator, SwapModel
 
 BIG, TINY = "big", "tiny"
@@ -319,13 +319,7 @@ async def test_a_pin_is_asserted_again_from_the_stream_without_waiting_for_a_pol
     entry = await add_server(hass, swap.url, interval=30.0)
     coordinator = entry.runtime_data.coordinator
     await wait_until(lambda: coordinator.events_connected, 3, "the event stream")
-    await hass.services.async_call(
-        DOMAIN,
-        "pin",
-        {"config_entry_id": entry.entry_id, "model": TINY},
-        blocking=True,
-        return_response=True,
-    )
+    await call(hass, "pin", config_entry_id=entry.entry_id, model=TINY)
     assert TINY in coordinator.data.held
     reasserted = async_capture_events(hass, EVENT_PIN_REASSERTED)
     await swap.unload(TINY)

@@ -26,7 +26,7 @@ from custom_components.llm_warmth.const import (
 )
 
 from .conftest import ENTRY_ID, GIB, LLAMA, QWEN, model_id, ollama_request
-from .e2e import add_server, wait_until
+from .e2e import add_server, call, wait_until
 from .llama_server_emulator import LlamaServerEmulator
 from .llama_swap_emulator import LlamaSwapEmulator
 from .ollama_emulator import EmulatedModel, OllamaEmulator
@@ -35,14 +35,6 @@ from .test_llama_swap import add_swap, swap  # noqa: F401 (a fixture)
 
 SWITCH = "switch.ollama_test_llama3_2_3b_keep_warm"
 STORE = f"{DOMAIN}.{ENTRY_ID}"
-
-
-async def call(hass: HomeAssistant, action: str, **data: Any) -> dict[str, Any]:
-    response = await hass.services.async_call(
-        DOMAIN, action, data, blocking=True, return_response=True
-    )
-    assert response is not None
-    return dict(response)
 
 
 def keep_alives(emulator: OllamaEmulator, model: str) -> list[object]:
