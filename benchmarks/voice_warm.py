@@ -136,8 +136,8 @@ def cold_table(result: dict[str, Any]) -> list[str]:
         f"  {'':{LABEL}} {'median (min to max)':>28}",
         row("silence, control (warm on wake off)", spread([t["silence"] for t in control])),
         row("silence, warm on wake", spread([t["silence"] for t in warmed])),
-        row("  agent's first words, control", spread([t["agent_first_text"] for t in control])),
-        row("  agent's first words, warm on wake", spread([t["agent_first_text"] for t in warmed])),
+        row("  agent's wait, control", spread([t["agent_wait"] for t in control])),
+        row("  agent's wait, warm on wake", spread([t["agent_wait"] for t in warmed])),
         row(
             "silence saved (control - warmed, per pair)",
             spread(saved, signed=True),
@@ -199,8 +199,8 @@ def resident_table(result: dict[str, Any]) -> list[str]:
         f"  {'':{LABEL}} {'median (min to max)':>28}",
         row("silence, warm on wake off", spread([t["silence"] for t in off])),
         row("silence, warm on wake on", spread([t["silence"] for t in on])),
-        row("  agent's first words, off", spread([t["agent_first_text"] for t in off])),
-        row("  agent's first words, on", spread([t["agent_first_text"] for t in on])),
+        row("  agent's wait, off", spread([t["agent_wait"] for t in off])),
+        row("  agent's wait, on", spread([t["agent_wait"] for t in on])),
         row(
             "resident-turn cost (on - off, per pair)",
             spread(cost, signed=True),

@@ -30,7 +30,15 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 from .assist import hass_config_dir_fixture, setup_assist  # noqa: F401 (a fixture)
 from .e2e import add_server, evict, ollama_get, server_url, wait_until
 from .recording_proxy import Forwarded, RecordingProxy
-from .voice_runs import NUM_CTX, PROMPT, SPEECH_MS, STT_SECONDS, ColdTurns, make_big_voice
+from .voice_runs import (
+    NUM_CTX,
+    PROMPT,
+    SPEECH_MS,
+    STT_SECONDS,
+    ColdTurns,
+    agent_wait,
+    make_big_voice,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -108,7 +116,7 @@ async def resident_turn(turns: ColdTurns, model: str, *, warm_on_wake: bool) -> 
     return {
         "warm_on_wake": warm_on_wake,
         "silence": event["silence_seconds"],
-        "agent_first_text": event["agent_first_text_seconds"],
+        "agent_wait": agent_wait(event),
         "resident_at_intent_start": event["resident_at_intent_start"],
         "warm_prefix": event["warm_prefix"],
         "loads_sent": sum(

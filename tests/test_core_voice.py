@@ -123,6 +123,62 @@ def test_a_cold_model_makes_the_load_the_costliest_stage() -> None:
     assert longer.stages[VoiceStage.LOAD] == 7.8
 
 
+def test_an_agent_that_streamed_no_words_kept_the_household_waiting_its_whole_turn() -> None:
+    """An empty reply, or one handed over whole: the agent's whole turn is in the stages.
+
+    Seen on CI (the real Ollama, a model of random weights): a 16 s silence explained as
+    3 s of speech-to-text, the agent's 13 s left out because no delta carried words.
+    """
+    raw = [
+        ("run-start", stamp(0), {"pipeline": "p1"}),
+        ("stt-start", stamp(0.0), {}),
+        ("stt-vad-end", stamp(2.0), {}),
+        ("stt-end", stamp(2.4), {}),
+        ("intent-start", stamp(2.4), {"engine": "conversation.kitchen"}),
+        ("intent-progress", stamp(2.5), {"chat_log_delta": {"role": "assistant", "content": ""}}),
+        ("intent-end", stamp(10.3), {}),
+        ("tts-start", stamp(10.3), {}),
+        ("tts-end", stamp(10.31), {}),
+        ("run-end", stamp(10.31), None),
+    ]  # fmt: skip
+    turn = turn_of(raw)  # type: ignore[arg-type]
+    assert (turn.agent_first_text, turn.agent_rest) == (None, None)
+    assert turn.agent_reply == 7.9
+    assert turn.silence == 8.31
+    # Cold, no figure of the load: the whole wait counts as the load, as for first words.
+    cold = explain_it(turn, ServerSide("qwen3:8b", False, False, None, "residency"))
+    assert cold.stages == {VoiceStage.STT: 0.4, VoiceStage.LOAD: 7.9, VoiceStage.TTS: 0.01}
+    assert cold.dominant is VoiceStage.LOAD
+    # A load timed: the rest of the turn is the reply's writing (no words, none heard).
+    timed = explain_it(turn, ServerSide("qwen3:8b", False, False, 6.0, "server"))
+    assert timed.stages == {
+        VoiceStage.STT: 0.4,
+        VoiceStage.LOAD: 6.0,
+        VoiceStage.GENERATION: 1.9,
+        VoiceStage.TTS: 0.01,
+    }
+    # Warm: all of it the reply's writing; no prefill is made up.
+    warm = explain_it(turn, ServerSide("qwen3:8b", True, False))
+    assert warm.stages == {VoiceStage.STT: 0.4, VoiceStage.GENERATION: 7.9, VoiceStage.TTS: 0.01}
+    # Unknown server: the same.
+    assert explain_it(turn).stages == warm.stages
+    # The server's record tells the load and the prefill; the rest is the writing.
+    request = served(2.5, 7.7, prefill_seconds=0.6, generation_seconds=0.1)
+    split = explain_it(turn, ServerSide("qwen3:8b", False, False, request=request))
+    assert split.stages == {
+        VoiceStage.STT: 0.4,
+        VoiceStage.LOAD: 7.0,
+        VoiceStage.PREFILL: 0.6,
+        VoiceStage.GENERATION: 0.3,
+        VoiceStage.TTS: 0.01,
+    }
+    # A record whose stages fill the whole turn leaves no writing of no time.
+    filled = served(2.4, 7.9, prefill_seconds=0.9, generation_seconds=0.0)
+    whole = explain_it(turn, ServerSide("qwen3:8b", False, False, request=filled))
+    assert VoiceStage.GENERATION not in whole.stages
+    assert whole.stages[VoiceStage.LOAD] + whole.stages[VoiceStage.PREFILL] == 7.9
+
+
 def test_a_text_only_turn_and_a_failed_one() -> None:
     raw = [
         ("run-start", stamp(0), {}),

@@ -1,5 +1,6 @@
 """What a pipeline's voice entities show (pure, no hass)."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,6 +14,7 @@ from custom_components.llm_warmth.core.voice_readings import (
     NoTurnFigure,
     turn_attributes,
     turn_details,
+    turn_reasons,
     warm_up_attributes,
 )
 from custom_components.llm_warmth.core.voice_record import VoiceRecord, WakeCounts
@@ -126,3 +128,21 @@ def test_what_the_warm_on_wake_switch_tells() -> None:
     }
     assert frozenset(warm_up_attributes(counts)) == WARM_UP_ATTRIBUTES
     assert len(WARM_UP_ATTRIBUTES) == 8
+
+
+def test_an_agent_that_streamed_no_words_says_so() -> None:
+    """Its first words and the rest are unknown for that reason; its whole turn is told."""
+    kept = record()
+    silent = replace(kept, turn=replace(kept.turn, first_text_at=None))
+    assert silent.details()["agent_reply_seconds"] == 3.0
+    assert kept.details()["agent_reply_seconds"] == 3.0
+    for key in ("voice_agent_first_text", "voice_agent_rest"):
+        assert TURN_FIGURES[key](silent) is None
+        assert turn_attributes(key, silent, None) == {"reason": "no_words"}
+        assert NoTurnFigure.NO_WORDS in turn_reasons(key)
+    # Other figures never say it; an agent that never ended did not time its words.
+    assert turn_attributes("voice_stt", silent, None) == {"reason": "not_timed"}
+    assert NoTurnFigure.NO_WORDS not in turn_reasons("voice_stt")
+    unended = replace(silent, turn=replace(silent.turn, intent_end_at=None))
+    assert turn_attributes("voice_agent_first_text", unended, None) == {"reason": "not_timed"}
+    assert turn_reasons(SILENCE) == (NoTurnFigure.NO_TURN_YET, NoTurnFigure.NOT_TIMED)

@@ -18,7 +18,7 @@ The replies reach the clients through a canned session (no sockets): the same by
 the same parsing as over HTTP, where ``test_fuzz_replies.py`` sends them over loopback.
 """
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
@@ -769,15 +769,31 @@ def test_any_run_gives_a_turn_whose_stages_are_never_negative(
         assert stages[explained.dominant] == max(stages.values())
     else:
         assert explained.dominant is None
+    assert_agent_split(turn, stages, joined=request is not None)
+
+
+def assert_agent_split(
+    turn: VoiceTurn, stages: Mapping[VoiceStage, float], *, joined: bool
+) -> None:
+    """The agent's stages hold no more than its wait; the writing only where it was waited for."""
     agent = [stages.get(s, 0.0) for s in (VoiceStage.LOAD, VoiceStage.QUEUE, VoiceStage.PREFILL)]
-    if turn.agent_first_text is None:
+    words = turn.first_text_at is not None
+    # The agent's wait: to its first words, else (none streamed) to its reply's end.
+    wait = turn.agent_first_text if words else turn.agent_reply
+    if wait is None:
         assert agent == [0.0, 0.0, 0.0]
-    else:
+    elif words:
         # The agent's wait for its first words, split: the parts hold no more than it.
-        assert sum(agent) <= turn.agent_first_text + 0.002
-    if VoiceStage.GENERATION in stages:
+        assert sum(agent) <= wait + 0.002
+    else:
+        # No words: its whole turn, split, the writing with it, and nothing more.
+        assert sum(agent) + stages.get(VoiceStage.GENERATION, 0.0) <= wait + 0.003
+    if VoiceStage.GENERATION in stages and words:
+        # After words: the rest of the reply, only when the household waited for it.
         assert turn.spoken
         assert not turn.streamed
+    if not words:
+        assert VoiceStage.PREFILL not in stages or joined
 
 
 # One monotonic clock's seconds (since boot: up to decades), in any order.

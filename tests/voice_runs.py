@@ -46,13 +46,23 @@ async def make_big_voice(url: str) -> str:
     return await make_voice_model(url, "big", BIG_VOICE)
 
 
+def agent_wait(event: dict[str, Any]) -> float:
+    """Return what a turn's agent kept the household waiting: to its first streamed words,
+    else (it streamed none: an empty reply, seen on CI from random weights) its whole turn."""
+    first = event["agent_first_text_seconds"]
+    wait = first if first is not None else event["agent_reply_seconds"]
+    assert isinstance(wait, float), event
+    return wait
+
+
 @dataclass(frozen=True)
 class ColdTurn:
     """One turn that found the model cold at the wake, as LLM Warmth and the server told it."""
 
     warm_on_wake: bool
     silence: float
-    agent_first_text: float
+    # To the agent's first words, or its whole turn where it streamed none (agent_wait).
+    agent_wait: float
     dominant_stage: str | None
     resident_at_intent_start: bool | None
     # Warm on wake: the load time the household did not wait for, and our load's seconds
@@ -110,7 +120,7 @@ class ColdTurns:
         return ColdTurn(
             warm_on_wake=warm_on_wake,
             silence=event["silence_seconds"],
-            agent_first_text=event["agent_first_text_seconds"],
+            agent_wait=agent_wait(event),
             dominant_stage=event["dominant_stage"],
             resident_at_intent_start=event["resident_at_intent_start"],
             hidden=event["warm_hidden_seconds"],

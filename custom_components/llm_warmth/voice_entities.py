@@ -34,6 +34,7 @@ from .core.voice_readings import (
     WARM_UP_ATTRIBUTES,
     NoTurnFigure,
     turn_attributes,
+    turn_reasons,
     warm_up_attributes,
 )
 from .core.voice_record import VoiceRecord, WakeCounts
@@ -53,7 +54,7 @@ class VoiceSensorDescription(SensorEntityDescription):
     @property
     def reasons(self) -> tuple[NoTurnFigure, ...]:
         """Return why a figure of the last turn can be unknown (a count never is)."""
-        return tuple(NoTurnFigure) if self.turn_fn is not None else ()
+        return turn_reasons(self.key) if self.turn_fn is not None else ()
 
 
 def _turn(key: str) -> VoiceSensorDescription:

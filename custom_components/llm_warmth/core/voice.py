@@ -188,6 +188,11 @@ class VoiceTurn:
         return _seconds(self.intent_start_at, self.first_text_at)
 
     @property
+    def agent_reply(self) -> float | None:
+        """Return the seconds from the agent's start to its reply's end (its whole turn)."""
+        return _seconds(self.intent_start_at, self.intent_end_at)
+
+    @property
     def agent_rest(self) -> float | None:
         """Return the seconds the agent wrote on after its first words."""
         return _seconds(self.first_text_at, self.intent_end_at)
@@ -281,32 +286,49 @@ def explain(turn: VoiceTurn, server: ServerSide | None) -> Explained:
     what remains of it the prefill: all of it is the load when the model was cold at the
     agent's start and no figure of its load is known (the server's ``residency`` says
     only that). The rest of the reply counts only when it was not streamed (the
-    household heard nothing until it was written).
+    household heard nothing until it was written). An agent that streamed no words (an
+    empty reply, or one handed over whole) kept the household waiting its whole turn:
+    that is split the same way, and what follows the prefill is the reply's writing.
     """
     stages: dict[VoiceStage, float] = {}
     if (stt := turn.stt) is not None:
         stages[VoiceStage.STT] = stt
-    first = turn.agent_first_text
-    request = server.request if server else None
-    if first is not None and request is not None and _told_apart(request):
-        cold = server is not None and server.resident is False
-        stages.update(_request_stages(request, first, cold=cold))
-    elif first is not None:
-        load = server.load_seconds if server and server.load_seconds is not None else 0.0
-        if server and server.resident is False and server.load_seconds is None:
-            # Cold at the agent's start, and no figure of the load: its first words waited
-            # for the load and the prompt together, which the server did not tell apart.
-            load = first
-        waited = min(load, first)
-        if waited > 0:
-            stages[VoiceStage.LOAD] = round(waited, 3)
-        stages[VoiceStage.PREFILL] = round(first - waited, 3)
+    words = turn.first_text_at is not None
+    if (wait := turn.agent_first_text if words else turn.agent_reply) is not None:
+        stages.update(_agent_stages(wait, server, words=words))
     if not turn.streamed and turn.spoken and (rest := turn.agent_rest) is not None:
         stages[VoiceStage.GENERATION] = rest
     if (tts := turn.tts_start) is not None:
         stages[VoiceStage.TTS] = tts
     dominant = max(stages, key=lambda stage: stages[stage]) if stages else None
     return Explained(stages, dominant)
+
+
+def _agent_stages(
+    wait: float, server: ServerSide | None, *, words: bool
+) -> dict[VoiceStage, float]:
+    """Split the agent's wait: to its first words (``words``), else to its reply's end.
+
+    By the server's record of the agent's request where it tells the stages apart, else
+    by the load's figure. With no words streamed, what follows the load (and the prefill,
+    where the server timed it) is the reply's writing: the household heard nothing of it.
+    """
+    request = server.request if server else None
+    if server is not None and request is not None and _told_apart(request):
+        stages = _request_stages(request, wait, cold=server.resident is False)
+    else:
+        load = server.load_seconds if server and server.load_seconds is not None else 0.0
+        if server and server.resident is False and server.load_seconds is None:
+            # Cold at the agent's start, and no figure of the load: its first words waited
+            # for the load and the prompt together, which the server did not tell apart.
+            load = wait
+        waited = min(load, wait)
+        stages = {VoiceStage.LOAD: round(waited, 3)} if waited > 0 else {}
+        if words:
+            stages[VoiceStage.PREFILL] = round(wait - waited, 3)
+    if not words and (left := round(wait - sum(stages.values()), 3)) > 0:
+        stages[VoiceStage.GENERATION] = left
+    return stages
 
 
 def _told_apart(request: ServedRequest) -> bool:

@@ -26,6 +26,20 @@ class NoTurnFigure(StrEnum):
     NO_TURN_YET = "no_turn_yet"
     # The last turn did not show this stage (it ended early, or its run did not read).
     NOT_TIMED = "not_timed"
+    # The agent streamed no words: its reply came whole, or empty (its first words and
+    # the rest of its reply were not timed apart; its whole turn is on the silence sensor).
+    NO_WORDS = "no_words"
+
+
+# The figures of the agent's streamed words: unknown when it streamed none.
+WORDS_FIGURES: Final = frozenset({"voice_agent_first_text", "voice_agent_rest"})
+
+
+def turn_reasons(key: str) -> tuple[NoTurnFigure, ...]:
+    """Return why the figure of the last turn under ``key`` can be unknown."""
+    if key in WORDS_FIGURES:
+        return tuple(NoTurnFigure)
+    return (NoTurnFigure.NO_TURN_YET, NoTurnFigure.NOT_TIMED)
 
 
 def _dominant(record: VoiceRecord) -> str | None:
@@ -75,9 +89,18 @@ def turn_attributes(
     if key == SILENCE:
         attrs["turn"] = turn_details(record)
     if key in TURN_FIGURES and value is None:
-        reason = NoTurnFigure.NOT_TIMED if record else NoTurnFigure.NO_TURN_YET
-        attrs["reason"] = reason.value
+        attrs["reason"] = _unknown(key, record).value
     return attrs or None
+
+
+def _unknown(key: str, record: VoiceRecord | None) -> NoTurnFigure:
+    """Return why the last turn's figure under ``key`` is unknown."""
+    if record is None:
+        return NoTurnFigure.NO_TURN_YET
+    turn = record.turn
+    if key in WORDS_FIGURES and turn.first_text_at is None and turn.agent_reply is not None:
+        return NoTurnFigure.NO_WORDS
+    return NoTurnFigure.NOT_TIMED
 
 
 def warm_up_attributes(counts: WakeCounts) -> dict[str, float | int | None]:

@@ -126,6 +126,7 @@ class VoiceRecord:
             "stt_seconds": turn.stt,
             "agent_first_text_seconds": turn.agent_first_text,
             "agent_rest_seconds": turn.agent_rest,
+            "agent_reply_seconds": turn.agent_reply,
             "tts_start_seconds": turn.tts_start,
             "streamed": turn.streamed,
             "error": turn.error,
