@@ -54,6 +54,17 @@ STREAMED = [
 ]  # fmt: skip
 
 
+def heard(agent: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """A run to its agent's start: speech ends at 2.0 s, its transcript at 2.4 s."""
+    return [
+        ("run-start", stamp(0), {"pipeline": "p1"}),
+        ("stt-start", stamp(0.0), {}),
+        ("stt-vad-end", stamp(2.0), {}),
+        ("stt-end", stamp(2.4), {}),
+        ("intent-start", stamp(2.4), {"engine": agent}),
+    ]
+
+
 def turn_of(raw: list[tuple[object, object, object]]) -> VoiceTurn:
     events = run_events(raw)
     assert events is not None
@@ -130,11 +141,7 @@ def test_an_agent_that_streamed_no_words_kept_the_household_waiting_its_whole_tu
     3 s of speech-to-text, the agent's 13 s left out because no delta carried words.
     """
     raw = [
-        ("run-start", stamp(0), {"pipeline": "p1"}),
-        ("stt-start", stamp(0.0), {}),
-        ("stt-vad-end", stamp(2.0), {}),
-        ("stt-end", stamp(2.4), {}),
-        ("intent-start", stamp(2.4), {"engine": "conversation.kitchen"}),
+        *heard("conversation.kitchen"),
         ("intent-progress", stamp(2.5), {"chat_log_delta": {"role": "assistant", "content": ""}}),
         ("intent-end", stamp(10.3), {}),
         ("tts-start", stamp(10.3), {}),
@@ -281,11 +288,7 @@ def served(started: float, seconds: float, **figures: Any) -> ServedRequest:
 
 def test_the_servers_record_of_the_agents_request_is_joined_by_time() -> None:
     raw = [
-        ("run-start", stamp(0), {"pipeline": "p1"}),
-        ("stt-start", stamp(0.0), {}),
-        ("stt-vad-end", stamp(2.0), {}),
-        ("stt-end", stamp(2.4), {}),
-        ("intent-start", stamp(2.4), {"engine": "conversation.garage"}),
+        *heard("conversation.garage"),
         ("intent-progress", stamp(10.2), delta("Four")),
         ("intent-end", stamp(10.3), {}),
         ("run-end", stamp(10.31), None),
