@@ -319,8 +319,8 @@ def _agent_stages(
     else:
         load = server.load_seconds if server and server.load_seconds is not None else 0.0
         if server and server.resident is False and server.load_seconds is None:
-            # Cold at the agent's start, and no figure of the load: its first words waited
-            # for the load and the prompt together, which the server did not tell apart.
+            # Cold at the agent's start, and no figure of the load: its wait held the load
+            # and the prompt together (and, with no words, the writing), not told apart.
             load = wait
         waited = min(load, wait)
         stages = {VoiceStage.LOAD: round(waited, 3)} if waited > 0 else {}
