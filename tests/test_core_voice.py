@@ -8,18 +8,20 @@ from hypothesis import given, strategies as st
 from custom_components.llm_warmth.core.backends.types import ServedRequest
 from custom_components.llm_warmth.core.voice import (
     WAKE_KEEP,
-    Explained,
-    ServerSide,
     VoiceStage,
     VoiceTurn,
+    prefix_warm_fits,
+    run_events,
+    wake_keep,
+    wake_outcome,
+)
+from custom_components.llm_warmth.core.voice_stages import (
+    Explained,
+    ServerSide,
     _told_apart,
     explain,
     join_request,
-    prefix_warm_fits,
-    run_events,
     waited_load,
-    wake_keep,
-    wake_outcome,
 )
 
 T0 = datetime(2026, 12, 2, 7, 30, tzinfo=UTC)

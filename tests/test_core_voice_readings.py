@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from custom_components.llm_warmth.core.voice import WAKE_KEEP, Explained, VoiceStage, VoiceTurn
+from custom_components.llm_warmth.core.voice import WAKE_KEEP, VoiceStage, VoiceTurn
 from custom_components.llm_warmth.core.voice_readings import (
     COUNT_FIGURES,
     SILENCE,
@@ -18,6 +18,7 @@ from custom_components.llm_warmth.core.voice_readings import (
     warm_up_attributes,
 )
 from custom_components.llm_warmth.core.voice_record import VoiceRecord, WakeCounts
+from custom_components.llm_warmth.core.voice_stages import Explained
 
 T0 = datetime(2026, 12, 2, 7, 30, tzinfo=UTC)
 

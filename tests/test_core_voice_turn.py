@@ -5,8 +5,9 @@ from datetime import UTC, datetime
 from hypothesis import given, strategies as st
 import pytest
 
-from custom_components.llm_warmth.core.voice import Explained, VoiceTurn
+from custom_components.llm_warmth.core.voice import VoiceTurn
 from custom_components.llm_warmth.core.voice_record import VoiceRecord, WakeCounts
+from custom_components.llm_warmth.core.voice_stages import Explained
 from custom_components.llm_warmth.core.voice_turn import (
     SatelliteStep,
     counts_of_stored,

@@ -17,8 +17,9 @@ from custom_components.llm_warmth.core.monitor import (
     ServerSnapshot,
 )
 from custom_components.llm_warmth.core.residency import ModelUnloaded, UnloadReason
-from custom_components.llm_warmth.core.voice import ServerSide, VoiceStage, VoiceTurn
+from custom_components.llm_warmth.core.voice import VoiceStage, VoiceTurn
 from custom_components.llm_warmth.core.voice_record import WakeCounts
+from custom_components.llm_warmth.core.voice_stages import ServerSide
 from custom_components.llm_warmth.core.wake_run import (
     GIB,
     PREFIX_FADE,

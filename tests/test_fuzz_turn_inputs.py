@@ -60,8 +60,6 @@ from custom_components.llm_warmth.core.voice import (
     INTENT_END,
     INTENT_PROGRESS,
     INTENT_START,
-    JOIN_TOLERANCE,
-    RECORD_STEP,
     RUN_END,
     RUN_START,
     STT_END,
@@ -69,14 +67,18 @@ from custom_components.llm_warmth.core.voice import (
     STT_VAD_END,
     TTS_END,
     WAKE_WORD_END,
-    ServerSide,
     VoiceStage,
     VoiceTurn,
-    explain,
-    join_request,
     prefix_warm_fits,
     run_events,
     wake_outcome,
+)
+from custom_components.llm_warmth.core.voice_stages import (
+    JOIN_TOLERANCE,
+    RECORD_STEP,
+    ServerSide,
+    explain,
+    join_request,
 )
 from custom_components.llm_warmth.core.warm_plan import PatternClass, Plan, UsagePlanner
 

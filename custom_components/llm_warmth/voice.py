@@ -37,8 +37,9 @@ from .coordinator import LlmWarmthCoordinator
 from .core.backends.base import ReportsRequests
 from .core.backends.errors import LlmServerError
 from .core.monitor import MonitorChange
-from .core.voice import ServerSide, VoiceTurn, join_request
+from .core.voice import VoiceTurn
 from .core.voice_record import VoiceRecord, WakeCounts
+from .core.voice_stages import ServerSide, join_request
 from .core.voice_turn import (
     SatelliteStep,
     counts_of_stored,

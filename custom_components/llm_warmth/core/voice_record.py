@@ -1,8 +1,8 @@
 """A voice turn as LLM Warmth keeps it: its record, and what warming at the wake did.
 
 Pure: the shell (``voice.py``) reads Home Assistant's pipeline runs into a
-``core.voice.VoiceTurn``, explains it, and keeps here the record its event and its
-entities tell, and the counts the store keeps per pipeline.
+``core.voice.VoiceTurn``, explains it (``core.voice_stages``), and keeps here the record
+its event and its entities tell, and the counts the store keeps per pipeline.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .backends.types import ServedRequest
-from .voice import WAKE_TO_INTENT_KEPT, Explained, ServerSide, VoiceTurn
+from .voice import WAKE_TO_INTENT_KEPT, VoiceTurn
+from .voice_stages import Explained, ServerSide
 
 
 @dataclass(slots=True)

@@ -19,8 +19,9 @@ from .backends.types import ServedRequest
 from .model_timing import ModelTiming
 from .monitor import LoadObserved, MonitorChange, ServerRestarted, ServerSnapshot
 from .residency import ModelUnloaded
-from .voice import ServerSide, VoiceTurn, explain, prefix_warm_fits, waited_load, wake_outcome
+from .voice import VoiceTurn, prefix_warm_fits, wake_outcome
 from .voice_record import VoiceRecord, WakeCounts, prefix_outcome
+from .voice_stages import ServerSide, explain, waited_load
 
 # How much of the slowest recent prompt warm-up is kept at each new one.
 PREFIX_FADE = 0.8
