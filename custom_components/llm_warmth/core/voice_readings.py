@@ -27,7 +27,8 @@ class NoTurnFigure(StrEnum):
     # The last turn did not show this stage (it ended early, or its run did not read).
     NOT_TIMED = "not_timed"
     # The agent streamed no words: its reply came whole, or empty (its first words and
-    # the rest of its reply were not timed apart; its whole turn is on the silence sensor).
+    # the rest of its reply were not timed apart; its whole turn is in the silence sensor's
+    # ``turn`` attribute, ``agent_reply_seconds``).
     NO_WORDS = "no_words"
 
 

@@ -136,18 +136,18 @@ def _told_apart(request: ServedRequest) -> bool:
     return request.waited_seconds is not None and request.prefill_seconds is not None
 
 
-def _request_stages(request: ServedRequest, first: float, *, cold: bool) -> dict[VoiceStage, float]:
-    """Split the agent's wait for its first words by the server's record of its request.
+def _request_stages(request: ServedRequest, wait: float, *, cold: bool) -> dict[VoiceStage, float]:
+    """Split the agent's wait (for its first words, or its whole reply) by the server's record.
 
     What the request waited before its prefill is the load when the model was cold at
     the agent's start, else the queue; then the server's prefill. Both within the wait
     Home Assistant saw (the rest of it is the agent's own work and the network).
     """
     stages: dict[VoiceStage, float] = {}
-    waited = min(request.waited_seconds or 0.0, first)
+    waited = min(request.waited_seconds or 0.0, wait)
     if waited > 0:
         stages[VoiceStage.LOAD if cold else VoiceStage.QUEUE] = round(waited, 3)
-    stages[VoiceStage.PREFILL] = round(min(request.prefill_seconds or 0.0, first - waited), 3)
+    stages[VoiceStage.PREFILL] = round(min(request.prefill_seconds or 0.0, wait - waited), 3)
     return stages
 
 
