@@ -34,6 +34,7 @@ class HoldReason(StrEnum):
 
     EXPECTED_USE = "expected_use"  # an expected stretch of use: warmed ahead, held through
     SESSION_KEEP = "session_keep"  # after a use, through the gaps of its sessions
+    SIGNAL = "signal"  # a household's edge that leads a use: held for its lead window
 
 
 class HoldAction(StrEnum):

@@ -35,13 +35,16 @@ through its session keep. Then the model goes back to the server's own keep.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from dataclasses import dataclass
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 import math
-from typing import Final
+from typing import Final, Self, override
 
+from .signal_edges import Edge, EdgeLog
+from .signal_learning import SignalBook, SignalLead
 from .usage_rhythm import (
     BIN,
     EXPECT,
@@ -54,6 +57,7 @@ from .usage_rhythm import (
     local_time,
     wall_instant,
 )
+from .warm_contest import SIGNAL_LIMITS, Contest, Stretch, WarmMode, Way
 
 # An expected stretch this long holds several sessions (an evening, working hours): it is
 # held through once a use came in it; a shorter one (a routine) is let go once one did.
@@ -63,6 +67,11 @@ LONG_STRETCH: Final = timedelta(hours=1)
 UNUSED_HOLD: Final = timedelta(hours=1)
 # A stretch goes on across a dip this long between expected bins.
 BRIDGE: Final = timedelta(minutes=30)
+# The cold load, and how long ahead of a stretch warming starts, until the shell tells.
+ASSUMED_LOAD: Final = timedelta(seconds=30)
+ASSUMED_LEAD: Final = timedelta(seconds=90)
+# The longest load or lead kept (a day: the contest replays one day at a time).
+MOST_SECONDS: Final = 86400.0
 
 
 class PatternClass(StrEnum):
@@ -95,6 +104,8 @@ class Plan:
     # long stretch with no use yet ``UNUSED_HOLD`` after its start (None: it holds
     # nothing, a routine that happened or a long stretch let go).
     expected_until: datetime | None = None
+    # How the model is warmed: by the clock or its idle times, with the signals or not.
+    mode: WarmMode = WarmMode.IDLE
 
 
 @dataclass
@@ -106,17 +117,184 @@ class UsagePlanner(UsageRhythm):
     The learning and the store are ``UsageRhythm``'s (``usage_rhythm.py``).
     """
 
+    # The household's signals: their edges kept, what each leads, and the contest of
+    # the ways of warming (``warm_contest.py``) that decides which acts.
+    signals: SignalBook = field(default_factory=SignalBook)
+    edges: EdgeLog = field(default_factory=EdgeLog)
+    contest: Contest = field(default_factory=Contest)
+    # The model's cold load, and how long ahead of a stretch warming starts (seconds), as
+    # ``plan`` was last told: the days are replayed with them.
+    load: float = ASSUMED_LOAD.total_seconds()
+    lead: float = ASSUMED_LEAD.total_seconds()
+
     def pattern(self) -> PatternClass:
-        """Return the model's pattern class."""
+        """Return the model's pattern class (how the clock reads its uses).
+
+        Rhythmic while warming by the clock wins the contest over warming by the idle
+        times (until enough days were replayed: while its forecasts hit often enough).
+        """
         if self.days < MIN_DAYS:
             return PatternClass.NEW
+        expected = any(s >= EXPECT for s in self.by_kind["weekday"] + self.by_kind["weekend"])
+        expected = expected or any(s >= EXPECT for row in self.by_weekday for s in row)
+        if not expected:
+            return PatternClass.SPORADIC
+        if (clock := self.contest.clock_wins()) is not None:
+            return PatternClass.RHYTHMIC if clock else PatternClass.SPORADIC
         if self.forecasts >= MIN_FORECASTS and self.hit_rate < MIN_HIT_RATE:
             return PatternClass.SPORADIC
-        if any(s >= EXPECT for s in self.by_kind["weekday"] + self.by_kind["weekend"]):
-            return PatternClass.RHYTHMIC
-        if any(s >= EXPECT for row in self.by_weekday for s in row):
-            return PatternClass.RHYTHMIC
-        return PatternClass.SPORADIC
+        return PatternClass.RHYTHMIC
+
+    def way(self) -> Way:
+        """Return how the model is warmed: the time-only class's way, or one with signals."""
+        pattern = self.pattern()
+        if pattern is PatternClass.NEW:
+            return Way(WarmMode.IDLE)
+        base = WarmMode.CLOCK if pattern is PatternClass.RHYTHMIC else WarmMode.IDLE
+        return self.contest.with_signals(base)
+
+    def mode(self) -> WarmMode:
+        """Return the mode of the way the model is warmed."""
+        return self.way().mode
+
+    # ------------------------------------------------------------------ signals
+
+    def observe_edges(self, edges: Iterable[Edge]) -> int:
+        """Record the household's ``edges`` (live, or read from the past); return how many.
+
+        An edge older than the days folded (read from the recorder's history) has the
+        rhythm, the signals and the contest learnt again from everything kept.
+        """
+        kept = [edge for edge in edges if self.edges.add(edge)]
+        mark = self.folded_until
+        if kept and mark is not None and (earliest := min(e.at for e in kept)) < mark:
+            self._relearn(day_start(earliest.astimezone(mark.tzinfo)))
+        return len(kept)
+
+    def signal_lead(self, edge: Edge) -> SignalLead | None:
+        """Return what ``edge`` leads when it warms the model now (None: it does not)."""
+        way = self.way()
+        if not way.mode.signals:
+            return None
+        return self.signals.acting(timedelta(seconds=self.load), way.limit).get(edge.key)
+
+    def leads(self) -> list[SignalLead]:
+        """Return what every edge learnt leads, the ones that act first, then by share."""
+        found = self.signals.leads(timedelta(seconds=self.load)).values()
+        return sorted(found, key=lambda lead: (not lead.acts, -lead.share, lead.entity))
+
+    def keep_signals(self, entities: Iterable[str]) -> bool:
+        """Forget every signal but ``entities`` (learnt again without them); True if one went."""
+        wanted = frozenset(entities)
+        gone = self.edges.keep_only(wanted) | self.signals.forget(wanted)
+        if gone and self.folded_until is not None:
+            self._relearn(self.folded_until)
+        return gone
+
+    def idle_times_keep(self) -> timedelta:
+        """Return how long a use keeps the model where its idle times decide."""
+        return max(self.keep, self.idle_keep)
+
+    @override
+    def _relearn(self, since: datetime) -> None:
+        """Forget what was learnt (the edges stay); the days fold again from ``since``."""
+        super()._relearn(since)
+        self.signals, self.contest = SignalBook(), Contest()
+
+    @override
+    def _fold(self, day: datetime, following: datetime) -> None:
+        """Replay the day under each way of warming, learn its signals, then its rhythm.
+
+        All three read what was learnt before the day: the contest is an honest forecast.
+        """
+        edges = self.edges.between(day, following)
+        if self.days >= MIN_DAYS:
+            self._play(day, following, edges)
+        self.signals.fold_day(
+            edges, self.uses, day=(day, following), keep=self.idle_times_keep(), zone_of=day
+        )
+        super()._fold(day, following)
+        self.edges.prune(following)
+
+    def _play(self, day: datetime, following: datetime, edges: list[Edge]) -> None:
+        load = timedelta(seconds=self.load)
+        signals: dict[timedelta | None, list[tuple[float, float]]] = {}
+        for limit in SIGNAL_LIMITS:
+            acting = self.signals.acting(load, limit)
+            signals[limit] = [
+                (e.at.timestamp(), acting[e.key].hold.total_seconds())
+                for e in edges
+                if e.key in acting
+            ]
+        uses = self.uses[bisect_left(self.uses, day) : bisect_left(self.uses, following)]
+        keep, idle = self.keep.total_seconds(), self.idle_times_keep().total_seconds()
+        self.contest.play(
+            span=(day.timestamp(), following.timestamp()),
+            uses=[u.timestamp() for u in uses],
+            stretches=self._stretches(day, following, timedelta(seconds=self.lead)),
+            keeps={mode: idle if mode.idle_times else keep for mode in WarmMode},
+            signals=signals,
+            load=self.load,
+            lead=self.lead,
+        )
+
+    def _stretches(self, day: datetime, following: datetime, lead: timedelta) -> list[Stretch]:
+        """Return the expected stretches warmed in the day (from ``lead`` before each)."""
+        found: list[Stretch] = []
+        moment = day
+        while moment < following:
+            window = self._window(moment, lead)
+            if window is None or window[0] - lead >= following:
+                break
+            start, end = window
+            if start - lead >= day:
+                found.append(
+                    Stretch(
+                        start=start.timestamp(),
+                        end=end.timestamp(),
+                        long=end - start >= LONG_STRETCH,
+                        unused_hold=UNUSED_HOLD.total_seconds(),
+                    )
+                )
+            moment = local_time(end, day.tzinfo)
+        return found
+
+    # ------------------------------------------------------------------ the store
+
+    @override
+    def as_dict(self) -> dict[str, object]:
+        """Return the planner's state as stored, its signals and contest included."""
+        return super().as_dict() | {
+            "signals": self.signals.as_dict(),
+            "edges": self.edges.as_dict(),
+            "contest": self.contest.as_dict(),
+            "load": round(self.load, 3),
+            "lead": round(self.lead, 3),
+        }
+
+    @override
+    @classmethod
+    def from_dict(cls, values: object) -> Self:
+        """Read a stored state; raise ``ValueError`` when its uses and rhythm do not read.
+
+        What was learnt of the signals and the contest that does not read (or a state
+        stored before them) is learnt again from the uses and edges kept.
+        """
+        planner = super().from_dict(values)
+        stored = values if isinstance(values, Mapping) else {}
+        planner.load = _seconds(stored.get("load"), ASSUMED_LOAD)
+        planner.lead = _seconds(stored.get("lead"), ASSUMED_LEAD)
+        try:
+            planner.edges = EdgeLog.from_dict(stored.get("edges"))
+        except ValueError:
+            planner.edges = EdgeLog()
+        try:
+            planner.signals = SignalBook.from_dict(stored.get("signals"))
+            planner.contest = Contest.from_dict(stored["contest"])
+        except KeyError, ValueError:
+            if planner.folded_until is not None:
+                planner._relearn(planner.folded_until)
+        return planner
 
     def _window(self, now: datetime, lead: timedelta) -> tuple[datetime, datetime] | None:
         """Return the expected stretch now is in (from ``lead`` before it), or the next one.
@@ -168,23 +346,32 @@ class UsagePlanner(UsageRhythm):
             step -= BIN
         return step
 
-    def plan(self, now: datetime, lead: timedelta = timedelta(0)) -> Plan:
+    def plan(
+        self, now: datetime, lead: timedelta = timedelta(0), *, load: timedelta | None = None
+    ) -> Plan:
         """Return whether the model should be warm at ``now``, until when, and what is next.
 
         ``lead``: how long before an expected stretch to start warming (the model's
-        cold-load time plus a margin).
+        cold-load time plus a margin); ``load``: its cold load (both kept for the days
+        the contest replays).
         """
+        if lead > timedelta(0):
+            self.lead = min(lead.total_seconds(), MOST_SECONDS)
+        if load is not None:
+            self.load = min(max(load.total_seconds(), 0.0), MOST_SECONDS)
         self.advance(now)
         pattern = self.pattern()
+        mode = self.mode()
         # A rhythm is warmed ahead and kept through its sessions; uses at no time that
-        # repeats are kept as long as their idle times pay for.
-        keep = self.keep if pattern is PatternClass.RHYTHMIC else max(self.keep, self.idle_keep)
+        # repeats (or warmed by the signals instead) are kept as long as their idle
+        # times pay for.
+        keep = self.idle_times_keep() if mode.idle_times else self.keep
         moment = now.astimezone(UTC)  # reckoned in real time; answered on now's clock
         index = bisect_right(self.uses, moment)
         last = self.uses[index - 1] if index else None
         session_until = last + keep if last is not None else None
         warm_until = session_until if session_until is not None and session_until > moment else None
-        window = self._window(now, lead) if pattern is PatternClass.RHYTHMIC else None
+        window = self._window(now, lead) if mode.clock else None
         next_use: datetime | None = None
         window_start = window_end = expected_until = None
         used = False
@@ -221,4 +408,14 @@ class UsagePlanner(UsageRhythm):
             keep=keep,
             used=used,
             expected_until=shown(expected_until),
+            mode=mode,
         )
+
+
+def _seconds(value: object, default: timedelta) -> float:
+    """Return a stored number of seconds (a load, a lead), or the default."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default.total_seconds()
+    if not math.isfinite(value) or not 0 <= value <= MOST_SECONDS:
+        return default.total_seconds()
+    return float(value)

@@ -1,0 +1,370 @@
+"""Which way of warming a model wins on the days it was used: replayed day by day (pure).
+
+A model can be warmed in several ways (``Way``): by the clock (ahead of its expected
+stretches, kept through its sessions), by its idle times (kept after each use as long as
+its idle times pay for), and with the household's signals (warmed on an edge that leads a
+use) beside either, or instead of both (kept through its sessions only), each with the
+signals of one tier (``SIGNAL_LIMITS``: the longest hold an edge may have). Which way acts
+is not guessed: as the planner folds each day, it replays the day's uses under every way
+with what it had learnt *before* that day (the stretches it expected, the signals that
+acted), counts the cold starts and the time the model was held, and keeps the scores,
+newer days counting more (``DAY_WEIGHT``). The cost is the planner's one economy: a cold
+start is worth ``COLD_START_WORTH`` of the model held. The time-only class is the cheaper
+of the clock and the idle times (where the two disagree, the one that won on the days
+replayed acts); a way with signals acts only where it was cheaper still, with no more
+cold starts and less time held than the time-only one (a household asked for fast
+replies, not for memory spent on them or saved at their price).
+
+No Home Assistant import; times are epoch seconds inside (instants), the day's stretches
+and uses given by the planner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from enum import StrEnum
+import math
+from typing import Final
+
+from .usage_rhythm import COLD_START_WORTH, DEFAULT_KEEP
+
+# How much less a day weighs for each day since (about a month's half-life).
+DAY_WEIGHT: Final = 0.98
+# Days (with a use) and uses replayed before the scores choose (until then the
+# forecasts' hit rate does).
+MIN_CONTEST_DAYS: Final = 7
+MIN_CONTEST_USES: Final = 10
+# A way with signals acts where it held the model ``-SIGNAL_SLACK`` less than the
+# time-only way at least, with no more cold starts, and cost ``SIGNAL_GAIN`` less: a few
+# days' luck on the days replayed is no reason to change how a model is warmed, and the
+# days ahead are not the days replayed.
+SIGNAL_SLACK: Final = -0.02
+SIGNAL_GAIN: Final = 0.05
+# The signals' tiers: the most an edge may hold the model for each use it finds warm
+# (None: any edge that acts). A house whose good signals are few warms on those alone.
+SIGNAL_LIMITS: Final = (
+    timedelta(minutes=5),
+    timedelta(minutes=10),
+    timedelta(minutes=20),
+    None,
+)
+
+
+class WarmMode(StrEnum):
+    """How a model is warmed."""
+
+    CLOCK = "clock"  # ahead of its expected stretches; kept through its sessions
+    IDLE = "idle"  # kept after each use as long as its idle times pay for
+    CLOCK_AND_SIGNALS = "clock_and_signals"  # the clock's, and on a leading edge
+    IDLE_AND_SIGNALS = "idle_and_signals"  # on a leading edge; kept by its idle times
+    SIGNALS = "signals"  # on a leading edge; kept after each use through its session
+
+    @property
+    def clock(self) -> bool:
+        """Return True when the clock's stretches warm the model."""
+        return self in (WarmMode.CLOCK, WarmMode.CLOCK_AND_SIGNALS)
+
+    @property
+    def signals(self) -> bool:
+        """Return True when the household's signals warm the model."""
+        return self in (WarmMode.CLOCK_AND_SIGNALS, WarmMode.IDLE_AND_SIGNALS, WarmMode.SIGNALS)
+
+    @property
+    def idle_times(self) -> bool:
+        """Return True when a use keeps the model as long as its idle times pay for."""
+        return self in (WarmMode.IDLE, WarmMode.IDLE_AND_SIGNALS)
+
+
+@dataclass(frozen=True, slots=True)
+class Way:
+    """A way of warming: a mode, and for one with signals the tier of the edges that act."""
+
+    mode: WarmMode
+    limit: timedelta | None = None
+
+    @property
+    def key(self) -> str:
+        """Return the way as stored ("signals@30": the edges within 30 minutes a use)."""
+        if not self.mode.signals:
+            return self.mode.value
+        minutes = "any" if self.limit is None else str(round(self.limit.total_seconds() / 60))
+        return f"{self.mode.value}@{minutes}"
+
+
+WAYS: Final = (
+    Way(WarmMode.CLOCK),
+    Way(WarmMode.IDLE),
+    *(
+        Way(mode, limit)
+        for mode in (WarmMode.CLOCK_AND_SIGNALS, WarmMode.IDLE_AND_SIGNALS, WarmMode.SIGNALS)
+        for limit in SIGNAL_LIMITS
+    ),
+)
+_BY_KEY: Final = {way.key: way for way in WAYS}
+
+
+@dataclass(frozen=True, slots=True)
+class Stretch:
+    """An expected stretch of a day (epoch seconds): warmed ``lead`` before ``start``.
+
+    ``long``: held through once a use came in it, its first hour only while none did; a
+    short one (a routine) is let go once one did.
+    """
+
+    start: float
+    end: float
+    long: bool
+    unused_hold: float
+
+
+@dataclass
+class Residency:
+    """A replayed model between days: held since when, ready when, and why until when."""
+
+    since: float | None = None
+    ready: float = -math.inf
+    clock: float = -math.inf
+    signal: float = -math.inf
+    keep: float = -math.inf
+    # Each stretch warmed and what it holds the model to (None: it holds it no more).
+    holds: dict[Stretch, float | None] = field(default_factory=dict)
+
+    @property
+    def until(self) -> float:
+        """Return when the model is let go, as things stand."""
+        return max(self.clock, self.signal, self.keep, self.ready)
+
+
+@dataclass(frozen=True, slots=True)
+class DayScore:
+    """One replayed day: the cold starts, and the seconds the model was held."""
+
+    colds: int
+    held: float
+
+
+@dataclass
+class _Day:
+    """One day's replay under way: its span, what was held in it, the stretches on."""
+
+    begin: float
+    end: float
+    held: float = 0.0
+    colds: int = 0
+
+    def close(self, state: Residency, at: float) -> None:
+        """Let the model go at ``at``: count the time it was held in the day."""
+        if state.since is not None:
+            self.held += max(min(at, self.end) - max(state.since, self.begin), 0.0)
+        state.since = None
+        state.ready = state.clock = state.signal = state.keep = -math.inf
+        # The stretches stay: a use later in a long one holds the model to its end again.
+
+    def expire(self, state: Residency, now: float) -> None:
+        """Let the model go where nothing holds it at ``now`` any more."""
+        if state.since is not None and state.until <= now:
+            self.close(state, state.until)
+
+    def load(self, state: Residency, now: float, load: float) -> None:
+        """Load the model at ``now`` unless it is held."""
+        if state.since is None:
+            state.since, state.ready = now, now + load
+
+
+def _clock_until(state: Residency) -> float:
+    """Return until when the stretches warmed hold the model."""
+    return max((h for h in state.holds.values() if h is not None), default=-math.inf)
+
+
+def replay_day(
+    state: Residency,
+    *,
+    span: tuple[float, float],
+    uses: Sequence[float],
+    stretches: Sequence[Stretch],
+    keep: float,
+    signals: Sequence[tuple[float, float]],
+    load: float,
+    lead: float,
+) -> DayScore:
+    """Replay one day (``span``) of ``uses`` under a mode: its cold starts and time held.
+
+    ``stretches`` are warmed ``lead`` before each start (the clock's), ``signals`` are the
+    leading edges (time, hold); a use keeps the model ``keep`` (at least the server's
+    default) and ends a signal's hold; a short stretch a use came in holds no more, a long
+    one holds to its end. A use that finds the model gone or loading is a cold start.
+    ``state`` goes on to the next day.
+    """
+    day = _Day(*span)
+    for stretch in [s for s in state.holds if s.end < day.begin]:
+        del state.holds[stretch]  # over: it holds nothing any more
+    events: list[tuple[float, int, object]] = [(s.start - lead, 0, s) for s in stretches]
+    events += [(at, 1, hold) for at, hold in signals]
+    events += [(at, 2, None) for at in uses]
+    kept = max(keep, DEFAULT_KEEP.total_seconds())
+    for now, kind, what in sorted(events, key=lambda e: (e[0], e[1])):
+        day.expire(state, now)
+        if kind == 0 and isinstance(what, Stretch):
+            day.load(state, now, load)
+            state.holds[what] = what.start + what.unused_hold if what.long else what.end
+            state.clock = _clock_until(state)
+        elif kind == 1 and isinstance(what, float | int) and state.since is None:
+            day.load(state, now, load)
+            state.signal = max(state.signal, now + what)
+        elif kind == 2:
+            if state.since is None or now < state.ready:
+                day.colds += 1
+            day.load(state, now, load)
+            _used(state, now)
+            state.clock = _clock_until(state)
+            state.keep = max(state.keep, max(now, state.ready) + kept)
+    day.expire(state, day.end)
+    if state.since is not None:
+        day.held += day.end - max(state.since, day.begin)
+        state.since = day.end
+    return DayScore(day.colds, day.held)
+
+
+def _used(state: Residency, now: float) -> None:
+    """Hold a long stretch a use came in (at ``now``) through to its end."""
+    for stretch, hold in list(state.holds.items()):
+        if hold is not None and stretch.long and stretch.start <= now < stretch.end:
+            state.holds[stretch] = stretch.end
+
+
+@dataclass
+class Contest:
+    """Each way's cold starts and hours held over the days replayed (newer count more)."""
+
+    scores: dict[Way, tuple[float, float]] = field(
+        default_factory=lambda: dict.fromkeys(WAYS, (0.0, 0.0))
+    )
+    days: int = 0
+    uses: int = 0
+    # Each way's replayed model between days (not stored: it starts gone).
+    _carry: dict[Way, Residency] = field(default_factory=dict, compare=False)
+
+    def play(
+        self,
+        *,
+        span: tuple[float, float],
+        uses: Sequence[float],
+        stretches: Sequence[Stretch],
+        keeps: Mapping[WarmMode, float],
+        signals: Mapping[timedelta | None, Sequence[tuple[float, float]]],
+        load: float,
+        lead: float,
+    ) -> None:
+        """Replay one day under every way; add it to the scores.
+
+        ``signals``: the day's leading edges (time, hold) of each tier. A day without a
+        use (a holiday, a day away) is replayed, so that the next day starts as it ended,
+        but not scored: it tells nothing of the cold starts a way avoids, and the clock's
+        rule lets a stretch no use came in go after its first hour.
+        """
+        for way in WAYS:
+            mode = way.mode
+            state = self._carry.setdefault(way, Residency())
+            score = replay_day(
+                state,
+                span=span,
+                uses=uses,
+                stretches=stretches if mode.clock else (),
+                keep=keeps[mode],
+                signals=signals.get(way.limit, ()) if mode.signals else (),
+                load=load,
+                lead=lead,
+            )
+            if uses:
+                colds, held = self.scores[way]
+                self.scores[way] = (
+                    colds * DAY_WEIGHT + score.colds,
+                    held * DAY_WEIGHT + score.held / 3600,
+                )
+        if uses:
+            self.days += 1
+            self.uses += len(uses)
+
+    def cost(self, way: Way) -> float:
+        """Return a way's cost: its cold starts' worth and its hours held."""
+        colds, hours = self.scores[way]
+        return colds * COLD_START_WORTH.total_seconds() / 3600 + hours
+
+    @property
+    def decided(self) -> bool:
+        """Return True once enough days were replayed for the scores to choose."""
+        return self.days >= MIN_CONTEST_DAYS and self.uses >= MIN_CONTEST_USES
+
+    def clock_wins(self) -> bool | None:
+        """Return whether warming by the clock cost less than by the idle times.
+
+        None: too few days replayed to tell (``decided``).
+        """
+        if not self.decided:
+            return None
+        return self.cost(Way(WarmMode.CLOCK)) <= self.cost(Way(WarmMode.IDLE))
+
+    def with_signals(self, base: WarmMode) -> Way:
+        """Return the way that acts: ``base`` (time only), or one with signals that won.
+
+        A way with signals wins when it cost ``SIGNAL_GAIN`` less than ``base``, with no
+        more cold starts and at most ``SIGNAL_SLACK`` more hours held; the cheapest wins.
+        """
+        time_only = Way(base)
+        if not self.decided:
+            return time_only
+        colds, hours = self.scores[time_only]
+        most = self.cost(time_only) * (1 - SIGNAL_GAIN)
+        admitted = [
+            way
+            for way in WAYS
+            if way.mode.signals
+            and self.scores[way][0] <= colds + 1e-9
+            and self.scores[way][1] <= hours * (1 + SIGNAL_SLACK) + 1e-9
+            and self.cost(way) <= most
+        ]
+        return min(admitted, key=self.cost, default=time_only)
+
+    def as_dict(self) -> dict[str, object]:
+        """Return the scores as stored."""
+        return {
+            "scores": {w.key: [round(c, 4), round(h, 4)] for w, (c, h) in self.scores.items()},
+            "days": self.days,
+            "uses": self.uses,
+        }
+
+    @classmethod
+    def from_dict(cls, values: object) -> Contest:
+        """Read stored scores; raise ``ValueError`` when they do not read."""
+        if not isinstance(values, Mapping):
+            raise ValueError("the contest is not a mapping")
+        scores = values.get("scores")
+        if not isinstance(scores, Mapping):
+            raise ValueError("the contest's scores do not read")
+        read: dict[Way, tuple[float, float]] = {}
+        for way in WAYS:
+            pair = scores.get(way.key)
+            if not (
+                isinstance(pair, list)
+                and len(pair) == 2
+                and all(
+                    isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < 1e9
+                    for v in pair
+                )
+            ):
+                raise ValueError("a way's score does not read")
+            read[way] = (float(pair[0]), float(pair[1]))
+        return cls(read, _count(values.get("days")), _count(values.get("uses")))
+
+
+def _count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("not a count")
+    return value
+
+
+def way_of(key: str) -> Way | None:
+    """Return the way a stored key names (None: none)."""
+    return _BY_KEY.get(key)

@@ -1,0 +1,279 @@
+"""The contest of the ways of warming, replayed day by day without Home Assistant."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+import math
+
+from hypothesis import given, strategies as st
+import pytest
+
+from custom_components.llm_warmth.core.warm_contest import (
+    DAY_WEIGHT,
+    MIN_CONTEST_DAYS,
+    MIN_CONTEST_USES,
+    SIGNAL_GAIN,
+    SIGNAL_LIMITS,
+    SIGNAL_SLACK,
+    WAYS,
+    Contest,
+    Residency,
+    Stretch,
+    WarmMode,
+    Way,
+    replay_day,
+    way_of,
+)
+
+DAY = (0.0, 86400.0)
+LOAD, LEAD, KEEP = 20.0, 80.0, 300.0
+
+
+def replay(
+    uses: list[float],
+    *,
+    stretches: tuple[Stretch, ...] = (),
+    signals: tuple[tuple[float, float], ...] = (),
+    keep: float = KEEP,
+    state: Residency | None = None,
+    span: tuple[float, float] = DAY,
+) -> tuple[int, float, Residency]:
+    state = state if state is not None else Residency()
+    score = replay_day(
+        state,
+        span=span,
+        uses=uses,
+        stretches=stretches,
+        keep=keep,
+        signals=signals,
+        load=LOAD,
+        lead=LEAD,
+    )
+    return score.colds, score.held, state
+
+
+def test_uses_alone_are_cold_after_the_keep_and_warm_within_it() -> None:
+    colds, held, _ = replay([1000.0, 1200.0, 2000.0])
+    # 1000 cold (loads until 1020, kept to 1320); 1200 warm (kept to 1500); 2000 cold.
+    assert colds == 2
+    assert held == (1500 - 1000) + (2320 - 2000)
+    # A use while the load runs is cold too: it waits for the rest.
+    assert replay([1000.0, 1010.0])[0] == 2
+
+
+def test_a_keep_below_the_servers_default_is_the_default() -> None:
+    assert replay([1000.0, 1250.0], keep=60.0)[0] == 1  # kept 300 s all the same
+    assert replay([1000.0, 1400.0], keep=600.0)[0] == 1  # kept 600 s from 1020
+    assert replay([1000.0, 1700.0], keep=600.0)[0] == 2
+
+
+def test_a_short_stretch_is_warmed_ahead_and_held_to_its_end() -> None:
+    stretch = Stretch(start=3600.0, end=4800.0, long=False, unused_hold=3600.0)
+    colds, held, _ = replay([3900.0], stretches=(stretch,))
+    assert colds == 0
+    # Loaded at 3520 (LEAD before), held to the stretch's end, or to the use's keep.
+    assert held == 4800 - (3600 - LEAD)
+    colds, held, _ = replay([4700.0], stretches=(stretch,))
+    assert (colds, held) == (0, 4700 + KEEP - (3600 - LEAD))
+    # A use during the warm-up's load is cold.
+    assert replay([3530.0], stretches=(stretch,))[0] == 1
+
+
+def test_a_long_stretch_is_held_through_once_used_else_its_first_hour() -> None:
+    stretch = Stretch(start=3600.0, end=3600.0 * 5, long=True, unused_hold=3600.0)
+    unused = replay([], stretches=(stretch,))
+    assert unused[:2] == (0, 3600 + LEAD)  # its first hour, from the lead before it
+    used = replay([4000.0], stretches=(stretch,))
+    assert used[:2] == (0, 3600 * 5 - (3600 - LEAD))
+    # A use after the first hour: the model had gone (cold), then is held to the end.
+    late = replay([3600.0 * 3], stretches=(stretch,))
+    assert late[0] == 1
+    assert late[1] == (3600 * 2 - (3600 - LEAD)) + (3600 * 5 - 3600 * 3)
+
+
+def test_a_signal_loads_a_cold_model_and_holds_it_not_one_that_is_warm() -> None:
+    colds, held, _ = replay([1300.0], signals=((1000.0, 600.0),))
+    assert colds == 0
+    assert held == 1600 - 1000  # loaded at the edge, held to its end (the use's keep ends sooner)
+    # Unused: held for the whole hold, then let go.
+    assert replay([], signals=((1000.0, 600.0),))[:2] == (0, 600)
+    # A use during its load is cold.
+    assert replay([1010.0], signals=((1000.0, 600.0),))[0] == 1
+    # An edge while the model is held already holds it no longer.
+    colds, held, _ = replay([900.0], signals=((1000.0, 600.0),))
+    assert (colds, held) == (1, 900 + 20 + KEEP - 900)
+
+
+def test_the_replayed_model_goes_on_to_the_next_day() -> None:
+    colds, held, state = replay([86300.0])
+    assert (colds, held) == (1, 100)  # the day's part of it
+    assert state.since == 86400.0  # still held at midnight (kept to 86620)
+    following = (86400.0, 2 * 86400.0)
+    colds, held, state = replay([86500.0], state=state, span=following)
+    assert colds == 0  # warm, held across midnight
+    assert held == 86500 + KEEP - 86400
+    assert state.since is None
+    # A stretch that ended is forgotten at the next day's start.
+    old = Stretch(0.0, 100.0, long=True, unused_hold=50.0)
+    state = Residency(holds={old: 100.0})
+    replay([], state=state, span=following)
+    assert state.holds == {}
+
+
+def test_the_ways() -> None:
+    assert Way(WarmMode.CLOCK).key == "clock"
+    assert Way(WarmMode.SIGNALS, timedelta(minutes=10)).key == "signals@10"
+    assert Way(WarmMode.IDLE_AND_SIGNALS).key == "idle_and_signals@any"
+    assert {way_of(way.key) for way in WAYS} == set(WAYS)
+    assert way_of("nope") is None
+    assert len(WAYS) == 2 + 3 * len(SIGNAL_LIMITS)
+    assert [m for m in WarmMode if m.clock] == [WarmMode.CLOCK, WarmMode.CLOCK_AND_SIGNALS]
+    assert [m for m in WarmMode if m.idle_times] == [WarmMode.IDLE, WarmMode.IDLE_AND_SIGNALS]
+    assert [m for m in WarmMode if m.signals] == [
+        WarmMode.CLOCK_AND_SIGNALS,
+        WarmMode.IDLE_AND_SIGNALS,
+        WarmMode.SIGNALS,
+    ]
+
+
+def play(contest: Contest, uses: list[float], **kwargs: object) -> None:
+    contest.play(
+        span=DAY,
+        uses=uses,
+        stretches=kwargs.get("stretches", ()),  # type: ignore[arg-type]
+        keeps=kwargs.get("keeps", dict.fromkeys(WarmMode, KEEP)),  # type: ignore[arg-type]
+        signals=kwargs.get("signals", {}),  # type: ignore[arg-type]
+        load=LOAD,
+        lead=LEAD,
+    )
+
+
+def test_the_scores_decay_a_day_at_a_time_and_a_day_without_a_use_is_not_scored() -> None:
+    contest = Contest()
+    play(contest, [1000.0])
+    assert contest.scores[Way(WarmMode.IDLE)] == (1.0, pytest.approx(320 / 3600))
+    play(contest, [1000.0])
+    colds, _hours = contest.scores[Way(WarmMode.IDLE)]
+    assert colds == pytest.approx(1 + DAY_WEIGHT)
+    play(contest, [])  # a holiday: nothing scored, nothing faded
+    assert contest.scores[Way(WarmMode.IDLE)][0] == pytest.approx(1 + DAY_WEIGHT)
+    assert (contest.days, contest.uses) == (2, 2)
+    # Its cost: a cold start is worth two hours held.
+    assert contest.cost(Way(WarmMode.IDLE)) == pytest.approx(
+        (1 + DAY_WEIGHT) * 2 + contest.scores[Way(WarmMode.IDLE)][1]
+    )
+
+
+def test_the_contest_decides_once_enough_days_and_uses_were_replayed() -> None:
+    contest = Contest()
+    for _ in range(MIN_CONTEST_DAYS - 1):
+        play(contest, [1000.0, 2000.0])
+    assert not contest.decided
+    assert contest.clock_wins() is None
+    play(contest, [1000.0, 2000.0])
+    assert contest.decided
+    few = Contest(days=MIN_CONTEST_DAYS, uses=MIN_CONTEST_USES - 1)
+    assert not few.decided
+    assert Contest(days=MIN_CONTEST_DAYS, uses=MIN_CONTEST_USES).decided
+
+
+def scores(**by_key: tuple[float, float]) -> Contest:
+    values = dict.fromkeys(WAYS, (100.0, 100.0))
+    values |= {way_of(k.replace("__", "@")): v for k, v in by_key.items()}  # type: ignore[misc]
+    return Contest(values, days=MIN_CONTEST_DAYS, uses=MIN_CONTEST_USES)
+
+
+def test_the_time_only_class_is_the_cheaper_of_the_clock_and_the_idle_times() -> None:
+    assert scores(clock=(10.0, 50.0), idle=(10.0, 50.0)).clock_wins() is True  # a tie: the clock
+    assert scores(clock=(10.0, 50.01), idle=(10.0, 50.0)).clock_wins() is False
+    assert scores(clock=(5.0, 80.0), idle=(20.0, 50.0)).clock_wins() is True  # 90 against 90
+    assert scores(clock=(5.0, 80.1), idle=(20.0, 50.0)).clock_wins() is False
+
+
+def test_a_way_with_signals_wins_only_with_no_more_cold_starts_less_memory_and_less_cost() -> None:
+    base = (20.0, 100.0)  # cost 140
+    held = 100.0 * (1 + SIGNAL_SLACK)
+    cheaper = scores(clock=base, clock_and_signals__5=(10.0, held))
+    assert cheaper.with_signals(WarmMode.CLOCK) == Way(
+        WarmMode.CLOCK_AND_SIGNALS, timedelta(minutes=5)
+    )
+    # More memory than the slack allows: no.
+    assert scores(clock=base, clock_and_signals__5=(10.0, held + 0.01)).with_signals(
+        WarmMode.CLOCK
+    ) == Way(WarmMode.CLOCK)
+    # More cold starts (even at much less memory): no.
+    assert scores(clock=base, signals__10=(20.01, 10.0)).with_signals(WarmMode.CLOCK) == Way(
+        WarmMode.CLOCK
+    )
+    # Not SIGNAL_GAIN cheaper: no.
+    most = 140 * (1 - SIGNAL_GAIN)
+    just = scores(clock=base, signals__10=(20.0, most - 40.0))
+    assert just.with_signals(WarmMode.CLOCK) == Way(WarmMode.SIGNALS, timedelta(minutes=10))
+    short = scores(clock=base, signals__10=(20.0, most - 40.0 + 0.01))
+    assert short.with_signals(WarmMode.CLOCK) == Way(WarmMode.CLOCK)
+    # The cheapest of those admitted wins; against the idle times when they are the base.
+    both = scores(idle=base, signals__10=(15.0, 60.0), idle_and_signals__any=(5.0, 85.0))
+    assert both.with_signals(WarmMode.IDLE) == Way(WarmMode.SIGNALS, timedelta(minutes=10))
+    # Undecided: the time-only way.
+    assert Contest().with_signals(WarmMode.IDLE) == Way(WarmMode.IDLE)
+
+
+def test_every_way_is_replayed_with_its_own_keep_stretches_and_tier() -> None:
+    contest = Contest()
+    stretch = Stretch(start=3600.0, end=4800.0, long=False, unused_hold=3600.0)
+    five = timedelta(minutes=5)
+    play(
+        contest,
+        [3700.0],
+        stretches=(stretch,),
+        signals={five: [(3500.0, 300.0)], None: [(3000.0, 900.0)]},
+    )
+    score = {way.key: contest.scores[way][0] for way in WAYS}
+    assert score["clock"] == 0  # warmed ahead
+    assert score["idle"] == 1  # no stretch
+    assert score["signals@5"] == 0  # the 5-minute tier's edge at 3500 covers it
+    assert score["signals@10"] == 1  # that tier had no edge
+    assert score["signals@any"] == 0  # loaded at 3000, held 15 minutes
+    assert score["idle_and_signals@5"] == 0
+
+
+def test_the_contest_round_trips_and_what_does_not_read_is_refused() -> None:
+    contest = Contest()
+    play(contest, [1000.0, 5000.0])
+    stored = contest.as_dict()
+    read = Contest.from_dict(stored)
+    assert read.as_dict() == stored
+    assert (read.days, read.uses) == (1, 2)
+    good = stored["scores"]
+    assert isinstance(good, dict)
+    for damaged in (
+        [],
+        None,
+        {**stored, "scores": []},
+        {**stored, "days": -1},
+        {**stored, "uses": True},
+        {**stored, "days": 1.5},
+        {**stored, "scores": {**good, "clock": [1.0]}},
+        {**stored, "scores": {**good, "clock": [1.0, -1.0]}},
+        {**stored, "scores": {**good, "clock": [1.0, 1e9]}},
+        {**stored, "scores": {**good, "clock": [True, 1.0]}},
+        {**stored, "scores": {k: v for k, v in good.items() if k != "signals@5"}},
+    ):
+        with pytest.raises(ValueError, match=r"contest|score|count"):
+            Contest.from_dict(damaged)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from([w.key for w in WAYS]) | st.text(max_size=4),
+        st.lists(st.floats(allow_nan=True) | st.integers() | st.booleans(), max_size=3),
+        max_size=len(WAYS) + 2,
+    ),
+    st.integers(-2, 20) | st.floats() | st.none(),
+)
+def test_any_stored_contest_reads_or_is_refused_in_words(scores: object, days: object) -> None:
+    try:
+        contest = Contest.from_dict({"scores": scores, "days": days, "uses": 3})
+    except ValueError:
+        return
+    assert all(math.isfinite(c) and math.isfinite(h) for c, h in contest.scores.values())
