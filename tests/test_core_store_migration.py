@@ -31,6 +31,10 @@ KEYS = st.sampled_from(
         "cold_request_source",
         "verdict",
         "said",
+        "usage",
+        "days",
+        "planner",
+        "edges",
     ]
 )
 SHAPED = st.recursive(
@@ -43,7 +47,7 @@ SHAPED = st.recursive(
 def test_the_version_is_the_last_migration() -> None:
     """A file written now needs no migration: the last one brings it to today's minor."""
     assert STORAGE_VERSION == 1
-    assert max(MIGRATIONS) == STORAGE_MINOR_VERSION == 7
+    assert max(MIGRATIONS) == STORAGE_MINOR_VERSION == 8
     assert list(MIGRATIONS) == sorted(MIGRATIONS)
 
 
@@ -131,6 +135,36 @@ def test_1_6_polled_figures_kept_apart() -> None:
         "b": {"cold_request_at_least_seconds": None, "cold_request_source": None},
         "c": {"load_seconds": 2.0, "load_source": "server", "cold_request_seconds": 5.0},
     }
+
+
+def test_1_8_gives_each_usage_record_its_signal_column_and_no_edges() -> None:
+    """1.8: a scoreboard row of three columns gets the fourth (warm thanks to a signal)."""
+    planner = {"uses": ["2026-11-02T07:00:00+00:00"], "days": 3}
+    data: StoredData = {
+        "usage": {
+            "a": {
+                "days": {"2026-11-02": [1.0, 2.0, 0.5], "2026-11-03": [1, 0, 0, 4]},
+                "planner": planner,
+            },
+            "b": {"days": "damaged", "planner": 3},
+            "c": 7,
+        }
+    }
+    migrate(data, 7)
+    assert data["usage"] == {
+        "a": {
+            # The row of four (written by 1.8 already) is left as it is.
+            "days": {"2026-11-02": [1.0, 2.0, 0.5, 0.0], "2026-11-03": [1, 0, 0, 4]},
+            "planner": {**planner, "edges": {}},
+        },
+        "b": {"days": "damaged", "planner": 3},
+        "c": 7,
+    }
+    # A planner that has edges keeps them; a file of 1.8 is not migrated again.
+    kept: StoredData = {"usage": {"a": {"planner": {"edges": {"x": {}}}, "days": {}}}}
+    assert migrate(copy.deepcopy(kept), 7) == kept
+    assert migrate({"usage": "damaged"}, 7) == {"usage": "damaged"}
+    assert migrate(copy.deepcopy(data), 8) == data
 
 
 def test_only_the_later_migrations_run() -> None:

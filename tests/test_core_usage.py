@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from custom_components.llm_warmth.core.backends.types import ServedRequest
+from custom_components.llm_warmth.core.signal_learning import SignalLead
 from custom_components.llm_warmth.core.usage import (
     AGENT_TURN,
     COLD,
@@ -55,14 +56,14 @@ def test_a_warm_up_held_scores_its_gib_hours_once() -> None:
     record = UsageRecord(holding_since=T0, holding_until=T0 + timedelta(hours=2))
     record.holding_bytes, record.holding_loaded = 2 * GIB, True
     record.close_holding(T0 + timedelta(minutes=30), date(2026, 11, 2))
-    assert record.days == {"2026-11-02": [0.0, 0.0, 1.0]}  # 2 GiB for half an hour
+    assert record.days == {"2026-11-02": [0.0, 0.0, 1.0, 0.0]}  # 2 GiB for half an hour
     assert (record.holding_since, record.holding_until, record.holding_loaded) == (
         None,
         None,
         False,
     )
     record.close_holding(T0 + timedelta(hours=1), date(2026, 11, 2))  # nothing held any more
-    assert record.days == {"2026-11-02": [0.0, 0.0, 1.0]}
+    assert record.days == {"2026-11-02": [0.0, 0.0, 1.0, 0.0]}
     # An end at (or before) its start holds nothing: no row of nothing either.
     empty = UsageRecord(holding_since=T0, holding_bytes=GIB)
     empty.close_holding(T0, date(2026, 11, 2))
@@ -74,15 +75,26 @@ def test_a_warm_up_held_scores_its_gib_hours_once() -> None:
 def test_the_record_round_trips_and_what_does_not_read_is_refused() -> None:
     record = UsageRecord(auto_warm=True, warmed=2, refused=1, warmed_for=T0)
     record.holding_since, record.holding_until = T0, T0 + timedelta(minutes=40)
-    record.days = {"2026-11-02": [1.0, 0.0, 0.123456]}
+    record.days = {"2026-11-02": [1.0, 0.0, 0.123456, 2.0]}
+    record.holding_reason = HoldReason.SIGNAL
     stored = record.as_dict()
-    assert stored["days"] == {"2026-11-02": [1.0, 0.0, 0.1235]}
+    assert stored["days"] == {"2026-11-02": [1.0, 0.0, 0.1235, 2.0]}
+    assert stored["holding_reason"] == "signal"
     assert stored["warmed_for"] == "2026-11-02T07:00:00+00:00"
     read = UsageRecord.from_dict(stored)
     assert (read.auto_warm, read.warmed, read.refused) == (True, 2, 1)
     assert (read.warmed_for, read.holding_since) == (T0, T0)
     assert read.holding_until == T0 + timedelta(minutes=40)
-    assert read.days == {"2026-11-02": [1.0, 0.0, 0.1235]}
+    assert read.days == {"2026-11-02": [1.0, 0.0, 0.1235, 2.0]}
+    assert read.holding_reason is HoldReason.SIGNAL
+    # A row stored before the signal column (store 1.7) reads with it at 0; a reason
+    # that does not read is none.
+    older = UsageRecord.from_dict(
+        {**stored, "days": {"2026-11-02": [1, 0, 0.5]}, "holding_reason": "weather"}
+    )
+    assert older.days == {"2026-11-02": [1.0, 0.0, 0.5, 0.0]}
+    assert older.holding_reason is None
+    assert UsageRecord.from_dict({**stored, "holding_reason": 3}).holding_reason is None
     fresh = UsageRecord()
     assert (fresh.holding_bytes, fresh.holding_loaded, fresh.holding_since) == (0, False, None)
     assert (fresh.auto_warm, fresh.warmed, fresh.refused, fresh.days) == (False, 0, 0, {})
@@ -91,15 +103,21 @@ def test_the_record_round_trips_and_what_does_not_read_is_refused() -> None:
     assert UsageRecord.from_dict({**stored, "auto_warm": 1}).auto_warm is False
     for row, reads in (
         ([0, 0, 999_999_999.9], True),
+        ([0, 0, 1, 999_999_999.9], True),
         ([0, 0, 1e9], False),
+        ([0, 0, 1, 1e9], False),
         ([0, 0, -0.1], False),
+        ([0, 0, 0, -0.1], False),
         ([0, True, 0], False),
         ([0, 0], False),
+        ([0, 0, 0, 0, 0], False),
         ("0,0,0", False),
     ):
         values = {**stored, "days": {"2026-11-02": row}}
         if reads:
-            assert UsageRecord.from_dict(values).days["2026-11-02"] == row
+            # Four columns: one stored before the signal column reads it as 0.
+            padded = [*row, 0.0][:4]
+            assert UsageRecord.from_dict(values).days["2026-11-02"] == padded
         else:
             with pytest.raises(ValueError, match="scoreboard"):
                 UsageRecord.from_dict(values)
@@ -224,7 +242,11 @@ def test_the_diagnostics_summary_counts_and_the_weeks_scores() -> None:
         "auto_warm": True,
         "warmed": 3,
         "refused": 1,
-        "scoreboard_7_days": [2, 1, 1.235],
+        "scoreboard_7_days": [2, 1, 1.235, 0],
+        "signals": 0,
+        "signals_acting": 0,
+        "edges": 0,
+        "warmed_by": "idle",
     }
 
 
@@ -266,21 +288,55 @@ def test_a_use_while_a_warm_up_holds_the_model_scores_it_once() -> None:
     assert record.days == {}
     assert record.holding_since == T0
     record.use(T0 + timedelta(hours=1), UTC, held=True)
-    assert record.days == {"2026-11-02": [1.0, 0.0, 1.0]}
+    assert record.days == {"2026-11-02": [1.0, 0.0, 1.0, 0.0]}
     assert record.holding_since is None
     assert len(record.planner.uses) == 2
     # Not held at the use (evicted): no warm use, the hold still ends there.
     gone = UsageRecord(holding_since=T0, holding_bytes=GIB)
     gone.use(T0 + timedelta(hours=2), BERLIN, held=False)
-    assert gone.days == {"2026-11-02": [0.0, 0.0, 2.0]}
+    assert gone.days == {"2026-11-02": [0.0, 0.0, 2.0, 0.0]}
     assert gone.holding_since is None
+
+
+def test_a_use_a_signal_warmed_the_model_for_is_scored_apart_from_the_clocks() -> None:
+    lead = SignalLead("binary_sensor.hall", "on", timedelta(minutes=10), 0.7, 7, 3, 3.0, True)
+    record = UsageRecord()
+    load = Hold(HoldAction.LOAD, T0 + timedelta(minutes=10), HoldReason.SIGNAL)
+    record.signal_warm_up_sent(T0, load, lead)
+    assert (record.holding_since, record.holding_until) == (T0, load.until)
+    assert record.holding_reason is HoldReason.SIGNAL
+    assert (record.kept_until, record.kept_for) == (load.until, HoldReason.SIGNAL)
+    assert (record.signal, record.signal_at) == (lead, T0)
+    record.warm_up_loaded(GIB)
+    record.use(T0 + timedelta(minutes=6), UTC, held=True)
+    # Warm thanks to a signal, not to the clock: its own column; the hold ended at the use.
+    assert record.days == {"2026-11-02": [0.0, 0.0, 0.1, 1.0]}
+    assert (record.holding_since, record.holding_reason) == (None, None)
+    # The clock's warm-up scores in its own column.
+    clock = UsageRecord()
+    clock.warm_up_sent(
+        T0, T0, Hold(HoldAction.LOAD, T0 + timedelta(hours=1), HoldReason.EXPECTED_USE)
+    )
+    assert clock.holding_reason is HoldReason.EXPECTED_USE
+    clock.use(T0 + timedelta(minutes=6), UTC, held=True)
+    assert clock.days["2026-11-02"][0] == 1.0
+    assert clock.days["2026-11-02"][3] == 0.0
+    # A keep of a resident model on a signal is no warm-up of its own: nothing held anew.
+    kept = UsageRecord()
+    keep = Hold(HoldAction.KEEP, T0 + timedelta(minutes=10), HoldReason.SIGNAL)
+    kept.signal_warm_up_sent(T0, keep, lead)
+    assert (kept.holding_since, kept.holding_reason, kept.kept_for) == (
+        None,
+        None,
+        HoldReason.SIGNAL,
+    )
 
 
 def test_a_household_cold_start_ends_the_hold_without_a_warm_use() -> None:
     record = UsageRecord(holding_since=T0, holding_bytes=GIB)
     late = datetime(2026, 11, 2, 23, 30, tzinfo=UTC)
     record.cold_start(late, BERLIN)
-    assert record.days == {"2026-11-03": [0.0, 1.0, 16.5]}
+    assert record.days == {"2026-11-03": [0.0, 1.0, 16.5, 0.0]}
     assert record.holding_since is None
 
 
@@ -290,7 +346,7 @@ def test_a_hold_is_over_at_its_stretchs_end_and_let_go_once_loaded() -> None:
     record.hold_over(until - US, UTC)
     assert record.holding_until == until
     record.hold_over(until, UTC)  # spent until its end
-    assert record.days == {"2026-11-02": [0.0, 0.0, 1.0]}
+    assert record.days == {"2026-11-02": [0.0, 0.0, 1.0, 0.0]}
     assert record.holding_until is None
     record.hold_over(until, UTC)  # nothing held: nothing
     # Let go by the server: only a warm-up whose load answered.
@@ -299,7 +355,7 @@ def test_a_hold_is_over_at_its_stretchs_end_and_let_go_once_loaded() -> None:
     assert loading.holding_since == T0
     loading.holding_loaded = True
     loading.let_go(until, UTC)
-    assert (loading.holding_since, loading.days) == (None, {"2026-11-02": [0.0, 0.0, 1.0]})
+    assert (loading.holding_since, loading.days) == (None, {"2026-11-02": [0.0, 0.0, 1.0, 0.0]})
 
 
 def test_a_warm_ups_course_sent_refused_loaded_failed_and_kept() -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from custom_components.llm_warmth.core.signal_learning import SignalLead
 from custom_components.llm_warmth.core.usage import UsageRecord
 from custom_components.llm_warmth.core.usage_readings import (
+    NoSignalActs,
     NoUseExpected,
     auto_warm_attributes,
     in_usage_window,
@@ -14,8 +16,11 @@ from custom_components.llm_warmth.core.usage_readings import (
     next_use_attributes,
     no_use_expected,
     score_shown,
+    signal_row,
+    signals_reading,
 )
-from custom_components.llm_warmth.core.warm_hold import HoldReason
+from custom_components.llm_warmth.core.warm_contest import WarmMode
+from custom_components.llm_warmth.core.warm_hold import Hold, HoldAction, HoldReason
 from custom_components.llm_warmth.core.warm_plan import PatternClass, Plan, UsagePlanner
 
 T = datetime(2026, 11, 2, 7, 0, tzinfo=UTC)
@@ -29,6 +34,7 @@ PLAN = Plan(
     next_use=None,
     keep=timedelta(minutes=7, seconds=33),
     used=False,
+    mode=WarmMode.CLOCK,
 )
 
 
@@ -40,7 +46,23 @@ def test_why_no_use_is_expected() -> None:
     assert no_use_expected(PLAN) is NoUseExpected.NONE_WITHIN_A_DAY
     assert no_use_expected(replace(PLAN, next_use=T)) is None
     assert no_use_expected(replace(PLAN, next_use=T, pattern=PatternClass.NEW)) is None
-    assert [r.value for r in NoUseExpected] == ["learning", "no_rhythm", "none_within_a_day"]
+    # Warmed by the signals instead of the clock: no expected stretch, and why.
+    signals = replace(PLAN, mode=WarmMode.SIGNALS)
+    assert no_use_expected(signals) is NoUseExpected.WARMED_BY_SIGNALS
+    assert no_use_expected(replace(PLAN, mode=WarmMode.IDLE_AND_SIGNALS)) is (
+        NoUseExpected.WARMED_BY_SIGNALS
+    )
+    # With the clock, a rhythm without a stretch ahead is none within a day.
+    assert no_use_expected(replace(PLAN, mode=WarmMode.CLOCK_AND_SIGNALS)) is (
+        NoUseExpected.NONE_WITHIN_A_DAY
+    )
+    assert no_use_expected(replace(signals, pattern=PatternClass.NEW)) is NoUseExpected.LEARNING
+    assert [r.value for r in NoUseExpected] == [
+        "learning",
+        "no_rhythm",
+        "none_within_a_day",
+        "warmed_by_signals",
+    ]
 
 
 def test_the_next_use_and_its_attributes() -> None:
@@ -79,9 +101,11 @@ def test_auto_warms_attributes_before_any_record() -> None:
     assert auto_warm_attributes(None, None, T, uses_seen_within=None) == {
         "kept_for": None,
         "kept_until": None,
+        "signal": None,
         "warm_ups": 0,
         "refused_by_the_guard": 0,
         "pattern": None,
+        "warmed_by": None,
         "session_keep_minutes": None,
         "uses_seen_within_seconds": None,
     }
@@ -96,7 +120,9 @@ def test_auto_warms_attributes_show_its_hold_while_it_lasts() -> None:
         "refused_by_the_guard": 2,
         "kept_for": "session_keep",
         "kept_until": (T + MIN).isoformat(),
+        "signal": None,
         "pattern": "rhythmic",
+        "warmed_by": "clock",
         "session_keep_minutes": 7.5,
         "uses_seen_within_seconds": 30,
     }
@@ -104,3 +130,80 @@ def test_auto_warms_attributes_show_its_hold_while_it_lasts() -> None:
     assert (over["kept_for"], over["kept_until"]) == (None, None)
     record.kept_for = None
     assert auto_warm_attributes(record, PLAN, T, uses_seen_within=30)["kept_until"] is None
+
+
+LEAD_ON = SignalLead("binary_sensor.hall", "on", timedelta(minutes=12), 0.64, 9, 5, 3.24, True)
+LEAD_OFF = SignalLead("binary_sensor.hall", "off", timedelta(seconds=20), 0.2, 2, 8, 1.1, False)
+LEAD_GONE = SignalLead("person.gone", "home", timedelta(minutes=5), 0.9, 9, 1, 4.0, True)
+
+
+def test_a_signal_as_an_attributes_row() -> None:
+    assert signal_row(LEAD_ON, "Hall motion") == {
+        "entity_id": "binary_sensor.hall",
+        "name": "Hall motion",
+        "edge": "on",
+        "within_minutes": 12,
+        "share_percent": 64,
+        "led": 9,
+        "wrong": 5,
+        "lift": 3.2,
+        "acts": True,
+    }
+    # No name known: none shown; a hold under a minute reads as 1 minute, never 0.
+    assert signal_row(LEAD_OFF) == {
+        "entity_id": "binary_sensor.hall",
+        "edge": "off",
+        "within_minutes": 1,
+        "share_percent": 20,
+        "led": 2,
+        "wrong": 8,
+        "lift": 1.1,
+        "acts": False,
+    }
+
+
+def test_the_signals_sensor_counts_those_that_warm_and_says_why_none_does() -> None:
+    leads = [LEAD_ON, LEAD_GONE, LEAD_OFF]
+    by_signals = replace(PLAN, mode=WarmMode.CLOCK_AND_SIGNALS)
+    value, attributes = signals_reading(by_signals, leads, ["binary_sensor.hall"], {})
+    # Only the entities still chosen: a forgotten one's lead is not shown.
+    assert value == 1
+    assert attributes == {
+        "chosen": 1,
+        "warmed_by": "clock_and_signals",
+        "signals": [signal_row(LEAD_ON), signal_row(LEAD_OFF)],
+    }
+    # A signal that acts while the contest kept the clock alone: none warms it, and why.
+    value, attributes = signals_reading(PLAN, leads, ["binary_sensor.hall"], {})
+    assert (value, attributes["reason"], attributes["warmed_by"]) == (
+        0,
+        "time_only_cheaper",
+        "clock",
+    )
+    # Chosen, none acts yet: still learning; none chosen: say so.
+    assert signals_reading(by_signals, [LEAD_OFF], ["binary_sensor.hall"], {})[1]["reason"] == (
+        "learning"
+    )
+    assert signals_reading(by_signals, [], ["binary_sensor.hall"], {})[1]["reason"] == "learning"
+    assert signals_reading(None, [], [], {}) == (
+        0,
+        {"chosen": 0, "warmed_by": None, "signals": [], "reason": "none_chosen"},
+    )
+    assert [r.value for r in NoSignalActs] == ["none_chosen", "learning", "time_only_cheaper"]
+    # Its names, where the shell knows them.
+    named = signals_reading(
+        by_signals, [LEAD_ON], ["binary_sensor.hall"], {"binary_sensor.hall": "Hall"}
+    )
+    assert named[1]["signals"] == [signal_row(LEAD_ON, "Hall")]
+
+
+def test_auto_warms_attributes_name_the_signal_while_its_hold_lasts() -> None:
+    record = UsageRecord()
+    hold = Hold(HoldAction.LOAD, T + MIN, HoldReason.SIGNAL)
+    record.signal_warm_up_sent(T, hold, LEAD_ON)
+    held = auto_warm_attributes(record, PLAN, T, uses_seen_within=None)
+    assert (held["kept_for"], held["signal"]) == ("signal", signal_row(LEAD_ON))
+    assert auto_warm_attributes(record, PLAN, T + MIN, uses_seen_within=None)["signal"] is None
+    # Kept for a session since: the signal is no longer why.
+    record.kept(Hold(HoldAction.KEEP, T + 2 * MIN, HoldReason.SESSION_KEEP))
+    assert auto_warm_attributes(record, PLAN, T, uses_seen_within=None)["signal"] is None

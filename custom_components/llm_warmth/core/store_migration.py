@@ -24,7 +24,12 @@ STORAGE_VERSION: Final = 1
 # 1.7: a figure polls saw ("load_source" or "cold_request_source" "polling": a lower bound)
 # is kept apart, as "load_at_least_seconds" / "cold_request_at_least_seconds", so that it
 # never shows as if it were exact.
-STORAGE_MINOR_VERSION: Final = 7
+# 1.8: a model's usage record ("usage") keeps a fourth scoreboard column (requests warm
+# thanks to a signal) and its planner the household's signals: their edges ("edges"),
+# what they taught ("signals") and the contest of the ways of warming ("contest"). A
+# record without them gets the column at 0 and no edges; its contest is learnt again from
+# the uses it kept when it is read.
+STORAGE_MINOR_VERSION: Final = 8
 
 type StoredData = dict[str, object]
 
@@ -77,6 +82,21 @@ def _to_1_7(data: StoredData) -> None:
                 values[f"{figure}_source"] = None
 
 
+def _to_1_8(data: StoredData) -> None:
+    """Give each usage record its signal column and its planner no edges yet."""
+    usage = data.get("usage")
+    for record in usage.values() if isinstance(usage, dict) else ():
+        if not isinstance(record, dict):
+            continue
+        days = record.get("days")
+        for row in days.values() if isinstance(days, dict) else ():
+            if isinstance(row, list) and len(row) == 3:
+                row.append(0.0)
+        planner = record.get("planner")
+        if isinstance(planner, dict):
+            planner.setdefault("edges", {})
+
+
 # Each migration, by the minor version it brings a file to.
 MIGRATIONS: Final[Mapping[int, Callable[[StoredData], None]]] = {
     2: _to_1_2,
@@ -84,6 +104,7 @@ MIGRATIONS: Final[Mapping[int, Callable[[StoredData], None]]] = {
     5: _to_1_5,
     6: _to_1_6,
     7: _to_1_7,
+    8: _to_1_8,
 }
 
 

@@ -14,8 +14,9 @@ from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Final
 
 from .backends.types import ServedRequest
+from .signal_learning import SignalLead
 from .usage_rhythm import local_time
-from .warm_hold import Hold, HoldReason
+from .warm_hold import Hold, HoldAction, HoldReason
 from .warm_plan import Plan, UsagePlanner
 
 # An expiry that moved by more than this between two polls (on, or back by a request with
@@ -26,9 +27,11 @@ EXPIRY_JUMP: Final = timedelta(seconds=2)
 AGENT_TURN: Final = timedelta(minutes=2)
 SLACK: Final = timedelta(seconds=2)
 # The days the scoreboard keeps (7 and today), and its columns: requests warm thanks to
-# auto-warm, cold starts, GiB-hours spent warming.
+# auto-warm's clock (an expected stretch), cold starts, GiB-hours spent warming, and
+# requests warm thanks to a signal (an edge that leads a use; kept since store 1.8).
 SCORE_DAYS: Final = 8
-HELPED, COLD, GIB_HOURS = 0, 1, 2
+HELPED, COLD, GIB_HOURS, SIGNAL_HELPED = 0, 1, 2, 3
+COLUMNS: Final = 4
 # The most a scoreboard cell may read as (a stored count or GiB-hours).
 MAX_SCORE: Final = 1e9
 
@@ -56,10 +59,15 @@ class UsageRecord:
     holding_loaded: bool = field(default=False, compare=False)
     # The stretch the guard refused a warm-up for (not stored: a refusal counts once).
     refused_for: datetime | None = field(default=None, compare=False)
+    # Why the warm-up held now was sent: an expected stretch, or a signal (stored).
+    holding_reason: HoldReason | None = None
     # Until when, and why, auto-warm last asked the server to keep the model (not stored:
     # shown on the model while it lasts).
     kept_until: datetime | None = field(default=None, compare=False)
     kept_for: HoldReason | None = field(default=None, compare=False)
+    # The last signal that warmed the model, and when (not stored: shown while it holds).
+    signal: SignalLead | None = field(default=None, compare=False)
+    signal_at: datetime | None = field(default=None, compare=False)
     # The scoreboard by local day (ISO date): one row of the columns above per day, the
     # last ``SCORE_DAYS`` days.
     days: dict[str, list[float]] = field(default_factory=dict)
@@ -74,12 +82,13 @@ class UsageRecord:
             "warmed_for": _iso(self.warmed_for),
             "holding_since": _iso(self.holding_since),
             "holding_until": _iso(self.holding_until),
+            "holding_reason": self.holding_reason.value if self.holding_reason else None,
             "days": {day: [round(v, 4) for v in row] for day, row in self.days.items()},
         }
 
     def tally(self, day: date, column: int, amount: float) -> None:
         """Add ``amount`` to a column of the scoreboard's ``day``; forget older days."""
-        self.days.setdefault(day.isoformat(), [0.0, 0.0, 0.0])[column] += amount
+        self.days.setdefault(day.isoformat(), [0.0] * COLUMNS)[column] += amount
         for old in sorted(self.days)[:-SCORE_DAYS]:
             del self.days[old]
 
@@ -102,8 +111,14 @@ class UsageRecord:
             "warmed": self.warmed,
             "refused": self.refused,
             "scoreboard_7_days": [
-                round(self.score(column, today)[1], 3) for column in (HELPED, COLD, GIB_HOURS)
+                round(self.score(column, today)[1], 3)
+                for column in (HELPED, COLD, GIB_HOURS, SIGNAL_HELPED)
             ],
+            # Counts only: which entities the household picked would tell of its home.
+            "signals": len(self.planner.edges.entities()),
+            "signals_acting": sum(1 for lead in self.planner.leads() if lead.acts),
+            "edges": self.planner.edges.count(),
+            "warmed_by": self.planner.way().key,
         }
 
     def uses_since(self, since: datetime) -> int:
@@ -113,14 +128,19 @@ class UsageRecord:
     def close_holding(self, end: datetime, day: date) -> None:
         """End the warm-up's hold at ``end`` (local ``day``): score the GiB-hours it held."""
         since = self.holding_since
-        self.holding_since = self.holding_until = None
+        self.holding_since = self.holding_until = self.holding_reason = None
         self.holding_loaded = False
         if since is not None and end > since:
             self.tally(day, GIB_HOURS, held_gib_hours(since, end, self.holding_bytes))
 
-    def plan(self, now: datetime, zone: tzinfo | None, lead: timedelta) -> Plan:
-        """Return the planner's answer at ``now`` on ``zone``'s clock, warming ``lead`` ahead."""
-        return self.planner.plan(local_time(now, zone), lead)
+    def plan(
+        self, now: datetime, zone: tzinfo | None, lead: timedelta, load: timedelta | None = None
+    ) -> Plan:
+        """Return the planner's answer at ``now`` on ``zone``'s clock, warming ``lead`` ahead.
+
+        ``load``: the model's last measured cold load (None: as the planner last knew).
+        """
+        return self.planner.plan(local_time(now, zone), lead, load=load)
 
     def uses_today(self, now: datetime, zone: tzinfo | None) -> int:
         """Return how many uses were recorded since ``zone``'s midnight before ``now``."""
@@ -136,7 +156,8 @@ class UsageRecord:
         since = self.holding_since
         if since is not None and at >= since:
             if held:
-                self.tally(local_day(at, zone), HELPED, 1)
+                column = SIGNAL_HELPED if self.holding_reason is HoldReason.SIGNAL else HELPED
+                self.tally(local_day(at, zone), column, 1)
             self.close_holding(at, local_day(at, zone))
 
     def cold_start(self, now: datetime, zone: tzinfo | None) -> None:
@@ -182,7 +203,20 @@ class UsageRecord:
         """Note a warm-up sent at ``now`` for the stretch from ``start``, held as ``hold``."""
         self.warmed_for = start
         self.holding_since, self.holding_until = now, hold.until
+        self.holding_reason = HoldReason.EXPECTED_USE
         self.kept_until, self.kept_for = hold.until, HoldReason.EXPECTED_USE
+
+    def signal_warm_up_sent(self, now: datetime, hold: Hold, lead: SignalLead) -> None:
+        """Note a warm-up sent at ``now`` on a signal's edge (``lead``), held as ``hold``.
+
+        A load starts a warm-up's hold (scored as the clock's are); a keep of a resident
+        model only holds it longer.
+        """
+        if hold.action is HoldAction.LOAD:
+            self.holding_since, self.holding_until = now, hold.until
+            self.holding_reason = HoldReason.SIGNAL
+        self.kept_until, self.kept_for = hold.until, HoldReason.SIGNAL
+        self.signal, self.signal_at = lead, now
 
     def warm_up_loaded(self, size_bytes: int) -> None:
         """Count the warm-up once the model is in, holding ``size_bytes`` of GPU memory."""
@@ -219,7 +253,8 @@ class UsageRecord:
             warmed_for=_time(values.get("warmed_for")),
             holding_since=_time(values.get("holding_since")),
             holding_until=_time(values.get("holding_until")),
-            days={day: [float(v) for v in row] for day, row in days.items()},
+            holding_reason=_reason(values.get("holding_reason")),
+            days={day: _padded(row) for day, row in days.items()},
         )
 
 
@@ -246,14 +281,28 @@ def _is_date(value: object) -> bool:
 
 
 def _is_row(row: object) -> bool:
+    """Return True for a scoreboard row: three columns (before store 1.8) or four."""
     return (
         isinstance(row, list)
-        and len(row) == 3
+        and len(row) in (COLUMNS - 1, COLUMNS)
         and all(
             isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < MAX_SCORE
             for v in row
         )
     )
+
+
+def _padded(row: list[float]) -> list[float]:
+    """Return a stored row with every column (one before store 1.8 had no signal column)."""
+    return [float(v) for v in row] + [0.0] * (COLUMNS - len(row))
+
+
+def _reason(value: object) -> HoldReason | None:
+    """Return a stored warm-up's reason (None: none, or one that does not read)."""
+    try:
+        return HoldReason(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def _iso(when: datetime | None) -> str | None:

@@ -8,11 +8,13 @@ and what auto-warm did. The words for the reasons are in ``translations/``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
 
+from .signal_learning import SignalLead
 from .usage import UsageRecord
+from .warm_hold import HoldReason
 from .warm_plan import PatternClass, Plan
 
 
@@ -25,6 +27,8 @@ class NoUseExpected(StrEnum):
     NO_RHYTHM = "no_rhythm"
     # A rhythm, but no expected stretch within the next day.
     NONE_WITHIN_A_DAY = "none_within_a_day"
+    # The household's signals warm it instead of the clock (they cost less).
+    WARMED_BY_SIGNALS = "warmed_by_signals"
 
 
 def no_use_expected(plan: Plan) -> NoUseExpected | None:
@@ -33,6 +37,8 @@ def no_use_expected(plan: Plan) -> NoUseExpected | None:
         return None
     if plan.pattern is PatternClass.NEW:
         return NoUseExpected.LEARNING
+    if plan.mode.signals and not plan.mode.clock:
+        return NoUseExpected.WARMED_BY_SIGNALS
     if plan.pattern is PatternClass.SPORADIC:
         return NoUseExpected.NO_RHYTHM
     return NoUseExpected.NONE_WITHIN_A_DAY
@@ -91,20 +97,84 @@ def auto_warm_attributes(
         # How the planner reads the model's uses (new, rhythmic: warmed ahead of its
         # stretches; sporadic: kept by its idle times), and its keep after a use.
         "pattern": plan.pattern.value if plan else None,
+        # How it is warmed: by the clock, by its idle times, with the signals or not.
+        "warmed_by": plan.mode.value if plan else None,
         "session_keep_minutes": round(plan.keep.total_seconds() / 60, 1) if plan else None,
         "uses_seen_within_seconds": uses_seen_within,
     }
     if record is None:
         return (
-            dict.fromkeys(("kept_for", "kept_until"))
+            dict.fromkeys(("kept_for", "kept_until", "signal"))
             | {"warm_ups": 0, "refused_by_the_guard": 0}
             | learnt
         )
     until, reason = record.kept_until, record.kept_for
     holding = until is not None and reason is not None and until > now
+    signal = record.signal if holding and reason is HoldReason.SIGNAL else None
     return {
         "warm_ups": record.warmed,
         "refused_by_the_guard": record.refused,
         "kept_for": reason.value if holding and reason else None,
         "kept_until": until.isoformat() if holding and until else None,
+        # The edge that warmed the model, while its hold lasts (None: none).
+        "signal": signal_row(signal) if signal else None,
     } | learnt
+
+
+class NoSignalActs(StrEnum):
+    """Why no signal warms a model: the ``reason`` attribute (words: translations)."""
+
+    # The household picked no entity for it (a warming-signals subentry names them).
+    NONE_CHOSEN = "none_chosen"
+    # Not one leads its uses yet, with enough evidence (or none has been seen).
+    LEARNING = "learning"
+    # Some lead, but warming by the clock or the idle times alone cost less.
+    TIME_ONLY_CHEAPER = "time_only_cheaper"
+
+
+def signal_row(lead: SignalLead, name: str | None = None) -> dict[str, object]:
+    """Return what a signal was learnt to lead, as an attribute's row."""
+    row: dict[str, object] = {"entity_id": lead.entity}
+    if name is not None:
+        row["name"] = name
+    return row | {
+        "edge": lead.state,
+        "within_minutes": max(round(lead.hold.total_seconds() / 60), 1),
+        "share_percent": round(100 * lead.share),
+        "led": lead.led,
+        "wrong": lead.wrong,
+        "lift": round(lead.lift, 1),
+        "acts": lead.acts,
+    }
+
+
+def signals_reading(
+    plan: Plan | None,
+    leads: Sequence[SignalLead],
+    chosen: Sequence[str],
+    names: Mapping[str, str],
+) -> tuple[int, dict[str, object]]:
+    """Return how many signals warm the model now, and the learnt signals as attributes.
+
+    ``leads``: what every edge learnt leads (``UsagePlanner.leads``, acting first);
+    ``chosen``: the entities the household picked; ``names``: their names. A signal acts
+    only while the planner warms by signals (its contest found them cheaper).
+    """
+    picked = set(chosen)
+    rows = [signal_row(lead, names.get(lead.entity)) for lead in leads if lead.entity in picked]
+    by_signals = plan is not None and plan.mode.signals
+    acting = sum(1 for lead in leads if lead.acts and lead.entity in picked) if by_signals else 0
+    attributes: dict[str, object] = {
+        "chosen": len(picked),
+        "warmed_by": plan.mode.value if plan else None,
+        "signals": rows,
+    }
+    if acting == 0:
+        if not picked:
+            reason = NoSignalActs.NONE_CHOSEN
+        elif any(lead.acts and lead.entity in picked for lead in leads):
+            reason = NoSignalActs.TIME_ONLY_CHEAPER
+        else:
+            reason = NoSignalActs.LEARNING
+        attributes["reason"] = reason.value
+    return acting, attributes
