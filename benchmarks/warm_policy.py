@@ -17,6 +17,8 @@ Policies:
   the ones the paper leaves open are read, are in ``warm_replay.py``);
 - ``planner``: the integration's auto-warm on its own decision path
   (``core.warm_hold.decide`` on ``core.warm_plan``'s answers), behind the household guard;
+  on a context trace also ``planner + signals``: the same, with every edge of the trace's
+  entities recorded and answered as ``usage.py`` does (``core.signal_warm``);
 - references that know the future: ``oracle pre-warm`` (the default plus a load that ends
   exactly at every request it would miss), ``hour forecaster`` (warm through each clock
   hour that holds a request).
@@ -25,13 +27,17 @@ Policies:
         [--trace FILE ...] [--zone ZONE] [--gib 8] [--load 20] [--gpu-gib 16]
         [--service-gib 10] [--self-test]
 
-A trace (``--trace`` or ``--csv``) has lines ``timestamp,model``: ISO 8601 (a time without
-an offset is read in ``--zone``, default UTC; the planner plans on that clock too) or
-seconds since the epoch. Its models are ``--gib`` GiB with a ``--load`` s cold load; its
+A trace (``--trace`` or ``--csv``, plain or ``.gz``) is ``timestamp,model`` lines, or a
+context trace ``timestamp,entity,state`` (rows ``use.<model>,1`` are the uses, every other
+row a household entity's new state, sorted by time); its first line says which, and a
+file with neither is refused. A time is ISO 8601 (a time without an offset is read in
+``--zone``, default UTC; the planner plans on that clock too) or seconds since the epoch.
+Its models are ``--gib`` GiB with a ``--load`` s cold load; its
 household service needs ``--service-gib`` of the ``--gpu-gib`` GPU on two evenings in five
 (seeded), so the guard is put to the test. ``benchmarks/traces/`` holds real ones, each
-with its source and licence. Each trace ends with the goals, met or not, and a line
-saying how many are met. ``--self-test`` replays small traces whose answers were worked
+with its source and licence (``context_traces.md``: four homes' sensors and uses). Each
+trace ends with the goals, met or not (a context trace's: both planners on the frontier,
+and ``signal_goals.py``'s), and a line saying how many are met. ``--self-test`` replays small traces whose answers were worked
 out by hand, and says which hold. It asserts nothing (the self-test's test does).
 """
 
@@ -47,6 +53,7 @@ from statistics import mean
 import sys
 from zoneinfo import ZoneInfo
 
+from benchmarks.signal_goals import Figures, Goal, goals as signal_goals, lead_line, leading
 from benchmarks.warm_replay import (
     Outcome,
     Policy,
@@ -60,6 +67,7 @@ from benchmarks.warm_replay import (
     planner,
     play,
     schedule,
+    signal_planner,
     starved_minutes,
 )
 from benchmarks.warm_traces import Model, Trace, from_csv, household, read_stamp, sporadic
@@ -143,8 +151,17 @@ def _reach(at_hybrid: float, rate: float) -> str:
     return "" if at_hybrid <= rate else " (no fixed keep reaches it in that memory)"
 
 
+SIGNALS = "planner + signals"
+
+
 def report(trace: Trace) -> tuple[list[str], int, int]:
-    """Return one trace's tables and goals, and how many goals were met of those tested."""
+    """Return one trace's tables and goals, and how many goals were met of those tested.
+
+    A context trace (one with signals) adds the planner with signals, and its goals are
+    the frontier's (both planners) and those of ``signal_goals.py``; a trace of requests
+    alone has the time-only planner's goals against the frontier, the hybrid histogram
+    and the 5-minute default.
+    """
     span = scored_span(trace)
     lines = [f"## {trace.name}"]
     lines.append(
@@ -153,20 +170,21 @@ def report(trace: Trace) -> tuple[list[str], int, int]:
         f"({(span[1] - span[0]) / 86400:.1f} days); GiB-hours: every second loading or held"
     )
     lines += [f"  {note}" for note in trace.notes]
+    policies = dict(POLICIES)
+    if trace.signals:
+        policies[SIGNALS] = (signal_planner, True)
     # The fixed keeps make the frontier behind the same guard as the planner's (a keep
     # that starves the service is no fair match); the table shows them without it.
     fixed = {m: play(trace, keep_alive(m * 60.0)) for m in SHOWN}
     guarded_fixed = {m: play(trace, keep_alive(m * 60.0), guarded=True) for m in FRONTIER_MINUTES}
-    played = {name: play(trace, policy, guarded=g) for name, (policy, g) in POLICIES.items()}
-    unguarded = play(trace, planner)
+    played = {name: play(trace, policy, guarded=g) for name, (policy, g) in policies.items()}
     starved = {name: starved_minutes(trace, result, span) for name, result in played.items()}
     starved.update({SHOWN[m]: starved_minutes(trace, fixed[m], span) for m in SHOWN})
-    planner_starved_alone = starved_minutes(trace, unguarded, span)
     met = tested = 0
     for model in trace.models.values():
         name = model.name
         scores = {SHOWN[m]: score(trace, model, fixed[m][name]) for m in SHOWN}
-        scores |= {p: score(trace, model, played[p][name]) for p in POLICIES}
+        scores |= {p: score(trace, model, played[p][name]) for p in policies}
         points = [
             (s.gib_hours_per_day, s.cold_rate)
             for s in (score(trace, model, guarded_fixed[m][name]) for m in FRONTIER_MINUTES)
@@ -176,85 +194,132 @@ def report(trace: Trace) -> tuple[list[str], int, int]:
             f"  {name}: {model.gib:g} GiB, cold load {model.load:g} s, "
             f"{len(trace.requests[name])} requests"
         )
-        lines.append(
-            f"  {'policy':18} {'requests':>8} {'cold %':>7} {'GiB-h/day':>9} "
-            f"{'mean wait s':>11} {'p95 wait s':>10} {'starved min':>11}"
-        )
-        for policy, s in scores.items():
-            lines.append(
-                f"  {policy:18} {s.requests:>8} {100 * s.cold_rate:>7.1f}"
-                f" {s.gib_hours_per_day:>9.1f} {s.mean_wait:>11.2f} {s.p95_wait:>10.1f}"
-                f" {starved[policy]:>11}"
-                + ("  (0 cold by construction)" if policy in BY_CONSTRUCTION else "")
-            )
-        ours, hybrid, default = (
-            scores["planner"],
-            scores["hybrid histogram"],
-            scores["default 5 min"],
-        )
-        at_ours = frontier(points, ours.gib_hours_per_day)
-        lines.append(
-            f"  frontier (fixed keeps {FRONTIER_MINUTES[0]} min-{FRONTIER_MINUTES[-1] // 60} h,"
-            " behind the guard):"
-            f" {100 * at_ours:.1f} % cold at the planner's {ours.gib_hours_per_day:.1f} GiB-h/day"
-        )
-        # What fixed keeps reach within the hybrid's memory: a cold-rate goal above it is
-        # out of reach of every keep-alive there (on a trace with no routine, of any
-        # policy that does not know the future).
-        at_hybrid = frontier(points, hybrid.gib_hours_per_day)
-        lines.append(
-            f"  fixed keeps at the hybrid's {hybrid.gib_hours_per_day:.1f} GiB-h/day:"
-            f" {100 * at_hybrid:.1f} % cold"
-        )
-
-        enough = ours.requests >= MIN_SCORED
-        # In whole cold starts: the frontier's interpolated rate times the requests, to the
-        # nearest request (a fraction of a cold start is none).
-        frontier_cold = round(at_ours * ours.requests)
-        goals: list[tuple[str, str, bool | None]] = [
-            (
-                f"cold {100 * ours.cold_rate:.1f} %",
-                f"<= the frontier's {100 * at_ours:.1f} % at the same GiB-h"
-                f" ({ours.cold} <= {frontier_cold} cold starts)",
-                ours.cold <= frontier_cold if enough else None,
-            ),
-            (
-                f"cold {100 * ours.cold_rate:.1f} %",
-                f"<= 1/2 of the hybrid histogram's {100 * hybrid.cold_rate:.1f} %"
-                + _reach(at_hybrid, hybrid.cold_rate / 2),
-                ours.cold_rate <= hybrid.cold_rate / 2 if enough else None,
-            ),
-            (
-                f"cold {100 * ours.cold_rate:.1f} %",
-                f"<= 1/5 of the 5-minute default's {100 * default.cold_rate:.1f} %"
-                + _reach(at_hybrid, default.cold_rate / 5),
-                ours.cold_rate <= default.cold_rate / 5 if enough else None,
-            ),
-            (
-                f"{ours.gib_hours_per_day:.1f} GiB-h/day",
-                f"<= the hybrid histogram's {hybrid.gib_hours_per_day:.1f}",
-                ours.gib_hours_per_day <= hybrid.gib_hours_per_day if enough else None,
-            ),
-        ]
+        lines += _table(scores, starved)
+        if trace.signals:
+            goals, said = _context_goals(trace, model, scores, points)
+        else:
+            goals, said = _request_goals(scores, points)
+        lines += said
         width = max(len(figure) for figure, _, _ in goals)
         for figure, goal, result in goals:
-            said = "not tested (too few requests)" if result is None else verdict(result)
-            lines.append(f"  planner's {figure:{width}}  goal: {goal} -> {said}")
+            verdict_said = "not tested (too few requests)" if result is None else verdict(result)
+            lines.append(f"  {figure:{width}}  goal: {goal} -> {verdict_said}")
             if result is not None:
                 tested += 1
                 met += result
-    guard_tested = planner_starved_alone > 0
     lines.append("")
-    lines.append(
-        f"  planner's starved minutes {starved['planner']}  goal: 0 behind the guard (without"
-        f" it: {planner_starved_alone}) -> "
-        + (verdict(starved["planner"] == 0) if guard_tested else "not tested by this trace")
-    )
-    if guard_tested:
-        tested += 1
-        met += starved["planner"] == 0
+    for policy in [p for p in (PLANNER, SIGNALS) if p in policies]:
+        alone = starved_minutes(trace, play(trace, policies[policy][0]), span)
+        guard_tested = alone > 0
+        lines.append(
+            f"  {policy}'s starved minutes {starved[policy]}  goal: 0 behind the guard"
+            f" (without it: {alone}) -> "
+            + (verdict(starved[policy] == 0) if guard_tested else "not tested by this trace")
+        )
+        if guard_tested:
+            tested += 1
+            met += starved[policy] == 0
     lines.append(f"  goals met on this trace: {met} of {tested}")
     return lines, met, tested
+
+
+PLANNER = "planner"
+
+
+def _table(scores: dict[str, Score], starved: dict[str, int]) -> list[str]:
+    """Return the policies' table for one model."""
+    lines = [
+        f"  {'policy':18} {'requests':>8} {'cold %':>7} {'GiB-h/day':>9} "
+        f"{'mean wait s':>11} {'p95 wait s':>10} {'starved min':>11}"
+    ]
+    for policy, s in scores.items():
+        lines.append(
+            f"  {policy:18} {s.requests:>8} {100 * s.cold_rate:>7.1f}"
+            f" {s.gib_hours_per_day:>9.2f} {s.mean_wait:>11.2f} {s.p95_wait:>10.1f}"
+            f" {starved[policy]:>11}"
+            + ("  (0 cold by construction)" if policy in BY_CONSTRUCTION else "")
+        )
+    return lines
+
+
+def _frontier_goal(who: str, ours: Score, points: list[tuple[float, float]]) -> Goal:
+    """Return the goal of ``ours`` against the frontier: in whole cold starts, as it is read.
+
+    The frontier's interpolated rate times the requests, to the nearest request (a
+    fraction of a cold start is none).
+    """
+    at_ours = frontier(points, ours.gib_hours_per_day)
+    frontier_cold = round(at_ours * ours.requests)
+    return (
+        f"{who}'s cold {100 * ours.cold_rate:.1f} %",
+        f"<= the frontier's {100 * at_ours:.1f} % at the same {ours.gib_hours_per_day:.2f}"
+        f" GiB-h/day ({ours.cold} <= {frontier_cold} cold starts)",
+        ours.cold <= frontier_cold if ours.requests >= MIN_SCORED else None,
+    )
+
+
+def _request_goals(
+    scores: dict[str, Score], points: list[tuple[float, float]]
+) -> tuple[list[Goal], list[str]]:
+    """Return the time-only planner's goals on a trace of requests, and what to say first."""
+    ours, hybrid, default = scores[PLANNER], scores["hybrid histogram"], scores["default 5 min"]
+    at_ours = frontier(points, ours.gib_hours_per_day)
+    # What fixed keeps reach within the hybrid's memory: a cold-rate goal above it is out
+    # of reach of every keep-alive there (on a trace with no routine, of any policy that
+    # does not know the future).
+    at_hybrid = frontier(points, hybrid.gib_hours_per_day)
+    said = [
+        f"  frontier (fixed keeps {FRONTIER_MINUTES[0]} min-{FRONTIER_MINUTES[-1] // 60} h,"
+        " behind the guard):"
+        f" {100 * at_ours:.1f} % cold at the planner's {ours.gib_hours_per_day:.1f} GiB-h/day",
+        f"  fixed keeps at the hybrid's {hybrid.gib_hours_per_day:.1f} GiB-h/day:"
+        f" {100 * at_hybrid:.1f} % cold",
+    ]
+    enough = ours.requests >= MIN_SCORED
+    figure = f"planner's cold {100 * ours.cold_rate:.1f} %"
+    goals: list[Goal] = [
+        _frontier_goal(PLANNER, ours, points),
+        (
+            figure,
+            f"<= 1/2 of the hybrid histogram's {100 * hybrid.cold_rate:.1f} %"
+            + _reach(at_hybrid, hybrid.cold_rate / 2),
+            ours.cold_rate <= hybrid.cold_rate / 2 if enough else None,
+        ),
+        (
+            figure,
+            f"<= 1/5 of the 5-minute default's {100 * default.cold_rate:.1f} %"
+            + _reach(at_hybrid, default.cold_rate / 5),
+            ours.cold_rate <= default.cold_rate / 5 if enough else None,
+        ),
+        (
+            f"planner's {ours.gib_hours_per_day:.1f} GiB-h/day",
+            f"<= the hybrid histogram's {hybrid.gib_hours_per_day:.1f}",
+            ours.gib_hours_per_day <= hybrid.gib_hours_per_day if enough else None,
+        ),
+    ]
+    return goals, said
+
+
+def _context_goals(
+    trace: Trace, model: Model, scores: dict[str, Score], points: list[tuple[float, float]]
+) -> tuple[list[Goal], list[str]]:
+    """Return the planners' goals on a context trace, and whether signals lead there."""
+    ours, signals = scores[PLANNER], scores[SIGNALS]
+    lead = leading(trace, model.name, scored_span(trace), model.load)
+    at_signals = frontier(points, signals.gib_hours_per_day)
+    figures = [Figures(s.requests, s.cold, s.gib_hours_per_day) for s in (ours, signals)]
+    goals = [_frontier_goal(PLANNER, ours, points)]
+    goals += [
+        (f"{SIGNALS}: {figure}", goal, met)
+        for figure, goal, met in signal_goals(
+            figures[0],
+            figures[1],
+            lead,
+            round(at_signals * signals.requests),
+            enough=signals.requests >= MIN_SCORED,
+        )
+    ]
+    return goals, [lead_line(lead)]
 
 
 # ----------------------------------------------------------------------------- self-test

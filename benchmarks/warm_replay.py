@@ -19,6 +19,8 @@ import math
 from statistics import mean
 
 from benchmarks.warm_traces import Interval, Trace
+from custom_components.llm_warmth.core.signal_edges import Edge
+from custom_components.llm_warmth.core.signal_warm import signal_warm_up
 from custom_components.llm_warmth.core.warm_hold import KEEP_RENEW, HoldAction, decide
 from custom_components.llm_warmth.core.warm_plan import UsagePlanner
 
@@ -316,6 +318,16 @@ def _percentile(bins: list[int], share: float) -> int:
 
 
 def planner(trace: Trace, name: str, holes: list[Interval]) -> Outcome:
+    """The integration's auto-warm on the clock alone (the time-only planner)."""
+    return _planner(trace, name, holes, signals=False)
+
+
+def signal_planner(trace: Trace, name: str, holes: list[Interval]) -> Outcome:
+    """The integration's auto-warm with the trace's signals (every entity the model's)."""
+    return _planner(trace, name, holes, signals=True)
+
+
+def _planner(trace: Trace, name: str, holes: list[Interval], *, signals: bool) -> Outcome:
     """The integration's auto-warm, on the integration's own decision path.
 
     Each decision is ``core.warm_hold.decide`` on the planner's answer
@@ -324,53 +336,104 @@ def planner(trace: Trace, name: str, holes: list[Interval]) -> Outcome:
     stretch, kept to its end), keep a resident one to the planner's time where the server
     would let it go earlier, else nothing (the server's 5 minutes). Uses are seen when they
     come (``usage.py`` sees an Ollama client's use at the next poll, 10 s at most; an
-    agent's turn at once). ``holes``: times the household guard refuses the planner's
-    holds and lets go of what they hold (the service needs the memory).
+    agent's turn at once). With ``signals``, each of the trace's edges is recorded
+    (``UsagePlanner.observe_edges``) and answered by ``core.signal_warm.signal_warm_up``
+    when it comes, as ``usage.py`` does when a signal entity changes. ``holes``: times the
+    household guard refuses the planner's holds and lets go of what they hold (the
+    service needs the memory).
     """
-    model, requests = trace.models[name], trace.requests[name]
-    lead = timedelta(seconds=model.load + MARGIN)
-    server, usage = Server(model.load), UsagePlanner()
-    warmed_for: datetime | None = None
-    asked_until: float | None = None
-    holes = union(holes)
-    starts = [b for b, _ in holes]
-    index, now = 0, trace.start
-    hole_index = 0
+    auto = _AutoWarm(trace, name, union(holes))
+    requests = trace.requests[name]
+    edges = trace.signals if signals else []
+    starts = [b for b, _ in auto.holes]
+    index = edge_index = hole_index = 0
+    now = tick = trace.start
     while now < trace.end:
         while index < len(requests) and requests[index] <= now:
-            server.request(requests[index], SERVER_KEEP)
-            usage.observe(datetime.fromtimestamp(requests[index], trace.zone))
+            auto.use(requests[index])
             index += 1
+            tick = now  # usage.py keeps the model for its session after each use
+        while edge_index < len(edges) and edges[edge_index][0] <= now:
+            auto.edge(*edges[edge_index])
+            edge_index += 1
         while hole_index < len(starts) and starts[hole_index] <= now:
             # The guard lets go of what auto-warm holds; the household's own keep stays.
-            _let_go(server, now)
-            asked_until = None
+            _let_go(auto.server, now)
+            auto.asked_until = None
             hole_index += 1
-        moment = datetime.fromtimestamp(now, trace.zone)
-        plan = usage.plan(moment, lead)
-        refused = inside(holes, now) is not None
+            tick = now
+        if now >= tick:
+            tick = auto.tick(now)
+        # The next moment anything can change: a use, an edge, the guard, the next tick.
+        following = [tick]
+        if index < len(requests):
+            following.append(requests[index])
+        if edge_index < len(edges):
+            following.append(edges[edge_index][0])
+        if hole_index < len(starts):
+            following.append(starts[hole_index])
+        now = max(min(following), now)
+    return outcome(auto.server, trace.end)
+
+
+class _AutoWarm:
+    """One model's server and planner, driven as ``usage.py`` drives them."""
+
+    def __init__(self, trace: Trace, name: str, holes: list[Interval]) -> None:
+        model = trace.models[name]
+        self.trace, self.holes = trace, holes
+        self.lead = timedelta(seconds=model.load + MARGIN)
+        self.load = timedelta(seconds=model.load)
+        self.server, self.usage = Server(model.load), UsagePlanner()
+        self.warmed_for: datetime | None = None
+        self.asked_until: float | None = None
+
+    def _time(self, at: float) -> datetime:
+        return datetime.fromtimestamp(at, self.trace.zone)
+
+    def use(self, at: float) -> None:
+        """A request of the household: served, and recorded as a use."""
+        self.server.request(at, SERVER_KEEP)
+        self.usage.observe(self._time(at))
+
+    def edge(self, at: float, entity: str, state: str) -> None:
+        """A signal's edge: recorded, and warmed on where it leads a use."""
+        edge = Edge(self._time(at), entity, state)
+        if not self.usage.observe_edges([edge]):
+            return
+        server = self.server
+        sent = signal_warm_up(
+            self.usage, edge, edge.at, held=server.resident(at), loading=server.loading(at)
+        )
+        if sent is not None and inside(self.holes, at) is None:
+            server.hold(at, sent.hold.expiry.timestamp())
+
+    def tick(self, now: float) -> float:
+        """Decide as ``usage.py`` does each minute; return when to decide next."""
+        server, holes, lead = self.server, self.holes, self.lead
+        moment = self._time(now)
+        plan = self.usage.plan(moment, lead, load=self.load)
         resident = server.resident(now)
-        loading = server.loading(now)
         decision = decide(
             plan,
             moment,
             lead=lead,
-            warmed_for=warmed_for,
+            warmed_for=self.warmed_for,
             held=resident,
-            loading=loading,
-            expires_at=datetime.fromtimestamp(server.until, trace.zone) if resident else None,
-            asked_until=datetime.fromtimestamp(asked_until, trace.zone) if asked_until else None,
+            loading=server.loading(now),
+            expires_at=self._time(server.until) if resident else None,
+            asked_until=self._time(self.asked_until) if self.asked_until else None,
         )
-        if decision is not None and not refused:
+        if decision is not None and inside(holes, now) is None:
             until = decision.expiry.timestamp()  # the planner's time, or a piece of the way
             if decision.action is HoldAction.LOAD:
-                warmed_for = plan.window_start
+                self.warmed_for = plan.window_start
             else:
-                asked_until = until
+                self.asked_until = until
             server.hold(now, until)
-        # The next moment anything can change: the server letting go, the planner's time
+        # The next moment the plan can change: the server letting go, the planner's time
         # ending or its next stretch's lead, the hour (the day's fold), the guard.
-        stops = [trace.end, math.floor(now / 3600 + 1) * 3600]
+        stops = [self.trace.end, math.floor(now / 3600 + 1) * 3600]
         if server.resident(now):
             # A piece of a keep is renewed once less than KEEP_RENEW of it is left: at the
             # first minute's tick after that (a second past it, rounded up below).
@@ -382,12 +445,8 @@ def planner(trace: Trace, name: str, holes: list[Interval]) -> Outcome:
         if (hole := inside(holes, now)) is not None:
             stops.append(hole[1])
         # usage.py decides on a minute's tick: a time decided on is met at the next whole
-        # minute; a use when it comes, the guard when the service starts.
-        tick = max(math.ceil(min(s for s in stops if s > now) / MINUTE) * MINUTE, now + 1)
-        if index < len(requests):
-            tick = min(tick, requests[index])
-        now = min(tick, starts[hole_index]) if hole_index < len(starts) else tick
-    return outcome(server, trace.end)
+        # minute; a use and an edge when they come, the guard when the service starts.
+        return max(math.ceil(min(s for s in stops if s > now) / MINUTE) * MINUTE, now + 1)
 
 
 def guard_holes(trace: Trace, chosen: dict[str, list[Interval]]) -> dict[str, list[Interval]]:

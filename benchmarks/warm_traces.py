@@ -6,8 +6,10 @@ and the times a household service (a media server's transcodes) needs part of th
 
 - ``household``: a synthetic household as irregular as real ones (its docstring lists how);
 - ``sporadic``: uses at no time that repeats (the planner must not guess);
-- ``from_csv``: any ``timestamp,model`` file, read in a stated zone; a service is given to
-  it by the same seeded rule as the household's, so the guard is put to the test there too.
+- ``from_csv``: any ``timestamp,model`` file, or a context trace (``timestamp,entity,state``:
+  rows ``use.<model>,1`` are the uses, every other row a household entity's new state, the
+  signals), read in a stated zone; a service is given to it by the same seeded rule as the
+  household's, so the guard is put to the test there too.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
+import gzip
 from pathlib import Path
 import random
 from zoneinfo import ZoneInfo
@@ -46,6 +49,9 @@ class Trace:
     service_gib: float = 10.0
     service: list[Interval] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # A context trace's signals: (epoch seconds, entity, new state), in time order; every
+    # model's (the household picked them all).
+    signals: list[tuple[float, str, str]] = field(default_factory=list)
 
 
 def _day(first: datetime, index: int) -> datetime:
@@ -190,6 +196,40 @@ def read_stamp(text: str, zone: tzinfo) -> float:
         return (parsed if parsed.tzinfo else parsed.replace(tzinfo=zone)).timestamp()
 
 
+LEGACY_HEADER = ("timestamp", "model")
+CONTEXT_HEADER = ("timestamp", "entity", "state")
+USE_PREFIX = "use."
+
+
+def _rows(path: Path) -> tuple[tuple[str, ...], list[list[str]]]:
+    """Return a trace's header and rows (a ``.gz`` file is read uncompressed)."""
+    with (
+        gzip.open(path, "rt", newline="") if path.suffix == ".gz" else path.open(newline="")
+    ) as handle:
+        rows = [row for row in csv.reader(handle) if any(cell.strip() for cell in row)]
+    if not rows:
+        raise SystemExit(
+            f"{path}: empty: a trace's first line is 'timestamp,model' or 'timestamp,entity,state'"
+        )
+    header = tuple(cell.strip().lower() for cell in rows[0])
+    if header not in (LEGACY_HEADER, CONTEXT_HEADER):
+        raise SystemExit(
+            f"{path}: its first line is {','.join(rows[0])!r}: a trace's first line is"
+            " 'timestamp,model' (requests) or 'timestamp,entity,state' (a context trace)"
+        )
+    return header, rows[1:]
+
+
+def _alarm(state: str, zone: tzinfo) -> float | None:
+    """Return the instant a next-alarm sensor's state names (None: not a time)."""
+    if len(state) < 16 or not state[:4].isdigit() or state[4:5] != "-":
+        return None
+    try:
+        return read_stamp(state, zone)
+    except ValueError:
+        return None
+
+
 def from_csv(
     path: Path,
     *,
@@ -200,17 +240,41 @@ def from_csv(
     service_gib: float,
     seed: int = 1,
 ) -> Trace:
-    """A trace from ``timestamp,model`` lines; every model ``gib`` GiB with a ``load`` s load."""
+    """A trace from ``timestamp,model`` lines or a context trace (models ``gib`` GiB, ``load`` s).
+
+    In a context trace, a state that is a time (a next-alarm sensor's) is the edge
+    ``alarm`` when that time comes.
+    """
+    header, rows = _rows(path)
     requests: dict[str, list[float]] = {}
-    with path.open(newline="") as handle:
-        for row in csv.reader(handle):
-            if len(row) < 2 or row[0].strip().lower() in {"timestamp", ""}:
-                continue
-            requests.setdefault(row[1].strip(), []).append(read_stamp(row[0].strip(), zone))
+    signals: list[tuple[float, str, str]] = []
+    for row in rows:
+        if len(row) < len(header):
+            continue
+        try:
+            when = read_stamp(row[0].strip(), zone)
+        except ValueError:
+            continue
+        if header == LEGACY_HEADER:
+            requests.setdefault(row[1].strip(), []).append(when)
+            continue
+        entity, state = row[1].strip(), row[2].strip()
+        if entity.startswith(USE_PREFIX):
+            if state == "1" and len(entity) > len(USE_PREFIX):
+                requests.setdefault(entity.removeprefix(USE_PREFIX), []).append(when)
+        elif (alarm := _alarm(state, zone)) is not None:
+            signals.append((alarm, entity, "alarm"))
+        elif entity:
+            signals.append((when, entity, state))
     everything = [t for times in requests.values() for t in times]
     if not everything:
-        raise SystemExit(f"{path}: no 'timestamp,model' line")
+        kind = "'use.<model>,1'" if header == CONTEXT_HEADER else "'timestamp,model'"
+        raise SystemExit(f"{path}: no {kind} line")
     start, end = min(everything), max(everything) + 1
+    notes = [f"service: the household's rule (seed {seed}): 2 evenings in 5 from 20:00, 1-2.5 h"]
+    if header == CONTEXT_HEADER:
+        entities = len({entity for _, entity, _ in signals})
+        notes.append(f"signals: {len(signals)} changes of {entities} entities, every model's")
     return Trace(
         name=f"{path.name} (read in {zone})",
         start=start,
@@ -221,5 +285,6 @@ def from_csv(
         gpu_gib=gpu_gib,
         service_gib=service_gib,
         service=evening_service(start, end, zone, seed),
-        notes=[f"service: the household's rule (seed {seed}): 2 evenings in 5 from 20:00, 1-2.5 h"],
+        notes=notes,
+        signals=sorted(signals),
     )

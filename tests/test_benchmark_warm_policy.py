@@ -142,7 +142,8 @@ def test_the_planner_row_renews_a_long_hold_a_piece_at_a_time_without_a_break(
         def observe(self, _when: datetime) -> None:
             pass
 
-        def plan(self, now: datetime, _lead: timedelta) -> Plan:
+        def plan(self, now: datetime, _lead: timedelta, *, load: timedelta) -> Plan:
+            assert load == timedelta(seconds=20)  # the model's cold load, for the contest
             held = now < until
             return Plan(
                 pattern=PatternClass.RHYTHMIC,

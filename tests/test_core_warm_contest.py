@@ -12,6 +12,7 @@ from custom_components.llm_warmth.core.warm_contest import (
     DAY_WEIGHT,
     MIN_CONTEST_DAYS,
     MIN_CONTEST_USES,
+    SIGNAL_COLDS,
     SIGNAL_GAIN,
     SIGNAL_LIMITS,
     SIGNAL_SLACK,
@@ -190,9 +191,10 @@ def test_the_time_only_class_is_the_cheaper_of_the_clock_and_the_idle_times() ->
     assert scores(clock=(5.0, 80.1), idle=(20.0, 50.0)).clock_wins() is False
 
 
-def test_a_way_with_signals_wins_only_with_no_more_cold_starts_less_memory_and_less_cost() -> None:
+def test_a_way_with_signals_wins_only_with_fewer_cold_starts_less_memory_and_less_cost() -> None:
     base = (20.0, 100.0)  # cost 140
     held = 100.0 * (1 + SIGNAL_SLACK)
+    colds = 20.0 * SIGNAL_COLDS
     cheaper = scores(clock=base, clock_and_signals__5=(10.0, held))
     assert cheaper.with_signals(WarmMode.CLOCK) == Way(
         WarmMode.CLOCK_AND_SIGNALS, timedelta(minutes=5)
@@ -201,15 +203,18 @@ def test_a_way_with_signals_wins_only_with_no_more_cold_starts_less_memory_and_l
     assert scores(clock=base, clock_and_signals__5=(10.0, held + 0.01)).with_signals(
         WarmMode.CLOCK
     ) == Way(WarmMode.CLOCK)
-    # More cold starts (even at much less memory): no.
-    assert scores(clock=base, signals__10=(20.01, 10.0)).with_signals(WarmMode.CLOCK) == Way(
-        WarmMode.CLOCK
+    # Not a tenth fewer cold starts (even at much less memory): no.
+    assert scores(clock=base, signals__10=(colds, 10.0)).with_signals(WarmMode.CLOCK) == Way(
+        WarmMode.SIGNALS, timedelta(minutes=10)
     )
+    assert scores(clock=base, signals__10=(colds + 0.01, 10.0)).with_signals(
+        WarmMode.CLOCK
+    ) == Way(WarmMode.CLOCK)
     # Not SIGNAL_GAIN cheaper: no.
     most = 140 * (1 - SIGNAL_GAIN)
-    just = scores(clock=base, signals__10=(20.0, most - 40.0))
+    just = scores(clock=base, signals__10=(colds, most - 2 * colds))
     assert just.with_signals(WarmMode.CLOCK) == Way(WarmMode.SIGNALS, timedelta(minutes=10))
-    short = scores(clock=base, signals__10=(20.0, most - 40.0 + 0.01))
+    short = scores(clock=base, signals__10=(colds, most - 2 * colds + 0.01))
     assert short.with_signals(WarmMode.CLOCK) == Way(WarmMode.CLOCK)
     # The cheapest of those admitted wins; against the idle times when they are the base.
     both = scores(idle=base, signals__10=(15.0, 60.0), idle_and_signals__any=(5.0, 85.0))

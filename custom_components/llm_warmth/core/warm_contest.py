@@ -37,11 +37,13 @@ DAY_WEIGHT: Final = 0.98
 MIN_CONTEST_DAYS: Final = 7
 MIN_CONTEST_USES: Final = 10
 # A way with signals acts where it held the model ``-SIGNAL_SLACK`` less than the
-# time-only way at least, with no more cold starts, and cost ``SIGNAL_GAIN`` less: a few
-# days' luck on the days replayed is no reason to change how a model is warmed, and the
-# days ahead are not the days replayed.
+# time-only way at least, had a tenth fewer cold starts, and cost ``SIGNAL_GAIN`` less: a
+# few days' luck on the days replayed is no reason to change how a model is warmed, and
+# the days ahead are not the days replayed.
 SIGNAL_SLACK: Final = -0.02
 SIGNAL_GAIN: Final = 0.05
+# ... and with this share of the time-only way's cold starts at most.
+SIGNAL_COLDS: Final = 0.9
 # The signals' tiers: the most an edge may hold the model for each use it finds warm
 # (None: any edge that acts). A house whose good signals are few warms on those alone.
 SIGNAL_LIMITS: Final = (
@@ -309,8 +311,9 @@ class Contest:
     def with_signals(self, base: WarmMode) -> Way:
         """Return the way that acts: ``base`` (time only), or one with signals that won.
 
-        A way with signals wins when it cost ``SIGNAL_GAIN`` less than ``base``, with no
-        more cold starts and at most ``SIGNAL_SLACK`` more hours held; the cheapest wins.
+        A way with signals wins when it cost ``SIGNAL_GAIN`` less than ``base``, with
+        ``SIGNAL_COLDS`` of its cold starts at most and ``SIGNAL_SLACK`` more hours held
+        (a share less, as it is negative); the cheapest of those wins.
         """
         time_only = Way(base)
         if not self.decided:
@@ -321,7 +324,7 @@ class Contest:
             way
             for way in WAYS
             if way.mode.signals
-            and self.scores[way][0] <= colds + 1e-9
+            and self.scores[way][0] <= colds * SIGNAL_COLDS + 1e-9
             and self.scores[way][1] <= hours * (1 + SIGNAL_SLACK) + 1e-9
             and self.cost(way) <= most
         ]
