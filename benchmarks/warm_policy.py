@@ -37,8 +37,9 @@ household service needs ``--service-gib`` of the ``--gpu-gib`` GPU on two evenin
 (seeded), so the guard is put to the test. ``benchmarks/traces/`` holds real ones, each
 with its source and licence (``context_traces.md``: four homes' sensors and uses). Each
 trace ends with the goals, met or not (a context trace's: both planners on the frontier,
-and ``signal_goals.py``'s), and a line saying how many are met. ``--self-test`` replays small traces whose answers were worked
-out by hand, and says which hold. It asserts nothing (the self-test's test does).
+and ``signal_goals.py``'s), and a line saying how many are met. ``--self-test`` replays
+small traces whose answers were worked out by hand, and says which hold. It asserts
+nothing (the self-test's test does).
 """
 
 from __future__ import annotations

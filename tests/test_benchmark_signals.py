@@ -72,7 +72,7 @@ def test_a_file_whose_header_is_neither_form_is_refused_in_words(tmp_path: Path)
     with pytest.raises(SystemExit, match="empty"):
         read(path)
     path.write_text("timestamp,entity,state\n2026-03-02T07:00:00,binary_sensor.x,on\n")
-    with pytest.raises(SystemExit, match="no 'use.<model>,1' line"):
+    with pytest.raises(SystemExit, match=r"no 'use\.<model>,1' line"):
         read(path)
 
 
@@ -193,7 +193,9 @@ def test_a_lifted_edge_ahead_of_the_uses_leads_and_a_noisy_one_does_not() -> Non
 def test_the_signal_goals_at_their_edges() -> None:
     time_only = Figures(requests=40, cold=10, gib_hours=20.0)
     leads = Lead("binary_sensor.bedroom_motion", 0.5, 40)
-    assert leads.leads and not Lead("x", 0.49, 40).leads and not Lead(None, 1.0, 0).leads
+    assert leads.leads
+    assert not Lead("x", 0.49, 40).leads
+    assert not Lead(None, 1.0, 0).leads
 
     def verdicts(
         cold: int, gib: float, lead: Lead = leads, *, enough: bool = True
