@@ -207,9 +207,9 @@ def test_a_way_with_signals_wins_only_with_fewer_cold_starts_less_memory_and_les
     assert scores(clock=base, signals__10=(colds, 10.0)).with_signals(WarmMode.CLOCK) == Way(
         WarmMode.SIGNALS, timedelta(minutes=10)
     )
-    assert scores(clock=base, signals__10=(colds + 0.01, 10.0)).with_signals(
+    assert scores(clock=base, signals__10=(colds + 0.01, 10.0)).with_signals(WarmMode.CLOCK) == Way(
         WarmMode.CLOCK
-    ) == Way(WarmMode.CLOCK)
+    )
     # Not SIGNAL_GAIN cheaper: no.
     most = 140 * (1 - SIGNAL_GAIN)
     just = scores(clock=base, signals__10=(colds, most - 2 * colds))

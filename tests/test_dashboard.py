@@ -272,7 +272,9 @@ async def test_learned_warming_has_a_section_that_says_why_nothing_is_expected(
     assert [row["entity"] for row in rows[3:]] == [
         f"binary_sensor.{prefix}_in_a_usage_window",
         f"sensor.{prefix}_uses_today",
-        f"sensor.{prefix}_warm_thanks_to_auto_warm_7_days",
+        f"sensor.{prefix}_warming_signals",
+        f"sensor.{prefix}_warm_thanks_to_the_clock_7_days",
+        f"sensor.{prefix}_warm_thanks_to_a_signal_7_days",
         f"sensor.{prefix}_cold_starts_7_days",
         f"sensor.{prefix}_gib_hours_spent_warming_7_days",
     ]

@@ -386,7 +386,7 @@ async def test_stored_figures_of_version_1_1_are_migrated(
     assert timings[QWEN].cold_request_seconds is None
     await hass.config_entries.async_unload(mock_config_entry.entry_id)
     stored = hass_storage[f"{DOMAIN}.{ENTRY_ID}"]
-    assert stored["minor_version"] == 7  # type: ignore[index]
+    assert stored["minor_version"] == 8  # type: ignore[index]
     models = stored["data"]["models"]  # type: ignore[index]
     assert models[LLAMA]["cold_request_at_least_seconds"] == 7.25
     assert models[LLAMA]["cold_request_seconds"] is None
@@ -593,7 +593,7 @@ async def test_a_1_4_store_without_the_later_sections_is_migrated_to_1_5(
     ) == ({}, {}, {})
     await hass.config_entries.async_unload(ENTRY_ID)
     stored = hass_storage[key]
-    assert stored["minor_version"] == 7  # type: ignore[index]
+    assert stored["minor_version"] == 8  # type: ignore[index]
     for section in ("diagnoses", "ttft_targets", "idle_profiles"):
         assert stored["data"][section] == {}  # type: ignore[index]
 
@@ -617,7 +617,7 @@ async def test_a_diagnosis_stored_in_words_keeps_them_through_the_1_6_migration(
     assert (state.state, state.attributes["verdict"]) == ("evicted", words)
     await hass.config_entries.async_unload(ENTRY_ID)
     stored = hass_storage[key]
-    assert stored["minor_version"] == 7  # type: ignore[index]
+    assert stored["minor_version"] == 8  # type: ignore[index]
     diagnosis = stored["data"]["diagnoses"][LLAMA]  # type: ignore[index]
     assert "verdict" not in diagnosis
     assert diagnosis["said"] == {"key": "diagnosis_as_stored", "figures": {"words": words}}
@@ -689,7 +689,7 @@ async def test_a_polled_figure_stored_before_1_7_becomes_a_lower_bound(
     assert (cold.state, cold.attributes["at_least_seconds"]) == (STATE_UNKNOWN, 3.5)
     await hass.config_entries.async_unload(ENTRY_ID)
     stored = hass_storage[key]
-    assert stored["minor_version"] == 7  # type: ignore[index]
+    assert stored["minor_version"] == 8  # type: ignore[index]
     assert stored["data"]["models"][QWEN]["cold_request_at_least_seconds"] == 3.5  # type: ignore[index]
 
 

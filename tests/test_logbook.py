@@ -9,6 +9,7 @@ from syrupy.assertion import SnapshotAssertion
 from custom_components.llm_warmth import logbook
 from custom_components.llm_warmth.const import (
     DOMAIN,
+    EVENT_AUTO_WARM,
     EVENT_COLD_START,
     EVENT_MODEL_LOADED,
     EVENT_MODEL_UNLOADED,
@@ -38,6 +39,7 @@ async def test_every_event_is_described(hass: HomeAssistant, snapshot: SnapshotA
     described = describers(hass)
     # A cold start is told on its load's line: its own event has none.
     assert set(described) == {
+        EVENT_AUTO_WARM,
         EVENT_MODEL_LOADED,
         EVENT_MODEL_UNLOADED,
         EVENT_SERVER_RESTARTED,
@@ -127,6 +129,42 @@ async def test_every_event_is_described(hass: HomeAssistant, snapshot: SnapshotA
             EVENT_SERVER_RESTARTED,
             {"reason": "version_changed", "version": "0.10.0", "previous_version": "0.9.3"},
         ),
+        # Every load auto-warm sends says why: a signal that leads a use, or the clock.
+        (
+            EVENT_AUTO_WARM,
+            {
+                "model": "qwen3:8b",
+                "reason": "signal",
+                "until": "2026-12-01T07:22:00+00:00",
+                "signal_entity_id": "binary_sensor.kitchen_motion",
+                "signal_name": "Kitchen motion",
+                "signal_state": "on",
+                "within_minutes": 12,
+                "share_percent": 64,
+            },
+        ),
+        (
+            EVENT_AUTO_WARM,
+            {
+                "model": "qwen3:8b",
+                "reason": "signal",
+                "until": "2026-12-01T06:50:00+00:00",
+                "signal_entity_id": "sensor.phone_next_alarm",
+                "signal_state": "alarm",
+                "within_minutes": 20,
+                "share_percent": 80,
+            },
+        ),
+        (
+            EVENT_AUTO_WARM,
+            {
+                "model": "qwen3:8b",
+                "reason": "expected_use",
+                "until": "2026-12-01T07:20:00+00:00",
+                "expected_at": "2026-12-01T07:00:00+00:00",
+            },
+        ),
+        (EVENT_AUTO_WARM, {"model": "qwen3:8b", "reason": "expected_use"}),
     ]
     assert [described[kind](Event(kind, {**server, **data})) for kind, data in samples] == snapshot
 

@@ -102,13 +102,33 @@ ALLOWED: dict[str, tuple[str, frozenset[str]]] = {
             }
         ),
     ),
+    "signals_flow.py": (
+        FORM_INPUT,
+        frozenset(
+            {
+                "WarmingSignalsFlow.async_step_entities",
+                "WarmingSignalsFlow.async_step_reconfigure",
+                "WarmingSignalsFlow.async_step_user",
+            }
+        ),
+    ),
     "gpu_coordinator.py": (
         "an entry's options (Home Assistant's Mapping[str, Any])",
         frozenset({"gpu_source_from_options"}),
     ),
     "logbook.py": (
         "an event's data from Home Assistant's bus, as the logbook hands it over",
-        frozenset({"<module>", "_loaded", "_restarted", "_seconds", "_unloaded", "_voice_turn"}),
+        frozenset(
+            {
+                "<module>",
+                "_auto_warm",
+                "_loaded",
+                "_restarted",
+                "_seconds",
+                "_unloaded",
+                "_voice_turn",
+            }
+        ),
     ),
     "diagnostics.py": (
         "Home Assistant's diagnostics signature (dict[str, Any])",

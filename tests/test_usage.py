@@ -115,7 +115,7 @@ async def test_another_clients_requests_on_ollama_are_uses_and_ours_are_not(
     # The diagnostics count the uses; they do not tell when the household was at home.
     diagnostics = await get_diagnostics_for_config_entry(hass, hass_client, mock_config_entry)
     assert diagnostics["usage"][LLAMA]["uses"] == 3
-    assert diagnostics["usage"][LLAMA]["scoreboard_7_days"] == [0, 1, 0]
+    assert diagnostics["usage"][LLAMA]["scoreboard_7_days"] == [0, 1, 0, 0]
     assert str(emulator.clock.now().year) not in json.dumps(diagnostics["usage"])
     # Kept across a restart.
     await hass.config_entries.async_reload(ENTRY_ID)
@@ -161,7 +161,7 @@ async def test_llama_swaps_activity_are_uses_at_their_start_and_ours_are_not(
         assert usage.uses_seen_within() == round(coordinator.normal_interval.total_seconds())
         # A request before the first page read is history, not counted.
         await other_chat(swap.url)
-        await wait_until(lambda: usage._activity_seen is not None, 10, "the first page")
+        await wait_until(lambda: usage._server._activity_seen is not None, 10, "the first page")
         # Another client's chat: one use, at the request's start as llama-swap logged it.
         await other_chat(swap.url)
         await wait_until(lambda: "tiny" in usage and usage.get("tiny").planner.uses, 10, "the use")
@@ -175,7 +175,7 @@ async def test_llama_swaps_activity_are_uses_at_their_start_and_ours_are_not(
             DOMAIN, "probe", {"config_entry_id": entry.entry_id, "model": "tiny"}, blocking=True
         )
         seen = len(swap.activity)
-        await wait_until(lambda: (usage._activity_seen or 0) >= seen, 10, "our probe read")
+        await wait_until(lambda: (usage._server._activity_seen or 0) >= seen, 10, "our probe read")
         assert len(usage.get("tiny").planner.uses) == 1
         own = entry.runtime_data.own_requests
         assert own.during("tiny", ended, dt_util.utcnow())
@@ -189,13 +189,15 @@ async def test_llama_swaps_activity_are_uses_at_their_start_and_ours_are_not(
         }
         swap.activity.append(failed)
         seen = len(swap.activity)
-        await wait_until(lambda: (usage._activity_seen or 0) >= seen, 10, "the failure read")
+        await wait_until(
+            lambda: (usage._server._activity_seen or 0) >= seen, 10, "the failure read"
+        )
         assert len(usage.get("tiny").planner.uses) == 1
         # llama-swap restarted, its ids begin again: that page is a first page, and the
         # request after it is a use (its id is below the last one read before).
         swap.activity.clear()
         await other_chat(swap.url)
-        await wait_until(lambda: usage._activity_seen == 1, 10, "the new first page")
+        await wait_until(lambda: usage._server._activity_seen == 1, 10, "the new first page")
         await other_chat(swap.url)
         await wait_until(lambda: len(usage.get("tiny").planner.uses) == 2, 10, "a use after")
         await hass.config_entries.async_unload(entry.entry_id)
@@ -328,7 +330,7 @@ async def test_auto_warm_loads_ahead_of_the_expected_morning_through_the_guard(
     await coordinator.async_refresh()
     await hass.async_block_till_done()
     helped = hass.states.get(
-        model_id(mock_config_entry, "sensor.llama3_2_3b_warm_thanks_to_auto_warm_7_days")
+        model_id(mock_config_entry, "sensor.llama3_2_3b_warm_thanks_to_the_clock_7_days")
     )
     assert (helped.state, helped.attributes["today"]) == ("1", 1)
     spent = hass.states.get(
@@ -550,7 +552,7 @@ async def warmed_ahead(
 
 def scores(hass: HomeAssistant, entry: MockConfigEntry) -> tuple[str, str]:
     """Return today's requests warm thanks to auto-warm, and cold starts."""
-    helped = "sensor.llama3_2_3b_warm_thanks_to_auto_warm_7_days"
+    helped = "sensor.llama3_2_3b_warm_thanks_to_the_clock_7_days"
     cold = "sensor.llama3_2_3b_cold_starts_7_days"
     return (
         hass.states.get(model_id(entry, helped)).state,

@@ -213,12 +213,17 @@ def _reload_on_new_assistants(hass: HomeAssistant, entry: LlmWarmthConfigEntry) 
     """Reload the entry when its warm assistants (subentries) change; return what stops it.
 
     (Through the config entry signal: an update listener would clash with the options
-    flow's own reload.)
+    flow's own reload.) A model's warming signals change without a reload: the usage
+    feature follows them (``signal_sources.py``).
     """
 
     # Home Assistant changes a subentry in place: compare what it held at setup.
     def held(entry: ConfigEntry) -> dict[str, tuple[str, str, dict[str, object]]]:
-        return {i: (s.subentry_type, s.title, dict(s.data)) for i, s in entry.subentries.items()}
+        return {
+            i: (s.subentry_type, s.title, dict(s.data))
+            for i, s in entry.subentries.items()
+            if s.subentry_type == SUBENTRY_WARM_ASSISTANT
+        }
 
     assistants = held(entry)
 

@@ -58,6 +58,7 @@ from .const import (
     MAX_SCAN_INTERVAL,
     MIN_SCAN_INTERVAL,
     SUBENTRY_WARM_ASSISTANT,
+    SUBENTRY_WARMING_SIGNALS,
 )
 from .core.backends.base import ServerKind
 from .core.backends.detection import Detected, detect
@@ -79,6 +80,7 @@ from .errors import server_translation_key
 from .gpu_coordinator import gpu_source_from_options
 from .household import entry_host
 from .household_entry import is_household
+from .signals_flow import WarmingSignalsFlow
 
 _PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
 
@@ -121,10 +123,13 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
     def async_get_supported_subentry_types(
         cls, config_entry: ConfigEntry
     ) -> dict[str, type[ConfigSubentryFlow]]:
-        """Return the warm assistant, the one kind of subentry (a server's)."""
+        """Return a server's kinds of subentry: warm assistants, a model's warming signals."""
         if is_household(config_entry):
             return {}
-        return {SUBENTRY_WARM_ASSISTANT: WarmAssistantFlow}
+        return {
+            SUBENTRY_WARM_ASSISTANT: WarmAssistantFlow,
+            SUBENTRY_WARMING_SIGNALS: WarmingSignalsFlow,
+        }
 
     @classmethod
     @callback

@@ -46,6 +46,7 @@ EVENT_PIN_REAPPLIED: Final = "llm_warmth_pin_reapplied"
 EVENT_DIAGNOSIS_PROGRESS: Final = "llm_warmth_diagnosis_progress"
 EVENT_VOICE_TURN: Final = "llm_warmth_voice_turn"
 EVENT_ASSISTANT_ROUTE: Final = "llm_warmth_assistant_route"
+EVENT_AUTO_WARM: Final = "llm_warmth_auto_warm"
 
 # The household's assistant model, when no conversation agent names it (options flow).
 CONF_ASSISTANT_MODEL: Final = "assistant_model"
@@ -71,6 +72,11 @@ CONF_HOST: Final = "host"
 CONF_GUARD_CLEAR_MINUTES: Final = "guard_clear_minutes"
 # The warm assistant (a subentry): its primary agent, ordered fall-backs, accepted wait.
 SUBENTRY_WARM_ASSISTANT: Final = "warm_assistant"
+# A model's warming signals (a subentry): the model, and the entities whose changes may
+# precede its use.
+SUBENTRY_WARMING_SIGNALS: Final = "warming_signals"
+CONF_SIGNAL_MODEL: Final = "model"
+CONF_SIGNAL_ENTITIES: Final = "entities"
 # The household entry (made by the integration once a house has two servers): data key.
 CONF_HOUSEHOLD: Final = "household"
 CONF_ASSISTANT_PRIMARY: Final = "primary_agent"

@@ -17,9 +17,11 @@ from homeassistant.components.logbook.const import (
     LOGBOOK_ENTRY_NAME,
 )
 from homeassistant.core import Event, HomeAssistant, callback
+from homeassistant.util import dt as dt_util
 
 from .const import (
     DOMAIN,
+    EVENT_AUTO_WARM,
     EVENT_MODEL_LOADED,
     EVENT_MODEL_UNLOADED,
     EVENT_SERVER_RESTARTED,
@@ -125,11 +127,38 @@ def _voice_turn(data: Mapping[str, Any]) -> str:
     return "a voice turn (its stages were not timed)"
 
 
+def _clock(value: object) -> str | None:
+    """Return an event's ISO time as the household's clock shows it (HH:MM)."""
+    when = dt_util.parse_datetime(value) if isinstance(value, str) else None
+    return dt_util.as_local(when).strftime("%H:%M") if when else None
+
+
+def _auto_warm(data: Mapping[str, Any]) -> str:
+    """Tell why auto-warm loaded a model: a signal that leads a use, or the clock."""
+    until = _clock(data.get("until"))
+    held = f" (held until {until} unless used)" if until else ""
+    if data.get("reason") == "signal":
+        name = data.get("signal_name") or data.get("signal_entity_id")
+        state = data.get("signal_state")
+        what = f"{name}'s time came" if state == "alarm" else f"{name} {state}"
+        return (
+            f"warmed on a signal: {what}: a use follows within {data.get('within_minutes')}"
+            f" min {data.get('share_percent')} % of the time{held}"
+        )
+    expected = _clock(data.get("expected_at"))
+    return (
+        f"warmed ahead of its expected use at {expected}{held}"
+        if expected
+        else f"warmed ahead{held}"
+    )
+
+
 _MESSAGES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     EVENT_MODEL_LOADED: _loaded,
     EVENT_MODEL_UNLOADED: _unloaded,
     EVENT_SERVER_RESTARTED: _restarted,
     EVENT_VOICE_TURN: _voice_turn,
+    EVENT_AUTO_WARM: _auto_warm,
 }
 
 

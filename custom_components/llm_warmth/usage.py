@@ -15,8 +15,13 @@ How each use is seen, per source (README "Learned warming"):
   again) is not seen; on Ollama 0.9, whose expiry moves with the clock while a request
   runs, a request that runs across several polls counts once for each.
 - llama-swap: its activity log (``/api/metrics/activity``) tells every request with its
-  end and length: each new entry is a use at its start, read at each poll.
+  end and length: each new entry is a use at its start, read at each poll. (These two
+  are read by ``server_uses.py``.)
 - llama-server: not seen (it tells its timings only to the client that asked).
+
+The household's signals (the entities each model's warming signals name, read by
+``signal_sources.py``) are recorded beside the uses; an edge learnt to lead a use warms
+the model when the planner's contest chose a way with signals (``core.signal_warm``).
 
 The integration's own requests (probes, preloads, pins, warm-ups) are never uses: the
 coordinator notes when they run (``OwnRequestLog``) and what the server shows then is
@@ -37,14 +42,12 @@ from homeassistant.util import dt as dt_util
 
 from .agent_turns import AgentTurns
 from .agents import AgentDirectory, agent_context, model_agent
-from .const import LOGGER
+from .const import EVENT_AUTO_WARM, LOGGER
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
 from .core.auto_warm import (
     AgentKeep,
-    ExpiryWatch,
     KeepLedger,
-    activity_uses,
     held_bytes,
     household_cold_starts,
     keep_order,
@@ -54,18 +57,23 @@ from .core.auto_warm import (
 from .core.backends.base import GENERATION_TIMEOUT, ReportsRequests
 from .core.backends.errors import LlmServerError
 from .core.monitor import MonitorChange
-from .core.usage import UsageRecord, local_day, new_activity
-from .core.warm_hold import warm_lead
+from .core.signal_edges import Edge
+from .core.signal_learning import SignalLead
+from .core.signal_warm import auto_warm_event, signal_warm_up
+from .core.usage import UsageRecord, local_day
+from .core.usage_rhythm import local_time
+from .core.warm_hold import Hold, warm_lead
 from .core.warm_plan import Plan
 from .data import LlmWarmthConfigEntry
+from .devices import fire_event
 from .feature import ModelRecords
 from .household import HouseholdWatch
 from .own_requests import OwnRequests
+from .server_uses import ServerUses
+from .signal_sources import SignalSources
 from .storage import EntryStore
 
 SECTION: Final = "usage"
-# How many of llama-swap's latest activity entries are read at each poll.
-ACTIVITY_PAGE: Final = 50
 # How often the plans are looked at.
 TICK: Final = timedelta(minutes=1)
 
@@ -99,33 +107,38 @@ class UsageWatch(ModelRecords[UsageRecord]):
         # The clock the plans are made on (the coordinator's; a test may give its own).
         self.utcnow: Callable[[], datetime] = coordinator.utcnow
         self._household = household
-        # What the last poll saw: each model's expiry, and when.
-        self._expiries = ExpiryWatch()
-        # The latest llama-swap activity entry read (None: none yet, read the page once).
-        self._activity_seen: int | None = None
         # When Home Assistant's agents used each model: uses, and not another client's.
         self._turns = AgentTurns(coordinator, agents, on_use=self.record)
-        # A read of llama-swap's activity is running (one at a time).
-        self._reading = False
+        # What other clients' requests show on the server at each poll.
+        self._server = ServerUses(
+            entry,
+            coordinator,
+            own_requests=own_requests,
+            turns=self._turns.log,
+            on_use=self.record,
+            on_gone=self._held,
+        )
         # Our last keep of each model: until when it asked, when the server answered.
         self._asked = KeepLedger()
+        # The household's signals of each model: their edges, live and from the recorder.
+        self.signals = SignalSources(
+            self.hass, entry, on_edges=self.signal_edges, on_kept=self.keep_signals
+        )
 
     @override
     @callback
     def async_start(self) -> CALLBACK_TYPE:
         """Follow the chat logs and the polls; return what stops it."""
-        coordinator = self._coordinator
-        if coordinator.last_update_success and coordinator.data is not None:
-            # The setup's poll is the baseline the next one is compared with.
-            self._expiries.baseline(coordinator.utcnow(), coordinator.data.held)
+        self._server.baseline()  # the setup's poll: the one the next is compared with
         stops = [
             super().async_start(),
-            self._coordinator.async_add_poll_listener(self._polled),
+            self._coordinator.async_add_poll_listener(self._server.polled),
             self._coordinator.async_add_change_listener(self._changed),
             # What is expected moves with the clock: the entities look again every minute.
             async_track_time_interval(self.hass, self._tick, TICK),
         ]
         stops.append(self._turns.async_start())
+        stops.append(self.signals.async_start())
 
         @callback
         def stop() -> None:
@@ -178,13 +191,21 @@ class UsageWatch(ModelRecords[UsageRecord]):
             return
         record.warm_up_sent(due.start, now, due.hold)
         self.async_changed()
-        keep = due.keep_seconds(
-            now, requests_set_keep=coordinator.client.capabilities.requests_set_keep_and_context
-        )
+        self._send_warm_up(model, due.hold, auto_warm_event(model, due.hold, expected_at=due.start))
+
+    @callback
+    def _send_warm_up(self, model: str, hold: Hold, event: dict[str, object]) -> None:
+        """Load ``model`` as ``hold`` says (the way its agent asks); say why (the event)."""
+        keep = hold.keep_seconds(self.utcnow()) if self._sets_keep() else None
         num_ctx, _agent = agent_context(self.entry, model)
+        fire_event(self.hass, self.entry, EVENT_AUTO_WARM, **event)
         self.entry.async_create_background_task(
             self.hass, self._load(model, keep, num_ctx), f"llm_warmth auto-warm {model}"
         )
+
+    def _sets_keep(self) -> bool:
+        """Return True where a request sets the keep (Ollama)."""
+        return self._coordinator.client.capabilities.requests_set_keep_and_context
 
     @callback
     def _keep(self, model: str, record: UsageRecord) -> None:
@@ -216,7 +237,7 @@ class UsageWatch(ModelRecords[UsageRecord]):
                 num_ctx=agent_context(self.entry, model)[0],
             ),
             asked=self._asked.asked(model),
-            polled_at=self._expiries.polled_at,
+            polled_at=self._server.expiries.polled_at,
         )
         if order is None:
             return
@@ -273,48 +294,76 @@ class UsageWatch(ModelRecords[UsageRecord]):
         if on:
             self._auto_warm(model, self._records[model])
 
-    # ---------------------------------------------------------------- sources
+    # ---------------------------------------------------------------- signals
 
     @callback
-    def _polled(self) -> None:
-        """Compare the expiries with the last poll's (Ollama); read llama-swap's activity."""
+    def signal_edges(self, model: str, edges: list[Edge], live: bool) -> None:
+        """Record a model's signals' ``edges``; warm it on a ``live`` one that leads a use."""
+        record = self._records.setdefault(model, UsageRecord())
+        if not record.planner.observe_edges(edges):
+            return
+        self.async_changed()
+        if live and record.auto_warm:
+            for edge in edges:
+                self._signal_warm(model, record, edge)
+
+    @callback
+    def keep_signals(self, model: str, entities: frozenset[str]) -> None:
+        """Forget every signal of ``model`` but ``entities`` (and what they taught)."""
+        record = self._records.get(model)
+        if record is not None and record.planner.keep_signals(entities):
+            self.async_changed()
+
+    @callback
+    def _signal_warm(self, model: str, record: UsageRecord, edge: Edge) -> None:
+        """Load ``model`` on an edge learnt to lead a use, through the guard; say why.
+
+        Held for the signal's hold (Ollama's keep; the other servers keep by their own
+        configuration), unless the model is warm already or loading.
+        """
         coordinator = self._coordinator
         if not coordinator.last_update_success:
             return
-        now = coordinator.utcnow()  # the server's expiries are read on this clock
-        uses = self._expiries.polled(
-            now,
-            coordinator.data.held,
-            reports_expiry=coordinator.client.capabilities.reports_expiry,
-            ours=self._own,
-            agents=self._turns.log,
+        now, snapshot = self.utcnow(), coordinator.data
+        sent = signal_warm_up(
+            record.planner,
+            edge,
+            local_time(now, _zone()),
+            held=model in snapshot.held,
+            loading=model in snapshot.loading,
         )
-        for model, record in self._records.items():
-            if model not in coordinator.data.held:
-                record.let_go(now, _zone())
-        if isinstance(coordinator.client, ReportsRequests) and not self._reading:
-            self._reading = True
-            self.entry.async_create_background_task(
-                self.hass, self._read_activity(coordinator.client), "llm_warmth usage activity"
-            )
-        for model in uses:
-            self.record(model, now)
-
-    async def _read_activity(self, client: ReportsRequests) -> None:
-        """Record the requests llama-swap served since the last poll (not ours)."""
-        try:
-            served = await client.served_requests(limit=ACTIVITY_PAGE)
-        except LlmServerError as err:
-            LOGGER.debug("%s: llama-swap's activity: %s", self.entry.title, err)
+        if sent is None:
             return
-        finally:
-            self._reading = False
-        read = new_activity(served, self._activity_seen)
-        self._activity_seen = read.newest
-        for request in activity_uses(read.new, ours=self._own, agents=self._turns.log):
-            self.record(self._coordinator.resolve_model(request.model), request.started_at)
+        try:
+            self._household.check(model, force=False)
+        except HomeAssistantError:
+            record.refused += 1
+            self.async_changed()
+            return
+        record.signal_warm_up_sent(now, sent.hold, sent.lead)
+        self.async_changed()
+        event = auto_warm_event(model, sent.hold, lead=sent.lead)
+        if (state := self.hass.states.get(edge.entity)) is not None:
+            event["signal_name"] = state.name
+        self._send_warm_up(model, sent.hold, event)
+
+    def chosen_signals(self, model: str) -> tuple[str, ...]:
+        """Return the entities the household picked as ``model``'s signals."""
+        return self.signals.chosen.get(model, ())
+
+    def leads(self, model: str) -> list[SignalLead]:
+        """Return what each of ``model``'s signals was learnt to lead."""
+        record = self._records.get(model)
+        return record.planner.leads() if record else []
 
     # ---------------------------------------------------------------- state
+
+    @callback
+    def _held(self, held: frozenset[str], now: datetime) -> None:
+        """Note each model the server no longer holds at the poll at ``now``."""
+        for model, record in self._records.items():
+            if model not in held:
+                record.let_go(now, _zone())
 
     @callback
     def record(self, model: str, at: datetime) -> None:
@@ -363,12 +412,18 @@ class UsageWatch(ModelRecords[UsageRecord]):
         timing = self._coordinator.data.timings.get(model)
         return warm_lead(timing.load_seconds if timing else None)
 
+    def load(self, model: str) -> timedelta | None:
+        """Return the model's last measured cold load (None: none measured yet)."""
+        timing = self._coordinator.data.timings.get(model)
+        seconds = timing.load_seconds if timing else None
+        return timedelta(seconds=seconds) if seconds else None
+
     def plan(self, model: str, now: datetime | None = None) -> Plan | None:
         """Return the planner's answer for ``model`` now (None: never used yet)."""
         record = self._records.get(model)
         if record is None:
             return None
-        return record.plan(now or self.utcnow(), _zone(), self.lead(model))
+        return record.plan(now or self.utcnow(), _zone(), self.lead(model), self.load(model))
 
     def uses_today(self, model: str, now: datetime | None = None) -> int:
         """Return how many uses of ``model`` were recorded since local midnight."""

@@ -1,4 +1,4 @@
-"""A model's usage entities: next expected use, uses today, usage window, Auto-warm.
+"""A model's usage entities: next expected use, uses today, usage window, signals, Auto-warm.
 
 They appear once a use of the model was recorded (``usage``), and follow the usage
 feature: each use, and every minute (what is expected moves with the clock).
@@ -27,7 +27,7 @@ from homeassistant.helpers.entity import Entity
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .coordinator import LlmWarmthCoordinator
-from .core.usage import COLD, GIB_HOURS, HELPED
+from .core.usage import COLD, GIB_HOURS, HELPED, SIGNAL_HELPED
 from .core.usage_readings import (
     NoUseExpected,
     auto_warm_attributes,
@@ -36,6 +36,7 @@ from .core.usage_readings import (
     next_use_attributes,
     no_use_expected,
     score_shown,
+    signals_reading,
 )
 from .core.warm_plan import Plan
 from .data import LlmWarmthConfigEntry
@@ -85,6 +86,12 @@ SCOREBOARD = (
         translation_key="cold_starts_7_days",
         state_class=SensorStateClass.MEASUREMENT,
         column=COLD,
+    ),
+    ScoreDescription(
+        key="warm_thanks_to_a_signal",
+        translation_key="warm_thanks_to_a_signal",
+        state_class=SensorStateClass.MEASUREMENT,
+        column=SIGNAL_HELPED,
     ),
     ScoreDescription(
         key="warming_gib_hours",
@@ -166,6 +173,44 @@ class ScoreSensor(UsageEntity, SensorEntity):
         return {"today": self._shown(today)}
 
 
+WARMING_SIGNALS = SensorEntityDescription(
+    key="warming_signals",
+    translation_key="warming_signals",
+    state_class=SensorStateClass.MEASUREMENT,
+)
+
+
+class WarmingSignals(UsageEntity, SensorEntity):
+    """How many of the household's signals warm the model now; what each was learnt to lead.
+
+    Its ``signals`` attribute (not recorded: it changes with every edge) lists each
+    entity picked and edge seen: what it leads (a use within ``within_minutes``,
+    ``share_percent`` of the time), how often it led and was wrong, its lift, and whether
+    it acts.
+    """
+
+    _unrecorded_attributes = frozenset({"signals"})
+
+    def _reading(self) -> tuple[int, Mapping[str, object]]:
+        chosen = self.usage.chosen_signals(self.model)
+        names = {e: s.name for e in chosen if (s := self.hass.states.get(e)) is not None}
+        return signals_reading(
+            self.usage.plan(self.model), self.usage.leads(self.model), chosen, names
+        )
+
+    @property
+    @override
+    def native_value(self) -> int:
+        """Return how many signals warm the model now."""
+        return self._reading()[0]
+
+    @property
+    @override
+    def extra_state_attributes(self) -> Mapping[str, object]:
+        """Return the signals learnt, and why none acts when none does (``reason``)."""
+        return self._reading()[1]
+
+
 class InUsageWindow(UsageEntity, BinarySensorEntity):
     """On while now is in a stretch of the day the model is expected to be used in."""
 
@@ -204,6 +249,7 @@ def async_add_usage_sensors(
             NextExpectedUse(coordinator, NEXT_USE, model),
             UsesToday(coordinator, USES_TODAY, model),
             *(ScoreSensor(coordinator, description, model) for description in SCOREBOARD),
+            WarmingSignals(coordinator, WARMING_SIGNALS, model),
         ],
     )
 
@@ -235,6 +281,8 @@ class AutoWarmSwitch(UsageEntity, SwitchEntity):
             "refused_by_the_guard",
             "kept_for",
             "kept_until",
+            "signal",
+            "warmed_by",
             "session_keep_minutes",
             "uses_seen_within_seconds",
         }

@@ -89,7 +89,9 @@ _USAGE_ROWS = (
     ("next_expected_use", Platform.SENSOR, "Next expected use"),
     ("in_usage_window", Platform.BINARY_SENSOR, "In a usage window"),
     ("uses_today", Platform.SENSOR, "Uses today"),
-    ("warm_thanks_to_auto_warm", Platform.SENSOR, "Warm thanks to auto-warm (7 days)"),
+    ("warming_signals", Platform.SENSOR, "Warming signals"),
+    ("warm_thanks_to_auto_warm", Platform.SENSOR, "Warm thanks to the clock (7 days)"),
+    ("warm_thanks_to_a_signal", Platform.SENSOR, "Warm thanks to a signal (7 days)"),
     ("cold_starts_7_days", Platform.SENSOR, "Cold starts (7 days)"),
     ("warming_gib_hours", Platform.SENSOR, "GiB-hours warming (7 days)"),
 )
@@ -110,6 +112,8 @@ _CARD_MODEL_KEYS = {
     "last_measured_load_duration": "load",
     "last_cold_request_duration": "cold_request",
     "vram": "vram",
+    # Its Warming signals sensor: the card's "Warming signals" section.
+    "warming_signals": "signals",
 }
 # The card's options by a model's switch: its pins (the Keep warm switch) on its timeline.
 _CARD_MODEL_SWITCHES = {"keep_warm": "keep_warm"}

@@ -621,7 +621,7 @@ export function checkConfig(config) {
     if (!model || typeof model !== "object" || !model.warmth) {
       throw new Error(`models[${i}]: warmth (the model's Warmth sensor) is required`);
     }
-    for (const key of ["warmth", "load", "cold_request", "vram", "keep_warm"]) {
+    for (const key of ["warmth", "load", "cold_request", "vram", "keep_warm", "signals"]) {
       entity(model[key], `models[${i}].${key}`);
     }
     for (const [key, value] of Object.entries(model.probe ?? {})) {
@@ -641,7 +641,7 @@ export function checkConfig(config) {
 export function configEntities(config) {
   const ids = [];
   for (const model of config.models) {
-    ids.push(model.warmth, model.load, model.cold_request, model.vram, model.keep_warm);
+    ids.push(model.warmth, model.load, model.cold_request, model.vram, model.keep_warm, model.signals);
     ids.push(...Object.values(model.probe ?? {}));
   }
   for (const gpu of config.gpus ?? []) ids.push(gpu.total, gpu.other, gpu.headroom_low);

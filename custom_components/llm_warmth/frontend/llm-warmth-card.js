@@ -26,6 +26,7 @@ import {
   timeline,
   waterfall,
 } from "./llm-warmth-card-data.js";
+import { SIGNALS_STYLE, signalsSection } from "./llm-warmth-card-signals.js";
 
 const CARD = "llm-warmth-card";
 
@@ -240,10 +241,11 @@ class LlmWarmthCard extends HTMLElement {
         parts.push(this._timelines(range, inner));
         parts.push(this._memory(range, inner));
         parts.push(this._waterfall(inner));
+        parts.push(signalsSection(this._config.models, this._hass.states, escape));
       }
     }
     this.shadowRoot.innerHTML = `
-      <style>${STYLE}</style>
+      <style>${STYLE}${SIGNALS_STYLE}</style>
       <ha-card>
         ${title ? `<h1 class="card-header">${escape(title)}</h1>` : ""}
         <div class="content">${parts.join("")}</div>
