@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 import os
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import aiohttp
 from homeassistant.components.onboarding.const import STEPS
+from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr
 from homeassistant.setup import async_setup_component
@@ -37,8 +39,11 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 from custom_components.llm_warmth.const import (
     CONF_ASSISTANT_MODEL,
     CONF_RESERVE_GIB,
+    CONF_SIGNAL_ENTITIES,
+    CONF_SIGNAL_MODEL,
     DOMAIN,
     EVENT_VOICE_TURN,
+    SUBENTRY_WARMING_SIGNALS,
 )
 from custom_components.llm_warmth.devices import server_device_identifier
 from demo.home_assistant import http_storage
@@ -48,6 +53,7 @@ from .chromium import Page, chromium_page, look, require_browser, sign_in_script
 from .conftest import ENTRY_ID, LLAMA, QWEN, free_port, model_device, ollama_request
 from .e2e import wait_until
 from .ollama_emulator import OllamaEmulator
+from .signal_lessons import teach
 from .test_gpu import NVML_OPTIONS, nvml, setup_with  # noqa: F401 (nvml: a fixture)
 from .test_warm_assistant import House, house_fixture, make_warm  # noqa: F401 (a fixture)
 
@@ -585,4 +591,54 @@ async def test_the_household_section_in_a_browser(
     (device,) = dr.async_entries_for_config_entry(dr.async_get(hass), household.entry_id)
     await _look(
         browser, f"/config/devices/device/{device.id}", ["Big box", "NAS"], "household-device"
+    )
+
+
+async def test_the_warming_signals_in_the_card_and_the_learned_warming_card(
+    hass: HomeAssistant,
+    browser: Browser,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+) -> None:
+    """A model's signals as the ready dashboard shows them: the card's section, the rows."""
+    emulator.clock.set(dt_util.utcnow())
+    motion, attributes = "input_boolean.bedroom_motion", {"friendly_name": "Bedroom motion"}
+    hass.states.async_set(motion, "off", attributes)
+    mock_config_entry.add_to_hass(hass)
+    hass.config_entries.async_add_subentry(
+        mock_config_entry,
+        ConfigSubentry(
+            data=MappingProxyType({CONF_SIGNAL_MODEL: LLAMA, CONF_SIGNAL_ENTITIES: [motion]}),
+            subentry_type=SUBENTRY_WARMING_SIGNALS,
+            title=LLAMA,
+            unique_id=None,
+        ),
+    )
+    assert await hass.config_entries.async_setup(ENTRY_ID)
+    await hass.async_block_till_done()
+    teach(mock_config_entry, LLAMA, {motion: 300}, now=dt_util.utcnow())
+    mock_config_entry.runtime_data.usage.set_auto_warm(LLAMA, True)
+    hass.states.async_set(motion, "on", attributes)  # an edge: the model is warmed on it
+    await hass.async_block_till_done(wait_background_tasks=True)
+    await _paste_dashboard(hass, browser, "llm-signals")
+    card = await _card(
+        browser,
+        "/llm-signals/llm-warmth",
+        "card-signals",
+        "card.text.includes('Warming signals') && card.text.includes('warms it')",
+    )
+    text = card["text"]
+    assert "Bedroom motion → on: a use follows within 6 min 100 % of the time" in text, text
+    assert "1 signal warms it · warmed by the house's signals" in text, text
+    assert "(led 20, wrong 0, warms it)" in text, text
+    # The Learned warming card: the signals and the scoreboard's two columns.
+    await _look(
+        browser,
+        "/llm-signals/llm-warmth",
+        [
+            "Warming signals",
+            "Warm thanks to the clock (7 days)",
+            "Warm thanks to a signal (7 days)",
+        ],
+        "learned-warming",
     )
