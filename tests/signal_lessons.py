@@ -17,7 +17,7 @@ from homeassistant.util import dt as dt_util
 
 from custom_components.llm_warmth.core.signal_learning import EdgeStats, SignalBook
 from custom_components.llm_warmth.core.usage import UsageRecord
-from custom_components.llm_warmth.core.warm_contest import WAYS, Contest, WarmMode, Way
+from custom_components.llm_warmth.core.warm_contest import WAYS, Contest, Tally, WarmMode, Way
 
 
 def teach(
@@ -51,4 +51,4 @@ def teach(
         folded=moment,
     )
     scores = dict.fromkeys(WAYS, (100.0, 100.0)) | {Way(WarmMode.SIGNALS): (10.0, 10.0)}
-    planner.contest = Contest(scores, days=14, uses=60)
+    planner.contest = Contest(Tally(scores, 14, 60), Tally(dict(scores), 14, 60), "idle@300")

@@ -12,6 +12,7 @@ from custom_components.llm_warmth.core.warm_contest import (
     DAY_WEIGHT,
     MIN_CONTEST_DAYS,
     MIN_CONTEST_USES,
+    CLOCK_MARGIN,
     SIGNAL_COLDS,
     SIGNAL_GAIN,
     SIGNAL_LIMITS,
@@ -19,6 +20,7 @@ from custom_components.llm_warmth.core.warm_contest import (
     WAYS,
     Contest,
     Residency,
+    Tally,
     Stretch,
     WarmMode,
     Way,
@@ -173,22 +175,29 @@ def test_the_contest_decides_once_enough_days_and_uses_were_replayed() -> None:
     assert contest.clock_wins() is None
     play(contest, [1000.0, 2000.0])
     assert contest.decided
-    few = Contest(days=MIN_CONTEST_DAYS, uses=MIN_CONTEST_USES - 1)
-    assert not few.decided
-    assert Contest(days=MIN_CONTEST_DAYS, uses=MIN_CONTEST_USES).decided
+    assert not Tally(days=MIN_CONTEST_DAYS, uses=MIN_CONTEST_USES - 1).decided
+    assert not Tally(days=MIN_CONTEST_DAYS - 1, uses=MIN_CONTEST_USES).decided
+    assert Tally(days=MIN_CONTEST_DAYS, uses=MIN_CONTEST_USES).decided
+
+
+def tally(**by_key: tuple[float, float]) -> Tally:
+    values = dict.fromkeys(WAYS, (100.0, 100.0))
+    values |= {way_of(k.replace("__", "@")): v for k, v in by_key.items()}  # type: ignore[misc]
+    return Tally(values, days=MIN_CONTEST_DAYS, uses=MIN_CONTEST_USES)
 
 
 def scores(**by_key: tuple[float, float]) -> Contest:
-    values = dict.fromkeys(WAYS, (100.0, 100.0))
-    values |= {way_of(k.replace("__", "@")): v for k, v in by_key.items()}  # type: ignore[misc]
-    return Contest(values, days=MIN_CONTEST_DAYS, uses=MIN_CONTEST_USES)
+    """A contest whose every day and whose days since its base say the same."""
+    return Contest(tally(**by_key), tally(**by_key), "clock")
 
 
-def test_the_time_only_class_is_the_cheaper_of_the_clock_and_the_idle_times() -> None:
-    assert scores(clock=(10.0, 50.0), idle=(10.0, 50.0)).clock_wins() is True  # a tie: the clock
-    assert scores(clock=(10.0, 50.01), idle=(10.0, 50.0)).clock_wins() is False
-    assert scores(clock=(5.0, 80.0), idle=(20.0, 50.0)).clock_wins() is True  # 90 against 90
-    assert scores(clock=(5.0, 80.1), idle=(20.0, 50.0)).clock_wins() is False
+def test_the_clock_wins_the_time_only_class_only_where_it_cost_a_margin_less() -> None:
+    # Idle 10 cold starts and 50 h: a cost of 70; the clock wins at 95 % of it, 66.5.
+    most = 70 * (1 - CLOCK_MARGIN)
+    assert scores(clock=(10.0, most - 20), idle=(10.0, 50.0)).clock_wins() is True
+    assert scores(clock=(10.0, most - 20 + 0.01), idle=(10.0, 50.0)).clock_wins() is False
+    assert scores(clock=(10.0, 50.0), idle=(10.0, 50.0)).clock_wins() is False  # a tie: idle
+    assert scores(clock=(5.0, most - 10), idle=(10.0, 50.0)).clock_wins() is True
 
 
 def test_a_way_with_signals_wins_only_with_fewer_cold_starts_less_memory_and_less_cost() -> None:
@@ -248,24 +257,72 @@ def test_the_contest_round_trips_and_what_does_not_read_is_refused() -> None:
     stored = contest.as_dict()
     read = Contest.from_dict(stored)
     assert read.as_dict() == stored
-    assert (read.days, read.uses) == (1, 2)
-    good = stored["scores"]
+    assert (read.days, read.uses, read.base) == (1, 2, "undecided")
+    tallied = stored["tally"]
+    assert isinstance(tallied, dict)
+    good = tallied["scores"]
     assert isinstance(good, dict)
-    for damaged in (
+    for damaged_tally in (
         [],
         None,
-        {**stored, "scores": []},
-        {**stored, "days": -1},
-        {**stored, "uses": True},
-        {**stored, "days": 1.5},
-        {**stored, "scores": {**good, "clock": [1.0]}},
-        {**stored, "scores": {**good, "clock": [1.0, -1.0]}},
-        {**stored, "scores": {**good, "clock": [1.0, 1e9]}},
-        {**stored, "scores": {**good, "clock": [True, 1.0]}},
-        {**stored, "scores": {k: v for k, v in good.items() if k != "signals@5"}},
+        {**tallied, "scores": []},
+        {**tallied, "days": -1},
+        {**tallied, "uses": True},
+        {**tallied, "days": 1.5},
+        {**tallied, "scores": {**good, "clock": [1.0]}},
+        {**tallied, "scores": {**good, "clock": [1.0, -1.0]}},
+        {**tallied, "scores": {**good, "clock": [1.0, 1e9]}},
+        {**tallied, "scores": {**good, "clock": [True, 1.0]}},
+        {**tallied, "scores": {k: v for k, v in good.items() if k != "signals@5"}},
     ):
-        with pytest.raises(ValueError, match=r"contest|score|count"):
+        for part in ("tally", "since"):
+            with pytest.raises(ValueError, match=r"contest|score|count"):
+                Contest.from_dict({**stored, part: damaged_tally})
+    for damaged in ([], None, {**stored, "base": 3}, {**stored, "base": "x" * 33}):
+        with pytest.raises(ValueError, match=r"contest"):
             Contest.from_dict(damaged)
+
+
+def test_the_days_since_the_time_only_way_changed_are_tallied_apart() -> None:
+    """The signals are judged against the time-only way as it warms now."""
+    contest = Contest()
+    # Half an hour after a use keeps the next one warm: the idle times win.
+    half_hour = dict.fromkeys(WarmMode, KEEP) | {WarmMode.IDLE: 1800.0}
+    for _ in range(MIN_CONTEST_DAYS):
+        play(contest, [1000.0, 2000.0], keeps=half_hour)
+    assert contest.base == "undecided"  # judged before the day: not decided yet then
+    play(contest, [1000.0, 2000.0], keeps=half_hour)
+    assert contest.base == "idle@1800"  # the idle times won: their keep is the base
+    assert (contest.since.days, contest.days) == (1, MIN_CONTEST_DAYS + 1)
+    play(contest, [1000.0, 2000.0], keeps=half_hour)
+    assert contest.since.days == 2
+    # The idle times' keep settled at an hour: the days since begin again.
+    play(contest, [1000.0, 2000.0], keeps=half_hour | {WarmMode.IDLE: 3600.0})
+    assert (contest.base, contest.since.days) == ("idle@3600", 1)
+    assert contest.days == MIN_CONTEST_DAYS + 3
+
+
+def test_a_way_with_signals_must_win_on_every_day_and_on_the_days_since() -> None:
+    base = (20.0, 100.0)
+    good = (10.0, 50.0)
+    signals = Way(WarmMode.SIGNALS, timedelta(minutes=10))
+    assert (
+        Contest(
+            tally(clock=base, signals__10=good), tally(clock=base, signals__10=good)
+        ).with_signals(WarmMode.CLOCK)
+        == signals
+    )
+    # Lucky only lately, or only long ago: no.
+    for long, recent in ((base, good), (good, base)):
+        contest = Contest(
+            tally(clock=base, signals__10=long), tally(clock=base, signals__10=recent)
+        )
+        assert contest.with_signals(WarmMode.CLOCK) == Way(WarmMode.CLOCK)
+    # Too few days since the time-only way changed: no.
+    short = Contest(
+        tally(clock=base, signals__10=good), Tally(tally(clock=base, signals__10=good).scores, 1, 3)
+    )
+    assert short.with_signals(WarmMode.CLOCK) == Way(WarmMode.CLOCK)
 
 
 @given(
@@ -277,8 +334,9 @@ def test_the_contest_round_trips_and_what_does_not_read_is_refused() -> None:
     st.integers(-2, 20) | st.floats() | st.none(),
 )
 def test_any_stored_contest_reads_or_is_refused_in_words(scores: object, days: object) -> None:
+    stored = {"scores": scores, "days": days, "uses": 3}
     try:
-        contest = Contest.from_dict({"scores": scores, "days": days, "uses": 3})
+        contest = Contest.from_dict({"tally": stored, "since": stored, "base": "clock"})
     except ValueError:
         return
     assert all(math.isfinite(c) and math.isfinite(h) for c, h in contest.scores.values())

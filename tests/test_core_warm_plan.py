@@ -593,6 +593,41 @@ def test_the_idle_keep_is_the_keep_that_pays_best_over_the_idle_times() -> None:
     assert planner.idle_keep == timedelta(minutes=45)
 
 
+def test_the_idle_keep_settled_at_a_fold_stays_while_it_pays_about_as_well() -> None:
+    """Keeps that pay about the same are far apart: the one settled on stays within 5 %."""
+    planner = UsagePlanner()
+    planner.settle_idle_keep()
+    assert planner.settled_idle_keep is None  # too few idle times
+    planner.idles = [40 * 60.0] * 20 + [IDLE_RANGE.total_seconds()] * 10
+    planner.settle_idle_keep()
+    assert planner.settled_idle_keep == 45 * 60.0
+    assert planner.idle_keep == timedelta(minutes=45)
+    # Two idle times of 50 minutes, two more of 4 hours: the hour pays a little more
+    # (9.92 against 9.5), within 5 %: kept.
+    planner.idles = [40 * 60.0] * 20 + [50 * 60.0] * 2 + [IDLE_RANGE.total_seconds()] * 12
+    assert planner._idle_keeps()[0] == timedelta(minutes=60)
+    planner.settle_idle_keep()
+    assert planner.idle_keep == timedelta(minutes=45)
+    # Many of them: the hour pays clearly more: settled on it.
+    planner.idles = [40 * 60.0] * 20 + [50 * 60.0] * 20 + [IDLE_RANGE.total_seconds()] * 10
+    planner.settle_idle_keep()
+    assert planner.idle_keep == timedelta(minutes=60)
+    # Settled each day as it folds; stored; a value that is no keep reads as none.
+    stored = planner.as_dict()
+    assert stored["settled_idle_keep"] == 3600.0
+    assert UsagePlanner.from_dict(stored).settled_idle_keep == 3600.0
+    for odd in (1234.0, True, "3600", None):
+        assert (
+            UsagePlanner.from_dict({**stored, "settled_idle_keep": odd}).settled_idle_keep is None
+        )
+    folding = UsagePlanner()
+    for index in range(12):
+        folding.observe(at(index, 8, 0))
+        folding.observe(at(index, 8, 40))
+    folding.advance(at(13, 0, 0))
+    assert folding.settled_idle_keep == 45 * 60.0
+
+
 def test_idle_times_are_counted_up_to_four_hours_and_the_latest_500_kept() -> None:
     planner = UsagePlanner()
     planner.observe(at(0, 8, 0))

@@ -46,6 +46,8 @@ IDLE_RANGE: Final = timedelta(hours=4)
 KEEPS: Final = tuple(
     timedelta(minutes=m) for m in (5, 7, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240)
 )
+# The idle times' keep settled on stays while it gains this share of the best's gain.
+IDLE_KEEP_MARGIN: Final = 0.05
 # How often an expected stretch held a use, checked on each day as it is folded: a forecast
 # that misses more often than it hits is no rhythm (the model is sporadic: a warm-up
 # ahead would be a guess). Judged once this many stretches were checked.
@@ -111,6 +113,8 @@ class UsageRhythm:
     # How often an expected stretch held a use (recency-weighted), and how many were checked.
     hit_rate: float = 1.0
     forecasts: int = 0
+    # The idle times' keep settled on at the last fold (seconds; None: none yet).
+    settled_idle_keep: float | None = None
 
     # ------------------------------------------------------------------ learning
 
@@ -156,6 +160,7 @@ class UsageRhythm:
         self.by_weekday = [[0.0] * BINS_PER_DAY for _ in range(7)]
         self.days = 0
         self.hit_rate, self.forecasts = 1.0, 0
+        self.settled_idle_keep = None
 
     def advance(self, now: datetime) -> None:
         """Fold every day that ended before ``now`` into the rhythm; forget old uses."""
@@ -197,6 +202,7 @@ class UsageRhythm:
             kind[index] += DAY_WEIGHT * (hit - kind[index])
             weekday[index] += WEEK_WEIGHT * (hit - weekday[index])
         self.days += 1
+        self.settle_idle_keep()
 
     def _check_forecast(self, day: datetime, hits: list[bool]) -> None:
         """Score what the rhythm expected of ``day`` against its uses, before it folds in.
@@ -244,21 +250,48 @@ class UsageRhythm:
         """Return the keep that pays best over the idle times seen (``COLD_START_WORTH``).
 
         A keep ``k`` longer than the server's 5 minutes avoids the cold starts of the idle
-        times between them, for the time it holds the model beyond those 5 minutes.
+        times between them, for the time it holds the model beyond those 5 minutes. The
+        keep settled on at the last day's fold (``settled_idle_keep``) stays while it pays
+        within ``IDLE_KEEP_MARGIN`` of the best.
         """
         if len(self.idles) < MIN_GAPS:
             return DEFAULT_KEEP
+        if self.settled_idle_keep is not None:
+            return timedelta(seconds=self.settled_idle_keep)
+        return self._idle_keeps()[0]
+
+    def _idle_keeps(self) -> tuple[timedelta, dict[float, float]]:
+        """Return the keep that pays best over the idle times, and what each keep gains."""
         worth = COLD_START_WORTH.total_seconds()
         base = DEFAULT_KEEP.total_seconds()
         best, best_gain = DEFAULT_KEEP, 0.0
+        gains: dict[float, float] = {base: 0.0}
         for keep in KEEPS:
             k = keep.total_seconds()
             gain = sum(
                 (base < idle <= k) - (min(idle, k) - min(idle, base)) / worth for idle in self.idles
             )
+            gains[k] = gain
             if gain > best_gain + 1e-9:
                 best, best_gain = keep, gain
-        return best
+        return best, gains
+
+    def settle_idle_keep(self) -> None:
+        """Settle the idle times' keep for the day ahead (at a day's fold).
+
+        The keep settled before stays while it gains within ``IDLE_KEEP_MARGIN`` of the
+        best: keeps that pay about the same are far apart (30 minutes and 4 hours), and a
+        model kept by one on some days and the other on others holds more memory for its
+        cold starts than a keep-alive between them would.
+        """
+        if len(self.idles) < MIN_GAPS:
+            self.settled_idle_keep = None
+            return
+        best, gains = self._idle_keeps()
+        top = gains[best.total_seconds()]
+        kept = self.settled_idle_keep
+        if kept is None or gains.get(kept, -math.inf) < top - IDLE_KEEP_MARGIN * max(top, 1.0):
+            self.settled_idle_keep = best.total_seconds()
 
     # ------------------------------------------------------------------ the store
 
@@ -274,6 +307,7 @@ class UsageRhythm:
             "idles": [round(i, 3) for i in self.idles],
             "hit_rate": round(self.hit_rate, 4),
             "forecasts": self.forecasts,
+            "settled_idle_keep": self.settled_idle_keep,
         }
 
     @classmethod
@@ -309,6 +343,7 @@ class UsageRhythm:
             ][-MAX_GAPS:],
             hit_rate=_share(values.get("hit_rate", 1.0)),
             forecasts=_count(values.get("forecasts", 0)),
+            settled_idle_keep=_settled(values.get("settled_idle_keep")),
         )
 
 
@@ -356,6 +391,14 @@ def _share(value: object) -> float:
     if not 0.0 <= shares[0] <= 1.0:
         raise ValueError("not a share")
     return shares[0]
+
+
+def _settled(value: object) -> float | None:
+    """Return a stored settled keep: one of the keeps (seconds), else none."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    known = {k.total_seconds() for k in KEEPS} | {DEFAULT_KEEP.total_seconds()}
+    return float(value) if value in known else None
 
 
 def _count(value: object) -> int:

@@ -41,6 +41,8 @@ MIN_CONTEST_USES: Final = 10
 # few days' luck on the days replayed is no reason to change how a model is warmed, and
 # the days ahead are not the days replayed.
 SIGNAL_SLACK: Final = -0.02
+# The clock wins the time-only class where it cost this share less than the idle times.
+CLOCK_MARGIN: Final = 0.05
 SIGNAL_GAIN: Final = 0.05
 # ... and with this share of the time-only way's cold starts at most.
 SIGNAL_COLDS: Final = 0.9
@@ -237,57 +239,22 @@ def _used(state: Residency, now: float) -> None:
 
 
 @dataclass
-class Contest:
-    """Each way's cold starts and hours held over the days replayed (newer count more)."""
+class Tally:
+    """Each way's cold starts and hours held over days replayed (newer days count more)."""
 
     scores: dict[Way, tuple[float, float]] = field(
         default_factory=lambda: dict.fromkeys(WAYS, (0.0, 0.0))
     )
     days: int = 0
     uses: int = 0
-    # Each way's replayed model between days (not stored: it starts gone).
-    _carry: dict[Way, Residency] = field(default_factory=dict, compare=False)
 
-    def play(
-        self,
-        *,
-        span: tuple[float, float],
-        uses: Sequence[float],
-        stretches: Sequence[Stretch],
-        keeps: Mapping[WarmMode, float],
-        signals: Mapping[timedelta | None, Sequence[tuple[float, float]]],
-        load: float,
-        lead: float,
-    ) -> None:
-        """Replay one day under every way; add it to the scores.
-
-        ``signals``: the day's leading edges (time, hold) of each tier. A day without a
-        use (a holiday, a day away) is replayed, so that the next day starts as it ended,
-        but not scored: it tells nothing of the cold starts a way avoids, and the clock's
-        rule lets a stretch no use came in go after its first hour.
-        """
-        for way in WAYS:
-            mode = way.mode
-            state = self._carry.setdefault(way, Residency())
-            score = replay_day(
-                state,
-                span=span,
-                uses=uses,
-                stretches=stretches if mode.clock else (),
-                keep=keeps[mode],
-                signals=signals.get(way.limit, ()) if mode.signals else (),
-                load=load,
-                lead=lead,
-            )
-            if uses:
-                colds, held = self.scores[way]
-                self.scores[way] = (
-                    colds * DAY_WEIGHT + score.colds,
-                    held * DAY_WEIGHT + score.held / 3600,
-                )
-        if uses:
-            self.days += 1
-            self.uses += len(uses)
+    def add(self, way: Way, score: DayScore) -> None:
+        """Add a way's day to its score, the older days fading by ``DAY_WEIGHT``."""
+        colds, held = self.scores[way]
+        self.scores[way] = (
+            colds * DAY_WEIGHT + score.colds,
+            held * DAY_WEIGHT + score.held / 3600,
+        )
 
     def cost(self, way: Way) -> float:
         """Return a way's cost: its cold starts' worth and its hours held."""
@@ -299,39 +266,8 @@ class Contest:
         """Return True once enough days were replayed for the scores to choose."""
         return self.days >= MIN_CONTEST_DAYS and self.uses >= MIN_CONTEST_USES
 
-    def clock_wins(self) -> bool | None:
-        """Return whether warming by the clock cost less than by the idle times.
-
-        None: too few days replayed to tell (``decided``).
-        """
-        if not self.decided:
-            return None
-        return self.cost(Way(WarmMode.CLOCK)) <= self.cost(Way(WarmMode.IDLE))
-
-    def with_signals(self, base: WarmMode) -> Way:
-        """Return the way that acts: ``base`` (time only), or one with signals that won.
-
-        A way with signals wins when it cost ``SIGNAL_GAIN`` less than ``base``, with
-        ``SIGNAL_COLDS`` of its cold starts at most and ``SIGNAL_SLACK`` more hours held
-        (a share less, as it is negative); the cheapest of those wins.
-        """
-        time_only = Way(base)
-        if not self.decided:
-            return time_only
-        colds, hours = self.scores[time_only]
-        most = self.cost(time_only) * (1 - SIGNAL_GAIN)
-        admitted = [
-            way
-            for way in WAYS
-            if way.mode.signals
-            and self.scores[way][0] <= colds * SIGNAL_COLDS + 1e-9
-            and self.scores[way][1] <= hours * (1 + SIGNAL_SLACK) + 1e-9
-            and self.cost(way) <= most
-        ]
-        return min(admitted, key=self.cost, default=time_only)
-
     def as_dict(self) -> dict[str, object]:
-        """Return the scores as stored."""
+        """Return the tally as stored."""
         return {
             "scores": {w.key: [round(c, 4), round(h, 4)] for w, (c, h) in self.scores.items()},
             "days": self.days,
@@ -339,8 +275,8 @@ class Contest:
         }
 
     @classmethod
-    def from_dict(cls, values: object) -> Contest:
-        """Read stored scores; raise ``ValueError`` when they do not read."""
+    def from_dict(cls, values: object) -> Tally:
+        """Read a stored tally; raise ``ValueError`` when it does not read."""
         if not isinstance(values, Mapping):
             raise ValueError("the contest is not a mapping")
         scores = values.get("scores")
@@ -360,6 +296,156 @@ class Contest:
                 raise ValueError("a way's score does not read")
             read[way] = (float(pair[0]), float(pair[1]))
         return cls(read, _count(values.get("days")), _count(values.get("uses")))
+
+
+@dataclass
+class Contest:
+    """The ways of warming replayed day by day: their scores, and which one acts.
+
+    ``tally``: every day replayed, for the time-only class. ``since``: the days since the
+    time-only way last changed (the clock or the idle times, and the idle times' keep),
+    for the signals: a way with signals is judged against the time-only way as it warms
+    now, not against days it warmed another way (a keep of four hours early on would make
+    any signal look frugal for weeks after the keep settled at half an hour).
+    """
+
+    tally: Tally = field(default_factory=Tally)
+    since: Tally = field(default_factory=Tally)
+    # The time-only way the ``since`` days were replayed against.
+    base: str = ""
+    # Each way's replayed model between days (not stored: it starts gone).
+    _carry: dict[Way, Residency] = field(default_factory=dict, compare=False)
+
+    @property
+    def scores(self) -> dict[Way, tuple[float, float]]:
+        """Return every way's score over every day replayed."""
+        return self.tally.scores
+
+    @property
+    def days(self) -> int:
+        """Return how many days with a use were replayed."""
+        return self.tally.days
+
+    @property
+    def uses(self) -> int:
+        """Return how many uses were replayed."""
+        return self.tally.uses
+
+    def play(
+        self,
+        *,
+        span: tuple[float, float],
+        uses: Sequence[float],
+        stretches: Sequence[Stretch],
+        keeps: Mapping[WarmMode, float],
+        signals: Mapping[timedelta | None, Sequence[tuple[float, float]]],
+        load: float,
+        lead: float,
+    ) -> None:
+        """Replay one day under every way; add it to the scores.
+
+        ``signals``: the day's leading edges (time, hold) of each tier. A day without a
+        use (a holiday, a day away) is replayed, so that the next day starts as it ended,
+        but not scored: it tells nothing of the cold starts a way avoids, and the clock's
+        rule lets a stretch no use came in go after its first hour.
+        """
+        clock = self.clock_wins()
+        base = (
+            "undecided" if clock is None else "clock" if clock else f"idle@{keeps[WarmMode.IDLE]:g}"
+        )
+        if base != self.base:
+            self.since, self.base = Tally(), base
+        for way in WAYS:
+            mode = way.mode
+            state = self._carry.setdefault(way, Residency())
+            score = replay_day(
+                state,
+                span=span,
+                uses=uses,
+                stretches=stretches if mode.clock else (),
+                keep=keeps[mode],
+                signals=signals.get(way.limit, ()) if mode.signals else (),
+                load=load,
+                lead=lead,
+            )
+            if uses:
+                self.tally.add(way, score)
+                self.since.add(way, score)
+        if uses:
+            for tally in (self.tally, self.since):
+                tally.days += 1
+                tally.uses += len(uses)
+
+    def cost(self, way: Way) -> float:
+        """Return a way's cost over every day replayed."""
+        return self.tally.cost(way)
+
+    @property
+    def decided(self) -> bool:
+        """Return True once enough days were replayed for the scores to choose."""
+        return self.tally.decided
+
+    def clock_wins(self) -> bool | None:
+        """Return whether warming by the clock cost ``CLOCK_MARGIN`` less than by idle times.
+
+        Where the two cost about the same, the idle times win: a keep-alive chosen by
+        them is one a fixed keep-alive would hold, on the frontier by construction, where
+        the clock's stretches may hold memory for little. None: too few days replayed to
+        tell (``decided``).
+        """
+        if not self.decided:
+            return None
+        return self.cost(Way(WarmMode.CLOCK)) <= self.cost(Way(WarmMode.IDLE)) * (1 - CLOCK_MARGIN)
+
+    def with_signals(self, base: WarmMode) -> Way:
+        """Return the way that acts: ``base`` (time only), or one with signals that won.
+
+        A way with signals wins when it cost ``SIGNAL_GAIN`` less than ``base``, with
+        ``SIGNAL_COLDS`` of its cold starts at most and ``SIGNAL_SLACK`` more hours held
+        (a share less, as it is negative), both on the days since the time-only way last
+        changed (``since``: against it as it warms now) and on every day replayed (a short
+        run of lucky days is not enough); the cheapest of those on ``since`` wins.
+        """
+        time_only = Way(base)
+        since = self.since
+        if not (self.decided and since.decided):
+            return time_only
+        admitted = [
+            way
+            for way in WAYS
+            if way.mode.signals
+            and _wins(since, way, time_only)
+            and _wins(self.tally, way, time_only)
+        ]
+        return min(admitted, key=since.cost, default=time_only)
+
+    def as_dict(self) -> dict[str, object]:
+        """Return the contest as stored."""
+        return {"tally": self.tally.as_dict(), "since": self.since.as_dict(), "base": self.base}
+
+    @classmethod
+    def from_dict(cls, values: object) -> Contest:
+        """Read a stored contest; raise ``ValueError`` when it does not read."""
+        if not isinstance(values, Mapping):
+            raise ValueError("the contest is not a mapping")
+        base = values.get("base")
+        if not isinstance(base, str) or len(base) > 32:
+            raise ValueError("the contest's base does not read")
+        return cls(Tally.from_dict(values.get("tally")), Tally.from_dict(values.get("since")), base)
+
+
+def _wins(tally: Tally, way: Way, time_only: Way) -> bool:
+    """Return True when ``way`` beat ``time_only`` in ``tally`` as a way with signals must.
+
+    ``SIGNAL_COLDS`` of its cold starts at most, ``SIGNAL_SLACK`` more hours held (a share
+    less), ``SIGNAL_GAIN`` less cost.
+    """
+    colds, hours = tally.scores[time_only]
+    return (
+        tally.scores[way][0] <= colds * SIGNAL_COLDS + 1e-9
+        and tally.scores[way][1] <= hours * (1 + SIGNAL_SLACK) + 1e-9
+        and tally.cost(way) <= tally.cost(time_only) * (1 - SIGNAL_GAIN) + 1e-9
+    )
 
 
 def _count(value: object) -> int:
