@@ -340,3 +340,80 @@ def test_any_stored_contest_reads_or_is_refused_in_words(scores: object, days: o
     except ValueError:
         return
     assert all(math.isfinite(c) and math.isfinite(h) for c, h in contest.scores.values())
+
+
+def test_the_replay_at_its_edges() -> None:
+    # A use at the very second the keep ends: let go then, so it is cold.
+    assert replay([1000.0, 1320.0])[0] == 2
+    assert replay([1000.0, 1319.0])[0] == 1
+    # A use at the very second the signal's load is ready: warm; a second before: cold.
+    assert replay([1020.0], signals=((1000.0, 600.0),))[0] == 0
+    assert replay([1019.0], signals=((1000.0, 600.0),))[0] == 1
+    # An edge and a use at the same second: the edge first, the use waits for the load.
+    assert replay([1000.0], signals=((1000.0, 600.0),))[0] == 1
+    # A stretch's warm-up and an edge at the same second: both, in that order.
+    stretch = Stretch(start=1080.0, end=2000.0, long=False, unused_hold=3600.0)
+    assert replay([], stretches=(stretch,), signals=((1000.0, 60.0),))[:2] == (0, 1000)
+    # A hold shorter than the load: held while it loads.
+    score = replay_day(
+        Residency(),
+        span=DAY,
+        uses=[],
+        stretches=(),
+        keep=KEEP,
+        signals=((1000.0, 0.2),),
+        load=0.5,
+        lead=LEAD,
+    )
+    assert score.held == pytest.approx(0.5)
+
+
+def test_a_long_stretch_is_held_through_only_by_a_use_inside_it() -> None:
+    stretch = Stretch(start=3600.0, end=3600.0 * 5, long=True, unused_hold=3600.0)
+    # A use during the warm-up's lead, before the stretch: not in it, its first hour only.
+    before = replay([3600.0 - 10], stretches=(stretch,))
+    assert before[:2] == (0, 3600 + LEAD)
+    at_start = replay([3600.0], stretches=(stretch,))
+    assert at_start[1] == 3600 * 5 - (3600 - LEAD)
+    # A use at its very end is after it: its first hour went, the use is cold and kept.
+    at_end = replay([3600.0 * 5], stretches=(stretch,))
+    assert at_end[0] == 1
+    assert at_end[1] == 3600 + LEAD + 320
+
+
+def test_two_stretches_hold_the_model_to_the_later_end() -> None:
+    first = Stretch(start=3600.0, end=4800.0, long=False, unused_hold=3600.0)
+    second = Stretch(start=3700.0, end=6000.0, long=False, unused_hold=3600.0)
+    assert replay([], stretches=(first, second))[:2] == (0, 6000 - (3600 - LEAD))
+    assert replay([], stretches=(second, first))[:2] == (0, 6000 - (3600 - LEAD))
+
+
+def test_the_contest_thresholds_as_numbers() -> None:
+    """The constants, as figures: a change of one of them is a change of the planner."""
+    assert (MIN_CONTEST_DAYS, MIN_CONTEST_USES) == (7, 10)
+    assert (SIGNAL_COLDS, SIGNAL_SLACK, SIGNAL_GAIN, CLOCK_MARGIN) == (0.9, -0.02, 0.05, 0.05)
+    assert Tally(days=7, uses=10).decided
+    assert not Tally(days=6, uses=10).decided
+    assert not Tally(days=7, uses=9).decided
+    # A base of 20 cold starts and 100 h (a cost of 140): a way with 18 cold starts, 98 h
+    # held and a cost of 133 at most wins; a hair more of any, not.
+    base = (20.0, 100.0)
+    assert scores(clock=base, signals__10=(18.0, 97.0)).with_signals(WarmMode.CLOCK).mode.signals
+    for worse in ((18.0 + 1.5e-9, 97.0), (17.0, 98.0 + 1.5e-9), (18.0, 97.0 + 1.5e-9)):
+        contest = scores(clock=base, signals__10=worse)
+        assert contest.with_signals(WarmMode.CLOCK) == Way(WarmMode.CLOCK), worse
+    assert scores(clock=base, signals__10=(17.0, 98.0)).with_signals(WarmMode.CLOCK).mode.signals
+
+
+def test_the_ways_keys_name_their_tier_in_minutes() -> None:
+    assert Way(WarmMode.SIGNALS, timedelta(hours=1)).key == "signals@60"
+    assert Way(WarmMode.CLOCK_AND_SIGNALS, timedelta(minutes=20)).key == "clock_and_signals@20"
+
+
+def test_a_fresh_contest_round_trips_and_scores_keep_four_decimals() -> None:
+    fresh = Contest()
+    assert Contest.from_dict(fresh.as_dict()).as_dict() == fresh.as_dict()
+    tally = Tally()
+    tally.scores[Way(WarmMode.CLOCK)] = (1.234567, 2.345678)
+    assert tally.as_dict()["scores"]["clock"] == [1.2346, 2.3457]  # type: ignore[index]
+    assert Contest.from_dict({**fresh.as_dict(), "base": "x" * 32}).base == "x" * 32

@@ -204,26 +204,30 @@ def replay_day(
     day = _Day(*span)
     for stretch in [s for s in state.holds if s.end < day.begin]:
         del state.holds[stretch]  # over: it holds nothing any more
-    events: list[tuple[float, int, object]] = [(s.start - lead, 0, s) for s in stretches]
-    events += [(at, 1, hold) for at, hold in signals]
+    # In time order; at the same moment a stretch's warm-up, then an edge, then a use.
+    events: list[tuple[float, int, Stretch | float | None]] = [
+        (s.start - lead, 0, s) for s in stretches
+    ]
+    events += [(at, 1, float(hold)) for at, hold in signals]
     events += [(at, 2, None) for at in uses]
     kept = max(keep, DEFAULT_KEEP.total_seconds())
-    for now, kind, what in sorted(events, key=lambda e: (e[0], e[1])):
+    for now, _order, what in sorted(events, key=lambda e: e[:2]):
         day.expire(state, now)
-        if kind == 0 and isinstance(what, Stretch):
-            day.load(state, now, load)
-            state.holds[what] = what.start + what.unused_hold if what.long else what.end
-            state.clock = _clock_until(state)
-        elif kind == 1 and isinstance(what, float | int) and state.since is None:
-            day.load(state, now, load)
-            state.signal = max(state.signal, now + what)
-        elif kind == 2:
-            if state.since is None or now < state.ready:
-                day.colds += 1
-            day.load(state, now, load)
-            _used(state, now)
-            state.clock = _clock_until(state)
-            state.keep = max(state.keep, max(now, state.ready) + kept)
+        match what:
+            case Stretch():
+                day.load(state, now, load)
+                state.holds[what] = what.start + what.unused_hold if what.long else what.end
+                state.clock = _clock_until(state)
+            case float() if state.since is None:  # an edge finds the model warm: nothing
+                day.load(state, now, load)
+                state.signal = now + what
+            case None:
+                if state.since is None or now < state.ready:
+                    day.colds += 1
+                day.load(state, now, load)
+                _used(state, now)
+                state.clock = _clock_until(state)
+                state.keep = max(state.keep, max(now, state.ready) + kept)
     day.expire(state, day.end)
     if state.since is not None:
         day.held += day.end - max(state.since, day.begin)
