@@ -19,9 +19,9 @@ import pytest
 
 from benchmarks import context_traces
 from benchmarks.context_traces import Row, aras, ordonez, write
+from benchmarks.planner_replay import planner, signal_planner
 from benchmarks.signal_goals import Figures, Lead, goals, lead_line, leading, lifts
 from benchmarks.warm_policy import report
-from benchmarks.warm_replay import planner, signal_planner
 from benchmarks.warm_traces import Model, Trace, from_csv
 
 MADRID = ZoneInfo("Europe/Madrid")

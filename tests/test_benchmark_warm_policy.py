@@ -13,14 +13,15 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from benchmarks import warm_replay
-from benchmarks.warm_policy import _reach, frontier, report, self_test
+from benchmarks import planner_replay
+from benchmarks.planner_replay import planner
+from benchmarks.warm_goals import frontier, reach
+from benchmarks.warm_policy import report, self_test
 from benchmarks.warm_replay import (
     SERVER_KEEP,
     Server,
     guard_holes,
     keep_alive,
-    planner,
     play,
     starved_minutes,
 )
@@ -105,9 +106,9 @@ def test_the_frontier_is_read_between_its_keeps_and_held_at_its_ends() -> None:
 
 
 def test_a_goal_below_the_frontier_at_the_hybrids_memory_is_said_out_of_reach() -> None:
-    assert _reach(0.3, 0.2) == " (no fixed keep reaches it in that memory)"
-    assert _reach(0.2, 0.2) == ""
-    assert _reach(0.1, 0.2) == ""
+    assert reach(0.3, 0.2) == " (no fixed keep reaches it in that memory)"
+    assert reach(0.2, 0.2) == ""
+    assert reach(0.1, 0.2) == ""
 
 
 def test_the_planner_row_warms_a_routine_ahead_through_the_integrations_decision() -> None:
@@ -157,7 +158,7 @@ def test_the_planner_row_renews_a_long_hold_a_piece_at_a_time_without_a_break(
                 expected_until=until if held else None,
             )
 
-    monkeypatch.setattr(warm_replay, "UsagePlanner", Evening)
+    monkeypatch.setattr(planner_replay, "UsagePlanner", Evening)
     trace = Trace(
         name="evening",
         start=start,

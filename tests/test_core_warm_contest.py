@@ -9,10 +9,10 @@ from hypothesis import given, strategies as st
 import pytest
 
 from custom_components.llm_warmth.core.warm_contest import (
+    CLOCK_MARGIN,
     DAY_WEIGHT,
     MIN_CONTEST_DAYS,
     MIN_CONTEST_USES,
-    CLOCK_MARGIN,
     SIGNAL_COLDS,
     SIGNAL_GAIN,
     SIGNAL_LIMITS,
@@ -20,8 +20,8 @@ from custom_components.llm_warmth.core.warm_contest import (
     WAYS,
     Contest,
     Residency,
-    Tally,
     Stretch,
+    Tally,
     WarmMode,
     Way,
     replay_day,
