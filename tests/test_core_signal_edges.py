@@ -284,3 +284,72 @@ def test_edges_on_the_households_clock_are_instants() -> None:
     (kept,) = log.between(T0 - timedelta(hours=1), T0 + timedelta(hours=1))
     assert kept.at == local  # the same instant, told in UTC
     assert kept.key == (MOTION, "on")
+
+
+def test_the_edges_limits_as_figures_and_at_their_ends() -> None:
+    assert (
+        3000,
+        8,
+        64,
+        timedelta(minutes=5),
+        timedelta(weeks=8),
+    ) == (MAX_EDGES, MAX_STATES, MAX_ENTITIES, QUIET, HISTORY)
+    log = EdgeLog()
+    for index in range(MAX_EDGES):
+        assert log.add(edge(index * 6)) is True
+    assert log.count() == MAX_EDGES  # exactly the most: all kept
+    assert log.first() == T0
+    # Not kept is False, not just nothing.
+    assert log.add(edge(0)) is False
+    assert log.add(edge(0, state="s1")) is True
+    full = EdgeLog()
+    for state in range(MAX_STATES):
+        full.add(edge(0, state=f"s{state}"))
+    assert full.add(edge(0, state="more")) is False
+    # The same second again: not kept; five minutes to the second later: kept.
+    again = EdgeLog()
+    assert again.add(edge(0)) is True
+    assert again.add(edge(0)) is False
+    assert again.add(edge(5)) is True
+    # Out of order, five minutes to the second away from one kept: kept.
+    late = EdgeLog()
+    late.add(edge(10))
+    late._seen.clear()
+    assert late.add(edge(5)) is True
+
+
+def test_stored_times_at_the_ends_of_the_era_and_a_prune_of_an_emptied_state() -> None:
+    latest = 223_945_920_000
+    read = EdgeLog.from_dict({MOTION: {"on": [latest, 946_684_800, latest + 1]}})
+    assert read.edges == {MOTION: {"on": [946_684_800, latest]}}
+    assert alarm_time("9000-12-31T23:00:00+00:00") is not None
+    log = EdgeLog()
+    log.add(edge(0))
+    log.prune(T0 + HISTORY + timedelta(days=1))
+    log.prune(T0 + HISTORY + timedelta(days=2))  # its state's times already gone
+    assert log.count() == 0
+
+
+def test_an_alarm_at_the_moment_its_state_was_set_and_one_its_next_state_passed() -> None:
+    alarm = "sensor.phone_next_alarm"
+    # Set at 06:30 for 06:30: it came then.
+    assert alarm_edges(alarm, [(T0, T0.isoformat())], T0 + timedelta(hours=1)) == [
+        Edge(T0, alarm, ALARM)
+    ]
+    # Three states: the first names a time after the second's change, before the third's.
+    states = [
+        (T0, (T0 + timedelta(hours=2)).isoformat()),
+        (T0 + timedelta(hours=1), "unknown"),
+        (T0 + timedelta(hours=3), "unknown"),
+    ]
+    assert alarm_edges(alarm, states, T0 + timedelta(hours=4)) == []
+
+
+def test_forgetting_keeps_the_quiet_of_the_entities_kept() -> None:
+    log = EdgeLog()
+    log.add(edge(0))
+    log.add(edge(0, entity="person.anna", state="home"))
+    assert log.keep_only({MOTION, "person.anna"}) is False
+    assert log.add(edge(1)) is False  # still within the motion's quiet
+    assert log.keep_only({MOTION}) is True
+    assert log.add(edge(1, entity="person.anna", state="home")) is True  # forgotten: anew

@@ -21,6 +21,8 @@ from custom_components.llm_warmth.core.signal_learning import (
     WINDOW,
     EdgeStats,
     SignalBook,
+    Z,
+    _cautious,
     lead_of,
 )
 
@@ -290,3 +292,89 @@ def test_any_stored_book_reads_or_is_refused_in_words(values: object) -> None:
     except ValueError:
         return
     assert SignalBook.from_dict(book.as_dict()) == book
+
+
+def test_the_learning_thresholds_as_figures() -> None:
+    """The constants, as figures: a change of one of them is a change of what acts."""
+    assert (MAX_OUTCOMES, MIN_OUTCOMES, MIN_FOLLOWS, MIN_LIFT, DECAY) == (200, 10, 6, 2.0, 0.9)
+    assert (
+        1.645,
+        0.1,
+        timedelta(minutes=30),
+        timedelta(seconds=30),
+    ) == (Z, BASE_WEIGHT, WINDOW, HOLD_MARGIN)
+    now = int(DAY0.timestamp())
+    # Ten outcomes, six after the load: acts; one fewer of either: not.
+    assert lead_of(MOTION, stats([300] * 6 + [NO_USE] * 4), load=LOAD, now=now).acts
+    assert not lead_of(MOTION, stats([300] * 6 + [NO_USE] * 3), load=LOAD, now=now).acts
+    assert not lead_of(MOTION, stats([300] * 5 + [NO_USE] * 5), load=LOAD, now=now).acts
+    # A use exactly at the end of the load is no use found warm (it waited).
+    edge_of_load = stats([300] * 5 + [8] + [NO_USE] * 4)
+    assert not lead_of(MOTION, edge_of_load, load=LOAD, now=now).acts
+
+
+def test_the_cautious_share_is_wilsons_lower_end() -> None:
+    # At 1.645: half of 100 is at least 0.4188; all of 10 at least 0.7870; nothing at 0.
+    assert _cautious(0.5, 100) == pytest.approx(0.41884, abs=1e-4)
+    assert _cautious(1.0, 10) == pytest.approx(0.78703, abs=1e-4)
+    assert _cautious(0.2, 40) == pytest.approx(0.11654, abs=1e-4)
+    assert _cautious(0.0, 10) == 0.0
+    assert _cautious(0.5, 0) == 0.0
+    assert _cautious(0.5, -1) == 0.0
+
+
+def test_a_lead_of_no_seconds_led_and_the_weights_by_age() -> None:
+    now = int(DAY0.timestamp())
+    # A use in the edge's very second led it (the load made it cold), at no cost held.
+    same = EdgeStats([(now, 0)] * 4 + [(now, 300)] * 10, 5.0, 1.0)
+    lead = lead_of(MOTION, same, load=LOAD, now=now)
+    assert (lead.led, lead.wrong) == (14, 0)
+    assert lead.share == pytest.approx(10 / 14)
+    assert lead.cost_per_use == pytest.approx(10 * 300 / 10)
+    # An outcome a day old weighs DECAY, two days DECAY ** 2.
+    aged = EdgeStats([(now - 86400, 300), (now - 2 * 86400, NO_USE)] * 10, 5.0, 1.0)
+    share = lead_of(MOTION, aged, load=LOAD, now=now).share
+    assert share == pytest.approx(DECAY / (DECAY + DECAY**2))
+    # Old outcomes whose weight is under one all told still have a hold worked out.
+    old = EdgeStats([(now - 40 * 86400, 600)] * 10, 5.0, 1.0)
+    assert lead_of(MOTION, old, load=LOAD, now=now).hold == timedelta(seconds=630)
+
+
+def test_the_share_leaves_out_the_uses_during_the_load_and_a_cap_may_equal_a_hold() -> None:
+    now = int(DAY0.timestamp())
+    mixed = stats([5] * 10 + [300] * 10)
+    lead = lead_of(MOTION, mixed, load=LOAD, now=now)
+    assert lead.share == pytest.approx(0.5)
+    assert lead_of(MOTION, mixed, load=LOAD, now=now, cap=330).hold == timedelta(seconds=330)
+    assert lead_of(MOTION, mixed, load=LOAD, now=now, cap=329).hold == WINDOW
+    # A lead that ends exactly at the hold led it.
+    at_hold = stats([300] * 10 + [330] * 2)
+    capped = lead_of(MOTION, at_hold, load=LOAD, now=now, cap=330)
+    assert (capped.hold, capped.led, capped.wrong) == (timedelta(seconds=330), 12, 0)
+
+
+def test_what_is_stored_reads_at_the_edges() -> None:
+    moment = int(DAY0.timestamp())
+    stats_of = EdgeStats([(1, 0), (moment, int(WINDOW.total_seconds()))], 1.234567, 2.345678)
+    stored = stats_of.as_dict()
+    assert stored == {
+        "outcomes": [[1, 0], [moment, 1800]],
+        "observed": 1.2346,
+        "expected": 2.3457,
+    }
+    assert EdgeStats.from_dict(stored).outcomes == [(1, 0), (moment, 1800)]
+    bare = EdgeStats.from_dict({"outcomes": []})
+    assert (bare.observed, bare.expected) == (0.0, 0.0)
+    book = SignalBook(base=[1.0] + [0.123456] * 23)
+    assert book.as_dict()["base"] == [1.0] + [0.1235] * 23
+    assert SignalBook().folded == 0
+    read = SignalBook.from_dict(
+        {"edges": {MOTION[0]: {"alarm": {"outcomes": []}}}, "base": [1.0] * 24}
+    )
+    assert (read.folded, read.base) == (0, [1.0] * 24)
+    assert list(read.stats) == [(MOTION[0], "alarm")]
+    for state in ("On", " on", ""):
+        with pytest.raises(ValueError, match="edge"):
+            SignalBook.from_dict(
+                {"edges": {MOTION[0]: {state: {"outcomes": []}}}, "base": [0.0] * 24}
+            )

@@ -210,6 +210,8 @@ def test_the_event_of_a_warm_up_says_why() -> None:
     }
     brief = SignalLead(MOTION, "on", timedelta(seconds=20), 1.0, 9, 0, 3.0, True)
     assert auto_warm_event("m", hold, lead=brief)["within_minutes"] == 1  # never "0 min"
+    hour = SignalLead(MOTION, "on", timedelta(hours=1), 1.0, 9, 0, 3.0, True)
+    assert auto_warm_event("m", hold, lead=hour)["within_minutes"] == 60
     clock = Hold(HoldAction.LOAD, until, HoldReason.EXPECTED_USE)
     assert auto_warm_event("m", clock, expected_at=at(0, 6)) == {
         "model": "m",

@@ -28,7 +28,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 import math
 from typing import Final
 
@@ -350,7 +350,3 @@ def _amount(value: object) -> float:
         raise ValueError("not an amount")
     return number
 
-
-def instant(seconds: int) -> datetime:
-    """Return the instant of stored epoch ``seconds``."""
-    return datetime.fromtimestamp(seconds, UTC)
