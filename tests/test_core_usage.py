@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from custom_components.llm_warmth.core.backends.types import ServedRequest
-from custom_components.llm_warmth.core.signal_learning import SignalLead
+from custom_components.llm_warmth.core.signal_learning import EdgeStats, SignalBook, SignalLead
 from custom_components.llm_warmth.core.usage import (
     AGENT_TURN,
     COLD,
@@ -330,6 +330,22 @@ def test_a_use_a_signal_warmed_the_model_for_is_scored_apart_from_the_clocks() -
         None,
         HoldReason.SIGNAL,
     )
+
+
+def test_the_diagnostics_count_the_signals_that_act_and_name_none() -> None:
+    record = UsageRecord()
+    moment = int(T0.timestamp())
+    record.planner.signals = SignalBook(
+        {
+            ("binary_sensor.hall", "on"): EdgeStats([(moment, 300)] * 20, 20, 2),
+            ("binary_sensor.door", "on"): EdgeStats([(moment, 300)] * 20, 20, 2),
+            ("binary_sensor.tv", "on"): EdgeStats([(moment, 300)] * 2, 20, 2),
+        },
+        folded=moment,
+    )
+    summary = record.summary(T0.date())
+    assert (summary["signals_acting"], summary["signals"], summary["edges"]) == (2, 0, 0)
+    assert "binary_sensor.hall" not in str(summary)
 
 
 def test_a_household_cold_start_ends_the_hold_without_a_warm_use() -> None:

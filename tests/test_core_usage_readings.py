@@ -207,3 +207,16 @@ def test_auto_warms_attributes_name_the_signal_while_its_hold_lasts() -> None:
     # Kept for a session since: the signal is no longer why.
     record.kept(Hold(HoldAction.KEEP, T + 2 * MIN, HoldReason.SESSION_KEEP))
     assert auto_warm_attributes(record, PLAN, T, uses_seen_within=None)["signal"] is None
+
+
+def test_only_the_chosen_entities_signals_count_and_an_hours_hold_reads_as_sixty() -> None:
+    by_signals = replace(PLAN, mode=WarmMode.SIGNALS)
+    # Acting, but no longer chosen: not counted, no reason that says it acts.
+    value, attributes = signals_reading(
+        by_signals, [LEAD_GONE, LEAD_OFF], ["binary_sensor.hall"], {}
+    )
+    assert (value, attributes["reason"]) == (0, "learning")
+    value, attributes = signals_reading(PLAN, [LEAD_GONE], ["binary_sensor.hall"], {})
+    assert attributes["reason"] == "learning"
+    hour = SignalLead("binary_sensor.hall", "on", timedelta(hours=1), 0.5, 5, 5, 2.0, True)
+    assert signal_row(hour)["within_minutes"] == 60

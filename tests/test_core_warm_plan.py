@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 from hypothesis import given
 import pytest
 
+from custom_components.llm_warmth.core.signal_edges import Edge
+from custom_components.llm_warmth.core.signal_learning import EdgeStats, SignalBook
 from custom_components.llm_warmth.core.usage_rhythm import (
     COLD_START_WORTH,
     DEFAULT_KEEP,
@@ -24,7 +26,7 @@ from custom_components.llm_warmth.core.usage_rhythm import (
     SESSION_GAP,
 )
 from custom_components.llm_warmth.core.warm_hold import Hold, HoldAction, HoldReason, decide
-from custom_components.llm_warmth.core.warm_plan import PatternClass, UsagePlanner
+from custom_components.llm_warmth.core.warm_plan import MOST_SECONDS, PatternClass, UsagePlanner
 
 from . import malformed
 
@@ -424,6 +426,29 @@ def test_stored_states_at_the_edges_of_what_reads() -> None:
         ("9001-01-01T00:30:00+01:00", True),
     ):
         assert len(UsagePlanner.from_dict(base | {"uses": [use]}).uses) == kept, use
+    # The fold mark is a local day's start: for the era's first use, 2000-01-01 05:00 UTC,
+    # that is 1999-12-31 12:00 UTC twelve hours behind, and it reads back (it did not).
+    behind = timezone(timedelta(hours=-12))
+    first = datetime(2000, 1, 1, 5, tzinfo=UTC)
+    planner = UsagePlanner.from_dict(base | {"uses": [first.isoformat()]})
+    planner.observe(first.astimezone(behind))
+    planner._relearn(datetime(2000, 1, 2, tzinfo=behind))
+    assert planner.folded_until == datetime(1999, 12, 31, tzinfo=behind)
+    again = UsagePlanner.from_dict(planner.as_dict())
+    assert again.folded_until == datetime(1999, 12, 31, tzinfo=behind)
+    for mark, reads in (
+        ("1999-12-29T23:59:59+00:00", False),
+        ("1999-12-30T00:00:00+00:00", True),
+        ("9000-12-31T23:59:59+00:00", True),
+        ("9001-01-01T00:00:00+00:00", False),
+        ("0001-01-01T00:00:00+14:00", False),
+    ):
+        try:
+            UsagePlanner.from_dict(base | {"folded_until": mark})
+        except ValueError:
+            assert not reads, mark
+        else:
+            assert reads, mark
     row = [0.0] * 144
     for edge, reads in ((0.0, True), (1.0, True), (1.0001, False), (-0.0001, False)):
         try:
@@ -695,3 +720,88 @@ def test_a_forecast_is_a_hit_when_the_use_comes_a_bin_early() -> None:
     late.advance(day(1))
     assert (early.forecasts, early.hit_rate) == (1, 1.0)
     assert (late.forecasts, late.hit_rate) == (1, 1.0 - HIT_WEIGHT)
+
+
+def test_the_days_stretches_are_those_warmed_in_it() -> None:
+    """What the contest replays: each expected stretch whose warm-up starts in the day."""
+    planner = UsagePlanner()
+    # 06:00-07:00 (six bins: an hour, long), 12:00-12:20 (short), 23:50-24:00 (its warm-up
+    # starts in the day), 00:00-00:10 (its warm-up starts the day before: not this day's).
+    rhythm(planner, dict.fromkeys([*range(36, 42), 72, 73, 143, 0], 0.5))
+    lead = timedelta(minutes=5)
+    stretches = planner._stretches(day(1), day(2), lead)
+    assert [(s.start, s.end, s.long) for s in stretches] == [
+        (at(1, 6, 0).timestamp(), at(1, 7, 0).timestamp(), True),
+        (at(1, 12, 0).timestamp(), at(1, 12, 20).timestamp(), False),
+        (at(1, 23, 50).timestamp(), (at(1, 23, 50) + timedelta(minutes=20)).timestamp(), False),
+    ]
+    assert all(s.unused_hold == 3600 for s in stretches)
+    # A stretch at midnight is warmed the evening before: that day's, not its own.
+    midnight = UsagePlanner()
+    rhythm(midnight, {0: 0.5})
+    assert [s.start for s in midnight._stretches(day(0), day(1), lead)] == [day(1).timestamp()]
+    assert [s.start for s in midnight._stretches(day(1), day(2), lead)] == [day(2).timestamp()]
+    # With no lead, it is warmed at its start: its own day's.
+    assert [s.start for s in midnight._stretches(day(1), day(2), timedelta(0))] == [
+        day(1).timestamp()
+    ]
+    # A day no stretch is expected in: none.
+    assert UsagePlanner()._stretches(day(1), day(2), lead) == []
+
+
+def test_the_contest_starts_replaying_once_the_rhythm_is_trusted() -> None:
+    planner = UsagePlanner()
+    for index in range(MIN_DAYS + 2):
+        planner.observe(at(index, 8, 0))
+        planner.observe(at(index, 8, 20))
+        planner.advance(day(index + 1))
+        # The day that folds with MIN_DAYS learnt already is the first replayed.
+        assert planner.contest.days == max(index + 1 - MIN_DAYS, 0)
+
+
+def test_an_edge_at_the_fold_mark_is_learnt_in_order_and_leads_sort_acting_first() -> None:
+    planner = UsagePlanner()
+    planner.observe(at(0, 8, 0))
+    planner.advance(day(2))
+    assert planner.folded_until == day(2)
+    days = planner.days
+    # An edge exactly at the mark is of a day not folded yet: nothing learnt again.
+    planner.observe_edges([Edge(day(2), "binary_sensor.hall", "on")])
+    assert planner.days == days
+    planner.observe_edges([Edge(day(2) - timedelta(seconds=1), "binary_sensor.hall", "off")])
+    assert planner.days == 0  # an edge of a folded day: learnt again from the first use
+    moment = int(day(2).timestamp())
+    planner.signals = SignalBook(
+        {
+            ("binary_sensor.b", "on"): EdgeStats([(moment, 300)] * 20, 20, 2),
+            ("binary_sensor.a", "on"): EdgeStats([(moment, 300)] * 10 + [(moment, -1)] * 10, 20, 2),
+            ("binary_sensor.c", "on"): EdgeStats([(moment, 300)] * 3, 20, 2),
+        },
+        folded=moment,
+    )
+    assert [(lead.entity, lead.acts) for lead in planner.leads()] == [
+        ("binary_sensor.b", True),
+        ("binary_sensor.a", True),
+        ("binary_sensor.c", False),
+    ]
+    # Forgetting one learns again; forgetting none changes nothing.
+    folded = planner.folded_until
+    assert (
+        planner.keep_signals(
+            {"binary_sensor.hall", "binary_sensor.a", "binary_sensor.b", "binary_sensor.c"}
+        )
+        is False
+    )
+    assert planner.folded_until == folded
+    assert planner.keep_signals({"binary_sensor.a"}) is True
+    assert planner.edges.entities() == frozenset()
+    fresh = UsagePlanner()
+    assert fresh.keep_signals(set()) is False  # nothing to forget, nothing folded
+
+
+def test_the_load_and_lead_are_stored_to_the_millisecond() -> None:
+    assert MOST_SECONDS == 86400.0
+    planner = UsagePlanner()
+    planner.plan(at(0, 8, 0), timedelta(seconds=61.23456), load=timedelta(seconds=1.23456))
+    stored = planner.as_dict()
+    assert (stored["load"], stored["lead"]) == (1.235, 61.235)

@@ -54,6 +54,9 @@ IDLE_KEEP_MARGIN: Final = 0.05
 HIT_WEIGHT: Final = 0.03
 MIN_HIT_RATE: Final = 0.25
 MIN_FORECASTS: Final = 10
+# The fold mark is a local day's start: up to a day before the first use of this era.
+_ERA_MARK_START: Final = datetime(1999, 12, 30, tzinfo=UTC)
+_ERA_END: Final = datetime(9001, 1, 1, tzinfo=UTC)
 
 
 def bin_of(when: datetime) -> int:
@@ -325,7 +328,7 @@ class UsageRhythm:
         if not isinstance(weekday_rows, list) or len(weekday_rows) != 7:
             raise ValueError("by_weekday is not seven rows")
         folded = values.get("folded_until")
-        if folded is not None and not all(_plausible(t) for t in _times([folded])):
+        if folded is not None and not all(_plausible_mark(t) for t in _times([folded])):
             raise ValueError("the fold mark is out of this era")
         days = values.get("days")
         if not isinstance(days, int) or isinstance(days, bool) or days < 0:
@@ -369,6 +372,15 @@ def _plausible(when: datetime) -> bool:
     +14:00 has no UTC time.
     """
     return 1999 <= when.year <= 9001 and 2000 <= when.astimezone(UTC).year <= 9000
+
+
+def _plausible_mark(when: datetime) -> bool:
+    """Return True for a fold mark every zone can show: a day's start of a use in this era.
+
+    The first use may be 2000-01-01 05:00 UTC, whose day starts at 1999-12-31 12:00 UTC
+    in a zone 12 hours behind: the mark is a local day's start, up to a day before it.
+    """
+    return 1999 <= when.year <= 9001 and _ERA_MARK_START <= when < _ERA_END
 
 
 def _numbers(values: object) -> Iterable[float]:
