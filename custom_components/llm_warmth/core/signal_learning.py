@@ -349,4 +349,3 @@ def _amount(value: object) -> float:
     if not math.isfinite(number) or number < 0:
         raise ValueError("not an amount")
     return number
-
