@@ -43,6 +43,7 @@ from enum import StrEnum
 import math
 from typing import Final, Self, override
 
+from .day_replay import Stretch
 from .signal_edges import Edge, EdgeLog
 from .signal_learning import SignalBook, SignalLead
 from .usage_rhythm import (
@@ -57,7 +58,7 @@ from .usage_rhythm import (
     local_time,
     wall_instant,
 )
-from .warm_contest import SIGNAL_LIMITS, Contest, Stretch, WarmMode, Way
+from .warm_contest import SIGNAL_LIMITS, Contest, WarmMode, Way
 
 # An expected stretch this long holds several sessions (an evening, working hours): it is
 # held through once a use came in it; a shorter one (a routine) is let go once one did.
@@ -296,6 +297,25 @@ class UsagePlanner(UsageRhythm):
                 planner._relearn(planner.folded_until)
         return planner
 
+    def _in_stretch(
+        self, now: datetime, window: tuple[datetime, datetime], last: datetime | None
+    ) -> tuple[bool, datetime | None, datetime | None]:
+        """Return whether ``window`` was used, until when a use is expected, the next use.
+
+        A routine (a short stretch) happened once a use came in it; a long stretch holds
+        several sessions: it is held through once it began, and let go when none came in
+        its first ``UNUSED_HOLD``.
+        """
+        start, end = window
+        moment = now.astimezone(UTC)
+        began = last is not None and last >= start
+        long = end - start >= LONG_STRETCH
+        if began and not long:
+            following = self._window(local_time(end, now.tzinfo), timedelta(0))
+            return True, None, following[0] if following else None
+        expected_until = end if began or not long else start + UNUSED_HOLD
+        return False, expected_until if moment < expected_until else None, start
+
     def _window(self, now: datetime, lead: timedelta) -> tuple[datetime, datetime] | None:
         """Return the expected stretch now is in (from ``lead`` before it), or the next one.
 
@@ -377,23 +397,10 @@ class UsagePlanner(UsageRhythm):
         used = False
         if window is not None:
             window_start, window_end = window
-            # A routine (a short stretch) happened once a use came in it; a long stretch
-            # holds several sessions: it is held through once it began, and let go when
-            # none came in its first ``UNUSED_HOLD``.
-            began = last is not None and last >= window_start
-            long = window_end - window_start >= LONG_STRETCH
-            used = began and not long
-            if not used:
-                expected_until = window_end if began or not long else window_start + UNUSED_HOLD
-                if moment >= expected_until:
-                    expected_until = None
+            used, expected_until, next_use = self._in_stretch(now, window, last)
             ahead = window_start - lead <= moment < window_end
             if ahead and expected_until is not None:
                 warm_until = max(warm_until or expected_until, expected_until)
-            next_use = window_start
-            if used:
-                following = self._window(local_time(window_end, now.tzinfo), timedelta(0))
-                next_use = following[0] if following else None
 
         def shown(when: datetime | None) -> datetime | None:
             return None if when is None else local_time(when, now.tzinfo)
