@@ -110,6 +110,10 @@ def test_the_replay_at_its_edges() -> None:
     assert replay([1019.0], signals=((1000.0, 600.0),))[0] == 1
     # An edge and a use at the same second: the edge first, the use waits for the load.
     assert replay([1000.0], signals=((1000.0, 600.0),))[0] == 1
+    # Two uses at one second both wait for the load; uses come in any order.
+    assert replay([1000.0, 1000.0])[0] == 2
+    assert replay([1400.0, 1000.0, 1200.0]) == replay([1000.0, 1200.0, 1400.0])
+    assert replay([1400.0, 1000.0, 1200.0])[:2] == (1, 1400 + KEEP - 1000)
     # A stretch's warm-up and an edge at the same second: both, in that order.
     stretch = Stretch(start=1080.0, end=2000.0, long=False, unused_hold=3600.0)
     assert replay([], stretches=(stretch,), signals=((1000.0, 60.0),))[:2] == (0, 1000)

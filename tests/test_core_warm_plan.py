@@ -15,6 +15,7 @@ from custom_components.llm_warmth.core.usage_rhythm import (
     DEFAULT_KEEP,
     EXPECT,
     HIT_WEIGHT,
+    IDLE_KEEP_MARGIN,
     IDLE_RANGE,
     MAX_GAPS,
     MAX_KEEP,
@@ -24,9 +25,15 @@ from custom_components.llm_warmth.core.usage_rhythm import (
     MIN_HIT_RATE,
     MIN_KEEP,
     SESSION_GAP,
+    still_pays,
 )
 from custom_components.llm_warmth.core.warm_hold import Hold, HoldAction, HoldReason, decide
-from custom_components.llm_warmth.core.warm_plan import MOST_SECONDS, PatternClass, UsagePlanner
+from custom_components.llm_warmth.core.warm_plan import (
+    ASSUMED_LOAD,
+    MOST_SECONDS,
+    PatternClass,
+    UsagePlanner,
+)
 
 from . import malformed
 
@@ -441,6 +448,7 @@ def test_stored_states_at_the_edges_of_what_reads() -> None:
         ("1999-12-30T00:00:00+00:00", True),
         ("9000-12-31T23:59:59+00:00", True),
         ("9001-01-01T00:00:00+00:00", False),
+        ("9001-01-01T00:30:00+01:00", True),
         ("0001-01-01T00:00:00+14:00", False),
     ):
         try:
@@ -637,11 +645,31 @@ def test_the_idle_keep_settled_at_a_fold_stays_while_it_pays_about_as_well() -> 
     planner.idles = [40 * 60.0] * 20 + [50 * 60.0] * 20 + [IDLE_RANGE.total_seconds()] * 10
     planner.settle_idle_keep()
     assert planner.idle_keep == timedelta(minutes=60)
+    # The gains: the server's default keep gains nothing; the margin is 5 % of the best,
+    # or a twentieth of a cold start where the best gains less than one.
+    assert planner._idle_keeps()[1][DEFAULT_KEEP.total_seconds()] == 0.0
+    assert IDLE_KEEP_MARGIN == 0.05
+    for gain, best, pays in (
+        (9.5, 10.0, True),
+        (9.49, 10.0, False),
+        (0.45, 0.5, True),
+        (0.44, 0.5, False),
+        (-0.05, 0.0, True),
+        (-0.06, 0.0, False),
+    ):
+        assert still_pays(gain, best) is pays, (gain, best)
+    # Settled from MIN_GAPS idle times on.
+    few = UsagePlanner(idles=[40 * 60.0] * (MIN_GAPS - 1))
+    few.settle_idle_keep()
+    assert few.settled_idle_keep is None
+    few.idles.append(40 * 60.0)
+    few.settle_idle_keep()
+    assert few.settled_idle_keep == 45 * 60.0
     # Settled each day as it folds; stored; a value that is no keep reads as none.
     stored = planner.as_dict()
     assert stored["settled_idle_keep"] == 3600.0
     assert UsagePlanner.from_dict(stored).settled_idle_keep == 3600.0
-    for odd in (1234.0, True, "3600", None):
+    for odd in (1234.0, True, "3600", None, [3600.0]):
         assert (
             UsagePlanner.from_dict({**stored, "settled_idle_keep": odd}).settled_idle_keep is None
         )
@@ -785,15 +813,16 @@ def test_an_edge_at_the_fold_mark_is_learnt_in_order_and_leads_sort_acting_first
         ("binary_sensor.c", False),
     ]
     # Forgetting one learns again; forgetting none changes nothing.
-    folded = planner.folded_until
+    folded, days, contest = planner.folded_until, planner.days, planner.contest.days
     assert (
         planner.keep_signals(
             {"binary_sensor.hall", "binary_sensor.a", "binary_sensor.b", "binary_sensor.c"}
         )
         is False
     )
-    assert planner.folded_until == folded
+    assert (planner.folded_until, planner.days, planner.contest.days) == (folded, days, contest)
     assert planner.keep_signals({"binary_sensor.a"}) is True
+    assert (planner.days, planner.contest.days) == (0, 0)  # learnt again from the uses
     assert planner.edges.entities() == frozenset()
     fresh = UsagePlanner()
     assert fresh.keep_signals(set()) is False  # nothing to forget, nothing folded
@@ -805,3 +834,14 @@ def test_the_load_and_lead_are_stored_to_the_millisecond() -> None:
     planner.plan(at(0, 8, 0), timedelta(seconds=61.23456), load=timedelta(seconds=1.23456))
     stored = planner.as_dict()
     assert (stored["load"], stored["lead"]) == (1.235, 61.235)
+    # What reads back: a number of seconds from none to a day; else the assumed one.
+    for value, read in (
+        (0, 0.0),
+        (0.5, 0.5),
+        (MOST_SECONDS, MOST_SECONDS),
+        (MOST_SECONDS + 0.001, ASSUMED_LOAD.total_seconds()),
+        (-0.001, ASSUMED_LOAD.total_seconds()),
+        (float("inf"), ASSUMED_LOAD.total_seconds()),
+        (True, ASSUMED_LOAD.total_seconds()),
+    ):
+        assert UsagePlanner.from_dict({**stored, "load": value}).load == read, value

@@ -111,14 +111,13 @@ def replay_day(
     day = _Day(*span)
     for stretch in [s for s in state.holds if s.end < day.begin]:
         del state.holds[stretch]  # over: it holds nothing any more
-    # In time order; at the same moment a stretch's warm-up, then an edge, then a use.
-    events: list[tuple[float, int, Stretch | float | None]] = [
-        (s.start - lead, 0, s) for s in stretches
-    ]
-    events += [(at, 1, float(hold)) for at, hold in signals]
-    events += [(at, 2, None) for at in uses]
+    # In time order (a stable sort): at the same moment a stretch's warm-up, then an edge,
+    # then a use, as they are listed here.
+    events: list[tuple[float, Stretch | float | None]] = [(s.start - lead, s) for s in stretches]
+    events += [(at, float(hold)) for at, hold in signals]
+    events += [(at, None) for at in uses]
     kept = max(keep, DEFAULT_KEEP.total_seconds())
-    for now, _order, what in sorted(events, key=lambda e: e[:2]):
+    for now, what in sorted(events, key=lambda e: e[0]):
         day.expire(state, now)
         match what:
             case Stretch():

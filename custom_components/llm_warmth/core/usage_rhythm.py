@@ -291,9 +291,8 @@ class UsageRhythm:
             self.settled_idle_keep = None
             return
         best, gains = self._idle_keeps()
-        top = gains[best.total_seconds()]
         kept = self.settled_idle_keep
-        if kept is None or gains.get(kept, -math.inf) < top - IDLE_KEEP_MARGIN * max(top, 1.0):
+        if kept is None or not still_pays(gains.get(kept, -math.inf), gains[best.total_seconds()]):
             self.settled_idle_keep = best.total_seconds()
 
     # ------------------------------------------------------------------ the store
@@ -380,7 +379,7 @@ def _plausible_mark(when: datetime) -> bool:
     The first use may be 2000-01-01 05:00 UTC, whose day starts at 1999-12-31 12:00 UTC
     in a zone 12 hours behind: the mark is a local day's start, up to a day before it.
     """
-    return 1999 <= when.year <= 9001 and _ERA_MARK_START <= when < _ERA_END
+    return when.year >= 1999 and _ERA_MARK_START <= when < _ERA_END
 
 
 def _numbers(values: object) -> Iterable[float]:
@@ -396,6 +395,15 @@ def _numbers(values: object) -> Iterable[float]:
         if math.isnan(number):
             raise ValueError("not a number")
         yield number
+
+
+def still_pays(gain: float, best: float) -> bool:
+    """Return True where a keep's ``gain`` is within ``IDLE_KEEP_MARGIN`` of the ``best``.
+
+    Gains are in cold starts avoided (less the time held): under one, the margin is a
+    twentieth of a cold start.
+    """
+    return gain >= best - IDLE_KEEP_MARGIN * max(best, 1.0)
 
 
 def _share(value: object) -> float:
