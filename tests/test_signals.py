@@ -310,8 +310,15 @@ async def test_a_removed_entity_is_forgotten_and_a_repair_says_so_until_it_is_un
     assert record is not None
     assert record.planner.edges.entities() == {hall, MOTION}
     assert usage.chosen_signals(LLAMA) == (hall, MOTION)
-    # The entity is removed from Home Assistant: what it taught goes, a repair says so.
+    teach(mock_config_entry, LLAMA, {hall: 300, MOTION: 300}, now=dt_util.utcnow())
+    usage.async_changed()
+    sensor = model_id(mock_config_entry, "sensor.llama3_2_3b_warming_signals")
+    assert hass.states.get(sensor).state == "2"
+    # The entity is removed from Home Assistant: what it taught goes (the sensor says so
+    # at once, no poll needed), a repair says so.
     entity_registry.async_remove(hall)
+    await hass.async_block_till_done()
+    assert hass.states.get(sensor).state == "0"  # learnt again without it: no lesson yet
     hass.states.async_remove(hall)
     await hass.async_block_till_done()
     assert record.planner.edges.entities() == {MOTION}
@@ -463,3 +470,27 @@ async def test_the_flow_asks_for_no_model_when_each_has_signals_or_the_server_is
         (ENTRY_ID, SUBENTRY_WARMING_SIGNALS), context={"source": SOURCE_USER}
     )
     assert (result["type"], result["reason"]) == (FlowResultType.ABORT, "every_model_has_signals")
+
+
+async def test_the_planner_judges_signals_against_the_models_measured_cold_load(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """On real time: the emulator's load takes its 50 ms."""
+    emulator.clock.set(dt_util.utcnow())
+    hass.states.async_set(MOTION, "off")
+    await set_up(hass, mock_config_entry, [MOTION])
+    usage = mock_config_entry.runtime_data.usage
+    assert usage.load(LLAMA) is None  # none measured yet
+    emulator.models[LLAMA].load_delay = 0.05
+    await hass.services.async_call(
+        DOMAIN, "probe", {"config_entry_id": ENTRY_ID, "model": LLAMA}, blocking=True
+    )
+    timing = mock_config_entry.runtime_data.coordinator.data.timings[LLAMA]
+    assert timing.load_seconds
+    assert usage.load(LLAMA) == timedelta(seconds=timing.load_seconds)
+    hass.states.async_set(MOTION, "on")  # an edge: the model's record begins
+    await hass.async_block_till_done()
+    usage.plan(LLAMA)
+    record = usage.get(LLAMA)
+    assert record is not None
+    assert record.planner.load == pytest.approx(timing.load_seconds, abs=0.001)

@@ -7,13 +7,20 @@ kind, the satellite itself and every person, and nothing of another room or kind
 
 from __future__ import annotations
 
-from homeassistant.config_entries import SOURCE_USER
+from types import MappingProxyType
+
+from homeassistant.config_entries import SOURCE_USER, ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import area_registry as ar, device_registry as dr, entity_registry as er
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.llm_warmth.const import CONF_SIGNAL_MODEL, SUBENTRY_WARMING_SIGNALS
-from custom_components.llm_warmth.signals_flow import satellite_pipeline
+from custom_components.llm_warmth.const import (
+    CONF_SIGNAL_ENTITIES,
+    CONF_SIGNAL_MODEL,
+    SUBENTRY_WARMING_SIGNALS,
+)
+from custom_components.llm_warmth.core.signal_edges import SIGNAL_DOMAINS
+from custom_components.llm_warmth.signals_flow import _SIGNALS, refused, satellite_pipeline
 
 from .assist import Assist, assist_fixture, hass_config_dir_fixture  # noqa: F401
 from .conftest import ENTRY_ID, LLAMA, QWEN
@@ -37,7 +44,12 @@ async def test_the_satellites_rooms_are_suggested_for_the_model_their_pipeline_u
     )
     device_registry.async_update_device(device.id, area_id=kitchen.id)
     entity_registry.async_update_entity(satellite, device_id=device.id)
-    # Its pipeline's select: the preferred pipeline, the harness's (llama's agent).
+    # Another select of the device first (its voice detection), then its pipeline's: the
+    # preferred pipeline, the harness's (llama's agent).
+    vad = entity_registry.async_get_or_create(
+        "select", "test", "kitchen-satellite-vad_sensitivity", device_id=device.id
+    )
+    hass.states.async_set(vad.entity_id, "aggressive")
     select = entity_registry.async_get_or_create(
         "select", "test", "kitchen-satellite-pipeline", device_id=device.id
     )
@@ -85,3 +97,48 @@ async def test_the_satellites_rooms_are_suggested_for_the_model_their_pipeline_u
     entity_registry.async_update_entity(satellite, device_id=None)
     assert satellite_pipeline(hass, satellite) is None
     assert satellite_pipeline(hass, "assist_satellite.nowhere") is None
+
+
+async def test_what_the_form_refuses_and_offers(
+    hass: HomeAssistant, init_integration: MockConfigEntry, entity_registry: er.EntityRegistry
+) -> None:
+    # 64 entities are not too many (none of them exists); 65 are.
+    many = [f"input_boolean.b{i}" for i in range(65)]
+    assert refused(hass, many[:64]) == "signal_not_found"
+    assert refused(hass, many) == "signals_too_many"
+    # A next alarm known by the registry's device class alone (no state yet) is a signal.
+    alarm = entity_registry.async_get_or_create(
+        "sensor", "test", "alarm", original_device_class="timestamp"
+    )
+    plain = entity_registry.async_get_or_create("sensor", "test", "plain")
+    assert refused(hass, [alarm.entity_id]) is None
+    assert refused(hass, [plain.entity_id]) == "signal_kind"
+    # The picker: every kind of signal but sensors, and sensors that tell a time.
+    plain_kinds, times = _SIGNALS.config["filter"]
+    assert "sensor" not in plain_kinds["domain"]
+    assert set(plain_kinds["domain"]) == set(SIGNAL_DOMAINS) - {"sensor"}
+    assert times == {"domain": ["sensor"], "device_class": ["timestamp"]}
+    # A reconfiguration refused shows what was typed, not what was kept.
+    hass.states.async_set("input_boolean.hall", "off")
+    hass.states.async_set("light.kitchen", "off")
+    hass.config_entries.async_add_subentry(
+        init_integration,
+        ConfigSubentry(
+            data=MappingProxyType(
+                {CONF_SIGNAL_MODEL: LLAMA, CONF_SIGNAL_ENTITIES: ["input_boolean.hall"]}
+            ),
+            subentry_type=SUBENTRY_WARMING_SIGNALS,
+            title=LLAMA,
+            unique_id=None,
+        ),
+    )
+    (subentry_id,) = list(init_integration.subentries)
+    result = await init_integration.start_subentry_reconfigure_flow(hass, subentry_id)
+    (key,) = list(result["data_schema"].schema)
+    assert key.description == {"suggested_value": ["input_boolean.hall"]}
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_SIGNAL_ENTITIES: ["light.kitchen"]}
+    )
+    assert result["errors"] == {CONF_SIGNAL_ENTITIES: "signal_kind"}
+    (key,) = list(result["data_schema"].schema)
+    assert key.description == {"suggested_value": ["light.kitchen"]}

@@ -21,7 +21,7 @@ from pytest_homeassistant_custom_component.components.diagnostics import (
 )
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
-from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN
+from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN, MAX_SCAN_INTERVAL
 from custom_components.llm_warmth.core.usage import UsageRecord
 from custom_components.llm_warmth.core.warm_plan import PatternClass, Plan
 from custom_components.llm_warmth.usage import UsageWatch
@@ -200,6 +200,36 @@ async def test_llama_swaps_activity_are_uses_at_their_start_and_ours_are_not(
         await wait_until(lambda: usage._server._activity_seen == 1, 10, "the new first page")
         await other_chat(swap.url)
         await wait_until(lambda: len(usage.get("tiny").planner.uses) == 2, 10, "a use after")
+        await hass.config_entries.async_unload(entry.entry_id)
+    finally:
+        await swap.stop()
+
+
+async def test_llama_swaps_activity_is_read_once_at_a_time_and_not_after_a_failed_poll(
+    hass: HomeAssistant, socket_enabled: None
+) -> None:
+    swap = LlamaSwapEmulator([SwapModel("tiny", load_seconds=0.2)])
+    await swap.start()
+    try:
+        # Polled seldom: the two polls below are the test's alone.
+        entry = await add_server(hass, swap.url, interval=MAX_SCAN_INTERVAL)
+        server = entry.runtime_data.usage._server
+        server.polled()
+        await wait_until(lambda: server._activity_seen is not None, 10, "the first page")
+        await wait_until(lambda: not server._reading, 10, "the first read done")
+        path = "GET /api/metrics/activity"
+        before = swap.requests[path]
+        # Two polls heard while the first read runs: one read.
+        server.polled()
+        server.polled()
+        await wait_until(lambda: not server._reading, 10, "the read done")
+        assert swap.requests[path] == before + 1
+        # A poll that failed reads nothing.
+        coordinator = entry.runtime_data.coordinator
+        coordinator.last_update_success = False
+        server.polled()
+        assert not server._reading
+        coordinator.last_update_success = True
         await hass.config_entries.async_unload(entry.entry_id)
     finally:
         await swap.stop()

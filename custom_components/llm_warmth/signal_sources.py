@@ -77,6 +77,14 @@ def chosen_signals(entry: ConfigEntry) -> dict[str, tuple[str, ...]]:
     return chosen
 
 
+def device_class_of(hass: HomeAssistant, entity_id: str, state: State | None) -> str | None:
+    """Return an entity's device class: its state's, else the entity registry's."""
+    entity = er.async_get(hass).async_get(entity_id)
+    return (state.attributes.get(ATTR_DEVICE_CLASS) if state else None) or (
+        entity.device_class or entity.original_device_class if entity else None
+    )
+
+
 def gone_issue_id(entry_id: str, model: str, entity_id: str) -> str:
     """Return the id of the repair that says a model's signal entity is gone."""
     return f"{ISSUE_GONE}_{entry_id}_{model}_{entity_id}"
@@ -200,11 +208,9 @@ class SignalSources:
             self._on_edges(model, edges, live)
 
     def _is_alarm(self, entity_id: str, state: State) -> bool:
-        entity = er.async_get(self.hass).async_get(entity_id)
-        device_class = state.attributes.get(ATTR_DEVICE_CLASS) or (
-            entity.device_class or entity.original_device_class if entity else None
+        return is_alarm_kind(
+            entity_id.split(".", 1)[0], device_class_of(self.hass, entity_id, state)
         )
-        return is_alarm_kind(entity_id.split(".", 1)[0], device_class)
 
     @callback
     def _set_alarm(self, entity_id: str, value: str) -> None:
@@ -247,8 +253,8 @@ class SignalSources:
             else:
                 edges = history_edges(entity_id, changes)
             LOGGER.debug("%s: %d past edges of a signal read", self.entry.title, len(edges))
-            if edges and entity_id in self._followed:
-                self._hand_on(entity_id, edges, live=False)
+            # To the models naming it now (it may have been unchosen while it was read).
+            self._hand_on(entity_id, edges, live=False)
 
     # ---------------------------------------------------------------- gone
 

@@ -38,6 +38,7 @@ from .core.signal_edges import (
     suggested_signals,
 )
 from .data import LlmWarmthConfigEntry
+from .signal_sources import device_class_of
 
 # The entity picker: every kind of signal, a sensor only as a time (a next alarm).
 _SIGNALS = EntitySelector(
@@ -147,13 +148,9 @@ def refused(hass: HomeAssistant, entities: list[str]) -> str | None:
     registry = er.async_get(hass)
     for entity_id in entities:
         state = hass.states.get(entity_id)
-        entity = registry.async_get(entity_id)
-        if state is None and entity is None:
+        if state is None and registry.async_get(entity_id) is None:
             return "signal_not_found"
-        device_class = (state.attributes.get(ATTR_DEVICE_CLASS) if state else None) or (
-            entity.device_class or entity.original_device_class if entity else None
-        )
-        if not is_signal_kind(entity_id.split(".", 1)[0], device_class):
+        if not is_signal_kind(entity_id.split(".", 1)[0], device_class_of(hass, entity_id, state)):
             return "signal_kind"
     return None
 

@@ -268,8 +268,8 @@ class UsageRhythm:
         worth = COLD_START_WORTH.total_seconds()
         base = DEFAULT_KEEP.total_seconds()
         best, best_gain = DEFAULT_KEEP, 0.0
-        gains: dict[float, float] = {base: 0.0}
-        for keep in KEEPS:
+        gains: dict[float, float] = {}
+        for keep in KEEPS:  # the server's default first: it gains nothing
             k = keep.total_seconds()
             gain = sum(
                 (base < idle <= k) - (min(idle, k) - min(idle, base)) / worth for idle in self.idles
