@@ -2,6 +2,7 @@
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Generator
+from datetime import datetime
 from pathlib import Path
 import socket
 import threading
@@ -25,6 +26,7 @@ from hypothesis import settings
 import pytest
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
+    async_fire_time_changed,
     async_fire_time_changed_exact,
 )
 from syrupy.assertion import SnapshotAssertion
@@ -299,6 +301,16 @@ async def start_load(
     async with asyncio.timeout(5):
         await emulator.wait_loading(model)
     return load
+
+
+async def at_moment(
+    hass: HomeAssistant, freezer: FrozenDateTimeFactory, emulator: OllamaEmulator, when: datetime
+) -> None:
+    """Move Home Assistant's and the emulator's clocks to ``when``; let the timers run."""
+    freezer.move_to(when)
+    emulator.clock.set(when)
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done(wait_background_tasks=True)
 
 
 async def advance(

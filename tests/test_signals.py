@@ -8,7 +8,7 @@ logbook tells, and a use that finds the model warm counts as warm thanks to a si
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
 
@@ -33,7 +33,7 @@ from custom_components.llm_warmth.const import (
 from custom_components.llm_warmth.core.usage import SIGNAL_HELPED, UsageRecord
 from custom_components.llm_warmth.signal_sources import gone_issue_id
 
-from .conftest import ENTRY_ID, LLAMA, QWEN, model_id, ollama_request
+from .conftest import ENTRY_ID, LLAMA, QWEN, at_moment, model_id, ollama_request
 from .ollama_emulator import OllamaEmulator
 from .signal_lessons import teach
 
@@ -61,16 +61,6 @@ async def set_up(
         hass.config_entries.async_update_entry(entry, options={**entry.options, **options})
     assert await hass.config_entries.async_setup(ENTRY_ID)
     await hass.async_block_till_done()
-
-
-async def at(
-    hass: HomeAssistant, freezer: FrozenDateTimeFactory, emulator: OllamaEmulator, when: datetime
-) -> None:
-    """Move Home Assistant's and the server's clocks to ``when``; let the timers run."""
-    freezer.move_to(when)
-    emulator.clock.set(when)
-    async_fire_time_changed(hass)
-    await hass.async_block_till_done(wait_background_tasks=True)
 
 
 def loads(emulator: OllamaEmulator, since: int) -> list[dict[str, Any]]:
@@ -133,12 +123,12 @@ async def test_an_edge_that_leads_a_use_warms_the_model_and_the_use_counts_for_t
     assert state.attributes["warmed_by"] == "signals"
     assert state.attributes["warm_ups"] == 1
     # The motion again while the model is warm: recorded (after the quiet), nothing sent.
-    await at(hass, freezer, emulator, now + timedelta(minutes=1))
+    await at_moment(hass, freezer, emulator, now + timedelta(minutes=1))
     hass.states.async_set(MOTION, "off", {"friendly_name": "Bedroom motion"})
     await hass.async_block_till_done(wait_background_tasks=True)
     assert len(loads(emulator, before)) == 1
     # The household's use finds it warm: counted for the signal, not the clock.
-    await at(hass, freezer, emulator, now + timedelta(minutes=4))
+    await at_moment(hass, freezer, emulator, now + timedelta(minutes=4))
     coordinator = mock_config_entry.runtime_data.coordinator
     await coordinator.async_refresh()
     await ollama_request(emulator, "/api/generate", {"model": LLAMA, "prompt": "hi"})
@@ -196,7 +186,7 @@ async def test_an_unused_hold_lets_the_model_go_and_counts_its_memory_not_a_warm
     await coordinator.async_refresh()
     assert LLAMA in coordinator.data.held
     # The hold passes with no use: the server lets the model go at its end.
-    await at(hass, freezer, emulator, now + timedelta(seconds=HOLD + 5))
+    await at_moment(hass, freezer, emulator, now + timedelta(seconds=HOLD + 5))
     await coordinator.async_refresh()
     await hass.async_block_till_done()
     assert LLAMA not in coordinator.data.held
@@ -238,7 +228,7 @@ async def test_the_guard_refuses_a_signals_warm_up_and_auto_warm_off_sends_none(
     # On, while the household needs the GPU: refused, counted (the motion again after
     # its quiet minutes: a new edge).
     usage.set_auto_warm(LLAMA, True)
-    await at(hass, freezer, emulator, now + timedelta(minutes=10))
+    await at_moment(hass, freezer, emulator, now + timedelta(minutes=10))
     hass.states.async_set(MOTION, "off")
     hass.states.async_set(MOTION, "on")
     await hass.async_block_till_done(wait_background_tasks=True)
@@ -248,7 +238,7 @@ async def test_the_guard_refuses_a_signals_warm_up_and_auto_warm_off_sends_none(
     assert switch.attributes["refused_by_the_guard"] == 1
     # The household's need over: the next edge warms it.
     hass.states.async_set("binary_sensor.plex_transcoding", "off")
-    await at(hass, freezer, emulator, now + timedelta(minutes=20))
+    await at_moment(hass, freezer, emulator, now + timedelta(minutes=20))
     hass.states.async_set(MOTION, "off")
     hass.states.async_set(MOTION, "on")
     await hass.async_block_till_done(wait_background_tasks=True)
@@ -280,9 +270,9 @@ async def test_a_next_alarm_is_an_edge_when_its_time_comes(
     # Moved 10 minutes later before it came: the first time never comes.
     moved = ring + timedelta(minutes=10)
     hass.states.async_set(alarm, moved.isoformat(), {ATTR_DEVICE_CLASS: "timestamp"})
-    await at(hass, freezer, emulator, ring + timedelta(minutes=1))
+    await at_moment(hass, freezer, emulator, ring + timedelta(minutes=1))
     assert edges() == {}
-    await at(hass, freezer, emulator, moved + timedelta(seconds=1))
+    await at_moment(hass, freezer, emulator, moved + timedelta(seconds=1))
     assert edges() == {alarm: {"alarm": [int(moved.timestamp())]}}
 
 

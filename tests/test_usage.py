@@ -33,6 +33,7 @@ from .conftest import (
     LLAMA,
     QWEN,
     add_ollama_agent,
+    at_moment,
     model_id,
     ollama_request,
     start_load,
@@ -301,16 +302,6 @@ async def learn_mornings(
                 await hass.async_block_till_done()
 
 
-async def at_minute(
-    hass: HomeAssistant, freezer: FrozenDateTimeFactory, emulator: OllamaEmulator, when: datetime
-) -> None:
-    """Move Home Assistant's and the server's clocks to ``when``; let the minute timer run."""
-    freezer.move_to(when)
-    emulator.clock.set(when)
-    async_fire_time_changed(hass)
-    await hass.async_block_till_done(wait_background_tasks=True)
-
-
 async def set_up_with_plex_on(hass: HomeAssistant, entry: MockConfigEntry) -> None:
     """Set the entry up with Plex as a protected entity, transcoding now."""
     hass.states.async_set(PLEX, "on")
@@ -333,27 +324,27 @@ async def test_auto_warm_loads_ahead_of_the_expected_morning_through_the_guard(
     usage = mock_config_entry.runtime_data.usage
     monday = dt_util.start_of_local_day(datetime(2026, 12, 7))
     await learn_mornings(hass, usage, emulator, monday)
-    await at_minute(hass, freezer, emulator, monday + timedelta(hours=5))
+    await at_moment(hass, freezer, emulator, monday + timedelta(hours=5))
     switch = model_id(mock_config_entry, "switch.llama3_2_3b_auto_warm")
     assert hass.states.get(switch).state == "off"  # off by default
     await hass.services.async_call("switch", "turn_on", {"entity_id": switch}, blocking=True)
     # Not yet: the stretch starts at 06:40, warming 90 s before it (30 s load assumed, 60).
     before = len(emulator.requests)
-    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=37))
+    await at_moment(hass, freezer, emulator, monday + timedelta(hours=6, minutes=37))
     assert [r for r in emulator.requests[before:] if r.path == "/api/generate"] == []
-    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=38, seconds=40))
+    await at_moment(hass, freezer, emulator, monday + timedelta(hours=6, minutes=38, seconds=40))
     loads = [r for r in emulator.requests[before:] if r.path == "/api/generate"]
     assert len(loads) == 1
     assert not loads[0].json.get("prompt")  # a load, no prompt
     # Kept until the stretch's end (07:00), then the server's own keep.
     assert loads[0].json["keep_alive"] == pytest.approx(21 * 60 + 20, abs=2)
     # Once per stretch.
-    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=40))
+    await at_moment(hass, freezer, emulator, monday + timedelta(hours=6, minutes=40))
     assert len([r for r in emulator.requests[before:] if r.path == "/api/generate"]) == 1
     state = hass.states.get(switch)
     assert (state.attributes["warm_ups"], state.attributes["refused_by_the_guard"]) == (1, 0)
     # A use at 06:42 finds it warm: scored, and the warm-up's GiB-hours end there.
-    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=42))
+    await at_moment(hass, freezer, emulator, monday + timedelta(hours=6, minutes=42))
     coordinator = mock_config_entry.runtime_data.coordinator
     await coordinator.async_refresh()
     await ollama_request(emulator, "/api/generate", {"model": LLAMA, "prompt": "hi"})
@@ -407,11 +398,11 @@ async def test_an_evening_is_held_through_half_an_hour_at_a_time(
         sent = [r.json for r in emulator.requests[before:] if r.path == "/api/generate"]
         return [r["keep_alive"] for r in sent if "prompt" not in r]
 
-    await at_minute(hass, freezer, emulator, monday + timedelta(hours=17, minutes=58, seconds=40))
+    await at_moment(hass, freezer, emulator, monday + timedelta(hours=17, minutes=58, seconds=40))
     assert keeps() == [1800]  # the first half hour, not the evening
     # 18:05: a request that sends no keep (as every OpenAI-compatible one): the server
     # keeps the model the last keep asked for, our 30 minutes.
-    await at_minute(hass, freezer, emulator, monday + timedelta(hours=18, minutes=5))
+    await at_moment(hass, freezer, emulator, monday + timedelta(hours=18, minutes=5))
     used = len(uses(mock_config_entry, LLAMA))
     await ollama_request(emulator, "/api/generate", {"model": LLAMA, "prompt": "hi"})
     coordinator = mock_config_entry.runtime_data.coordinator
@@ -420,10 +411,10 @@ async def test_an_evening_is_held_through_half_an_hour_at_a_time(
     assert len(uses(mock_config_entry, LLAMA)) == used + 1
     expires = coordinator.data.resident[LLAMA].expires_at
     assert expires == monday + timedelta(hours=18, minutes=35)
-    await at_minute(hass, freezer, emulator, monday + timedelta(hours=18, minutes=19))
+    await at_moment(hass, freezer, emulator, monday + timedelta(hours=18, minutes=19))
     assert keeps() == [1800]  # more than 15 minutes left: nothing
     await coordinator.async_refresh()
-    await at_minute(hass, freezer, emulator, monday + timedelta(hours=18, minutes=21))
+    await at_moment(hass, freezer, emulator, monday + timedelta(hours=18, minutes=21))
     assert keeps() == [1800, 1800]  # renewed, half an hour on
     await coordinator.async_refresh()
     expires = coordinator.data.resident[LLAMA].expires_at
@@ -446,17 +437,17 @@ async def test_auto_warm_is_refused_while_the_household_needs_the_gpu(
     await learn_mornings(hass, usage, emulator, monday)
     usage.set_auto_warm(LLAMA, True)
     before = len(emulator.requests)
-    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=39))
+    await at_moment(hass, freezer, emulator, monday + timedelta(hours=6, minutes=39))
     assert [r for r in emulator.requests[before:] if r.path == "/api/generate"] == []
     record = usage.get(LLAMA)
     assert (record.warmed, record.refused) == (0, 1)
     # Asked again a minute later (still refused): counted once.
-    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=40))
+    await at_moment(hass, freezer, emulator, monday + timedelta(hours=6, minutes=40))
     assert (record.warmed, record.refused) == (0, 1)
     # Plex stops: the next minute of the stretch warms it.
     hass.states.async_set(PLEX, "off")
     await mock_config_entry.runtime_data.coordinator.async_refresh()
-    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=41))
+    await at_moment(hass, freezer, emulator, monday + timedelta(hours=6, minutes=41))
     assert [r for r in emulator.requests[before:] if r.path == "/api/generate"]
     # Kept across a restart: the option and the counts.
     await hass.config_entries.async_reload(ENTRY_ID)
@@ -570,10 +561,10 @@ async def warmed_ahead(
     usage = entry.runtime_data.usage
     monday = dt_util.start_of_local_day(datetime(2026, 12, 7))
     await learn_mornings(hass, usage, emulator, monday)
-    await at_minute(hass, freezer, emulator, monday + timedelta(hours=5))
+    await at_moment(hass, freezer, emulator, monday + timedelta(hours=5))
     switch = model_id(entry, "switch.llama3_2_3b_auto_warm")
     await hass.services.async_call("switch", "turn_on", {"entity_id": switch}, blocking=True)
-    await at_minute(hass, freezer, emulator, monday + timedelta(hours=6, minutes=38, seconds=40))
+    await at_moment(hass, freezer, emulator, monday + timedelta(hours=6, minutes=38, seconds=40))
     assert usage.get(LLAMA).warmed == 1
     await entry.runtime_data.coordinator.async_refresh()
     assert LLAMA in entry.runtime_data.coordinator.data.held
