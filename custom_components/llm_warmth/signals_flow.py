@@ -92,10 +92,8 @@ class WarmingSignalsFlow(ConfigSubentryFlow):
         """Ask for the model's signals, the suggested ones ticked."""
         errors: dict[str, str] = {}
         if user_input is not None:
-            entities = list(user_input.get(CONF_SIGNAL_ENTITIES) or [])
-            if (error := refused(self.hass, entities)) is not None:
-                errors[CONF_SIGNAL_ENTITIES] = error
-            else:
+            entities, errors = _chosen(self.hass, user_input)
+            if not errors:
                 return self.async_create_entry(
                     title=self._model,
                     data={CONF_SIGNAL_MODEL: self._model, CONF_SIGNAL_ENTITIES: entities},
@@ -119,10 +117,8 @@ class WarmingSignalsFlow(ConfigSubentryFlow):
         subentry = self._get_reconfigure_subentry()
         errors: dict[str, str] = {}
         if user_input is not None:
-            entities = list(user_input.get(CONF_SIGNAL_ENTITIES) or [])
-            if (error := refused(self.hass, entities)) is not None:
-                errors[CONF_SIGNAL_ENTITIES] = error
-            else:
+            entities, errors = _chosen(self.hass, user_input)
+            if not errors:
                 return self.async_update_and_abort(
                     self._get_entry(),
                     subentry,
@@ -137,6 +133,13 @@ class WarmingSignalsFlow(ConfigSubentryFlow):
             description_placeholders={"model": str(subentry.data.get(CONF_SIGNAL_MODEL))},
             errors=errors,
         )
+
+
+def _chosen(hass: HomeAssistant, user_input: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """Return the entities the form was given, and the form's errors (none: they do)."""
+    entities = list(user_input.get(CONF_SIGNAL_ENTITIES) or [])
+    error = refused(hass, entities)
+    return entities, {} if error is None else {CONF_SIGNAL_ENTITIES: error}
 
 
 def refused(hass: HomeAssistant, entities: list[str]) -> str | None:
