@@ -149,3 +149,18 @@ def test_two_stretches_hold_the_model_to_the_later_end() -> None:
     second = Stretch(start=3700.0, end=6000.0, long=False, unused_hold=3600.0)
     assert replay([], stretches=(first, second))[:2] == (0, 6000 - (3600 - LEAD))
     assert replay([], stretches=(second, first))[:2] == (0, 6000 - (3600 - LEAD))
+
+
+def test_a_day_before_the_one_carried_starts_with_the_model_gone() -> None:
+    """A clock that went back folds days again: no negative time held, no stale hold."""
+    later = (86400.0, 2 * 86400.0)
+    stretch = Stretch(start=86400.0 + 3600, end=86400.0 + 3 * 3600, long=True, unused_hold=3600)
+    _, _, state = replay([86400.0 + 3700, later[1] - 100], stretches=(stretch,), span=later)
+    assert (state.since, set(state.holds)) == (later[1], {stretch})  # held past its end
+    colds, held, state = replay([], state=state)  # the day before it, again
+    assert (colds, held) == (0, 0)
+    assert (state.since, state.holds) == (None, {})
+    # The next day carries on as the day before ended (not reset).
+    _, _, state = replay([DAY[1] - 100])
+    assert state.since == DAY[1]
+    assert replay([], state=state, span=later)[1] == LOAD + KEEP - 100  # a cold use: loaded first

@@ -1039,6 +1039,10 @@ def run_history(
 
 @FEW
 @given(base=st.sampled_from([SUMMER, WINTER]), ops=operations(20))
+@example(  # the clock went back half a day: the days fold again
+    base=SUMMER,
+    ops=[("routine", 0, 6, 1435), ("advance", 43200), ("advance", -43201), ("advance", 0)],
+)
 def test_any_history_gives_plans_whose_times_follow_their_causes(
     base: datetime, ops: list[Op]
 ) -> None:

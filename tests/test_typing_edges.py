@@ -106,6 +106,7 @@ ALLOWED: dict[str, tuple[str, frozenset[str]]] = {
         FORM_INPUT,
         frozenset(
             {
+                "_chosen",
                 "WarmingSignalsFlow.async_step_entities",
                 "WarmingSignalsFlow.async_step_reconfigure",
                 "WarmingSignalsFlow.async_step_user",

@@ -109,6 +109,11 @@ def replay_day(
     ``state`` goes on to the next day.
     """
     day = _Day(*span)
+    if state.since is not None and state.since > day.begin:
+        # A day before the one carried (a clock that went back: the days fold again): what
+        # was carried is of days to come, so the day starts with the model gone.
+        day.close(state, day.begin)
+        state.holds.clear()
     for stretch in [s for s in state.holds if s.end < day.begin]:
         del state.holds[stretch]  # over: it holds nothing any more
     # In time order (a stable sort): at the same moment a stretch's warm-up, then an edge,
