@@ -128,9 +128,12 @@ async def test_a_cold_load_is_timed_and_the_activity_record_matches_our_stopwatc
     assert newest.id == before.id + 1
     for record, reply in ((newest, warm), (before, cold)):
         stopwatch = (reply.final_ns - reply.sent_ns) / 1e9
-        # Its own clock runs from the request's arrival to its last byte: within our
-        # stopwatch (sent to final), by at most the loopback's few milliseconds.
-        assert stopwatch - 0.05 <= record.seconds <= stopwatch + 0.002
+        # Its own clock runs from the request's arrival until it has parsed the reply it
+        # passed on (internal/server/metrics.go: record() after the handler returns,
+        # buildMetrics' time.Since(start) after the body is read for its tokens): within
+        # our stopwatch (sent to final) by the loopback's few milliseconds before, and after
+        # by that parse (recorded in CI on two busy cores: 2.4 ms past our last byte).
+        assert stopwatch - 0.05 <= record.seconds <= stopwatch + 0.025
         assert record.ended_at.microsecond == 0  # whole seconds, as stored
         assert record.status == 200
 
