@@ -8,18 +8,23 @@ import pytest
 from custom_components.llm_warmth.core.assistant_route import (
     MAX_WAIT_SECONDS,
     AgentState,
+    Failed,
     Readiness,
     Route,
     RouteReason,
     RouteRecord,
     Setting,
     SettingRefused,
+    TurnFailure,
     agent_state,
     check_settings,
     ready_in,
+    retry_order,
     route_turn,
     switched_from,
+    unanswered,
 )
+from custom_components.llm_warmth.core.sentence import Sentence
 from custom_components.llm_warmth.core.warmth import Warmth
 
 BIG = "conversation.big_box"
@@ -277,8 +282,87 @@ def test_route_record_as_the_event_carries_it() -> None:
         "agent_model": "qwen3:4b",
         "switched_from": BIG,
         "failed": False,
+        "failures": [],
     }
     flags = RouteRecord(
         record.at, record.route, record.primary, None, None, None, warming=True, failed=True
     ).as_dict()
     assert (flags["warming_primary"], flags["failed"], flags["agent_server"]) == (True, True, None)
+
+
+def test_a_failed_turn_carries_who_failed_and_how() -> None:
+    record = RouteRecord(
+        datetime(2026, 12, 1, 7, 0, tzinfo=UTC),
+        Route(NAS, RouteReason.AFTER_A_FAILURE, warm_primary=False),
+        state(BIG, Readiness.WARM),
+        "NAS",
+        "llama",
+        None,
+        failures=(Failed(BIG, "Big box", TurnFailure.RAISED), Failed(HA, None, TurnFailure.ERROR)),
+    )
+    assert record.as_dict()["failures"] == [
+        {"agent": BIG, "server": "Big box", "failure": "raised"},
+        {"agent": HA, "server": None, "failure": "error"},
+    ]
+    assert record.as_dict()["reason"] == "after_a_failure"
+
+
+WAIT = 3.0
+
+
+@pytest.mark.parametrize(
+    ("primary", "fallbacks", "order"),
+    [
+        # The warm primary failed: the warm fall-backs in their order, each once.
+        (
+            state(BIG, Readiness.WARM),
+            [state(NAS, Readiness.WARM), state(HA, Readiness.NOT_FOLLOWED)],
+            (BIG, NAS, HA),
+        ),
+        # A fall-back cold (no load known), down, or loading past the wait: not asked.
+        (
+            state(BIG, Readiness.WARM),
+            [
+                state(NAS, Readiness.COLD),
+                state("conversation.down", Readiness.DOWN),
+                state("conversation.slow", Readiness.LOADING, WAIT + 0.01),
+                state("conversation.soon", Readiness.LOADING, WAIT),
+            ],
+            (BIG, "conversation.soon"),
+        ),
+        # The primary cold: the fall-back answered first; the primary not waited for.
+        (state(BIG, Readiness.COLD, 30.0), [state(NAS, Readiness.WARM)], (NAS,)),
+        # ... unless it will be ready within the wait.
+        (state(BIG, Readiness.LOADING, 1.0), [state(NAS, Readiness.WARM)], (BIG, NAS)),
+        # The primary listed as a fall-back too is asked once.
+        (state(BIG, Readiness.WARM), [state(BIG, Readiness.WARM)], (BIG,)),
+    ],
+)
+def test_after_a_failure_the_agents_ready_in_time_are_asked_in_order(
+    primary: AgentState, fallbacks: list[AgentState], order: tuple[str, ...]
+) -> None:
+    route = route_turn(primary, fallbacks, WAIT)
+    assert retry_order(route, primary, fallbacks, WAIT) == order
+
+
+def test_when_no_agent_answers_the_servers_are_named_once_each() -> None:
+    failed = [
+        Failed(BIG, "Big box", TurnFailure.RAISED),
+        Failed("conversation.big_other", "Big box", TurnFailure.ERROR),
+        Failed(HA, None, TurnFailure.ERROR),
+    ]
+    assert unanswered(failed) == (Sentence("assistant_unanswered", {"servers": f"Big box, {HA}"}),)
+
+
+def test_an_agent_that_is_gone_is_said_apart_with_what_to_do() -> None:
+    assert unanswered([Failed(NAS, "NAS", TurnFailure.GONE)]) == (
+        Sentence("assistant_agent_gone", {"agent": NAS}),
+    )
+    assert unanswered(
+        [Failed(BIG, "Big box", TurnFailure.RAISED), Failed(NAS, "NAS", TurnFailure.GONE)]
+    ) == (
+        Sentence("assistant_unanswered", {"servers": "Big box"}),
+        Sentence("assistant_agent_gone", {"agent": NAS}),
+    )
+    # Nothing asked at all (no agent): still words.
+    assert unanswered([]) == (Sentence("assistant_unanswered", {"servers": ""}),)

@@ -16,7 +16,7 @@ from homeassistant.config_entries import SOURCE_RECONFIGURE, ConfigEntryState
 from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
 from homeassistant.core import Context, Event, HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
-from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
+from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import device_registry as dr, entity_registry as er, issue_registry as ir
 from homeassistant.setup import async_setup_component
 import pytest
@@ -297,7 +297,7 @@ async def test_primary_under_the_guard_is_not_warmed(house: House, hass: HomeAss
 
 
 async def test_an_agent_that_is_gone_is_said_in_words(house: House, hass: HomeAssistant) -> None:
-    """The fall-back's integration was removed: the turn's error names the agent."""
+    """The fall-back's integration was removed, the primary cold: the turn says so in words."""
     await make_warm(house, house.nas, LLAMA)
     ollama_nas = er.async_get(hass).async_get(house.fallback)
     assert ollama_nas is not None
@@ -306,21 +306,24 @@ async def test_an_agent_that_is_gone_is_said_in_words(house: House, hass: HomeAs
     await hass.async_block_till_done()
     entity = hass.data["entity_components"]["conversation"].get_entity(ASSISTANT)
     # The registry still names the agent (its entry is only unloaded), it answers no more.
-    with pytest.raises(HomeAssistantError) as err:
-        await entity.async_process(
-            conversation.ConversationInput(
-                text="hello",
-                context=Context(),
-                conversation_id=None,
-                device_id=None,
-                satellite_id=None,
-                language="en",
-                agent_id=ASSISTANT,
-            )
+    result = await entity.async_process(
+        conversation.ConversationInput(
+            text="hello",
+            context=Context(),
+            conversation_id=None,
+            device_id=None,
+            satellite_id=None,
+            language="en",
+            agent_id=ASSISTANT,
         )
-    assert err.value.translation_key == "assistant_agent_missing"
-    assert err.value.translation_placeholders == {"agent": house.fallback}
-    assert last_route(house)["failed"] is True
+    )
+    assert result.response.error_code is not None
+    assert result.response.speech["plain"]["speech"] == (
+        f"The agent {house.fallback} is gone; choose another in the warm assistant's settings."
+    )
+    route = last_route(house)
+    assert (route["failed"], route["agent"]) == (True, house.fallback)
+    assert route["failures"] == [{"agent": house.fallback, "server": "NAS", "failure": "gone"}]
 
 
 async def test_unloading_the_primary_entry_mid_warm_leaves_nothing(

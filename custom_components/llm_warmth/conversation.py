@@ -20,7 +20,14 @@ from .warm_assistant import WarmAssistant
 PARALLEL_UPDATES = 0
 # Attributes that change with every turn: left out of the recorder.
 _PER_TURN: Final = frozenset(
-    {"primary_ready_in", "switched_from", "failed", "warming_primary", "primary_readiness"}
+    {
+        "primary_ready_in",
+        "switched_from",
+        "failed",
+        "failures",
+        "warming_primary",
+        "primary_readiness",
+    }
 )
 
 

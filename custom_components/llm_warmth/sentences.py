@@ -34,9 +34,19 @@ def say(hass: HomeAssistant, *sentences: Sentence) -> str:
     return _BETWEEN.join(_said(hass, sentence) for sentence in sentences)
 
 
-def _said(hass: HomeAssistant, sentence: Sentence) -> str:
+async def async_say_in(hass: HomeAssistant, language: str | None, *sentences: Sentence) -> str:
+    """Return the sentences in ``language`` (a turn's), else Home Assistant's, else English."""
+    languages = tuple(
+        dict.fromkeys(lang for lang in (language, hass.config.language, "en") if lang)
+    )
+    for lang in languages:
+        await async_get_translations(hass, lang, "common", {DOMAIN})
+    return _BETWEEN.join(_said(hass, sentence, languages) for sentence in sentences)
+
+
+def _said(hass: HomeAssistant, sentence: Sentence, languages: tuple[str, ...] = ()) -> str:
     key = f"component.{DOMAIN}.common.{sentence.key}"
-    for language in (hass.config.language, "en"):
+    for language in languages or (hass.config.language, "en"):
         template = async_get_cached_translations(hass, language, "common", DOMAIN).get(key)
         if template is not None:
             return sentence.render(template)

@@ -23,7 +23,7 @@ from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import entity_registry as er, issue_registry as ir
+from homeassistant.helpers import entity_registry as er, intent, issue_registry as ir
 from homeassistant.helpers.chat_session import async_get_chat_session
 from homeassistant.util import dt as dt_util
 from homeassistant.util.limited_size_dict import LimitedSizeDict
@@ -41,15 +41,20 @@ from .core.agent_options import Agent
 from .core.assistant_route import (
     MAX_WAIT_SECONDS,
     AgentState,
+    Failed,
     Readiness,
     Route,
+    RouteReason,
     RouteRecord,
     Setting,
     SettingRefused,
+    TurnFailure,
     agent_state,
     check_settings,
+    retry_order,
     route_turn,
     switched_from,
+    unanswered,
 )
 from .core.backends.base import GENERATION_TIMEOUT
 from .core.backends.errors import LlmServerError
@@ -57,11 +62,13 @@ from .core.voice import WAKE_KEEP
 from .core.warmth import model_warmth
 from .data import LlmWarmthConfigEntry
 from .household_entry import server_entries
+from .sentences import async_say_in
 
 # MAX_WAIT_SECONDS: the longest wait the assistant's flow offers (assistant_flow.py).
 __all__ = [
     "MAX_WAIT_SECONDS",
     "AssistantSettings",
+    "Decision",
     "Served",
     "WarmAssistant",
     "assistant_primary",
@@ -110,6 +117,16 @@ class Served:
     entry: LlmWarmthConfigEntry
     model: str
     agent: Agent | None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Where a turn goes, the agents' states, and where each agent's model is served."""
+
+    route: Route
+    primary: AgentState
+    fallbacks: tuple[AgentState, ...]
+    served: dict[str, Served | None]
 
 
 @callback
@@ -188,8 +205,8 @@ class WarmAssistant:
         return lambda: self._listeners.remove(listener)
 
     @callback
-    def decide(self) -> tuple[Route, AgentState, dict[str, Served | None]]:
-        """Return where a turn goes now, the primary's state, and where each model is."""
+    def decide(self) -> Decision:
+        """Return where a turn goes now, each agent's state, and where each model is."""
         settings = self.settings
         primary, primary_served = readiness(self.hass, settings.primary)
         served: dict[str, Served | None] = {settings.primary: primary_served}
@@ -197,62 +214,100 @@ class WarmAssistant:
         for agent_id in settings.fallbacks:
             state, served[agent_id] = readiness(self.hass, agent_id)
             fallbacks.append(state)
-        return route_turn(primary, fallbacks, settings.wait_s), primary, served
+        route = route_turn(primary, fallbacks, settings.wait_s)
+        return Decision(route, primary, tuple(fallbacks), served)
 
     async def async_converse(
         self, user_input: conversation.ConversationInput, assistant_id: str
     ) -> conversation.ConversationResult:
-        """Answer one turn through the agent the route picks."""
+        """Answer one turn: the route's agent, then the next ready one while they fail.
+
+        The turn always ends in words (an agent's answer, or the assistant's own sentence
+        saying which servers could not be reached), and its route event always fires.
+        """
         with async_get_chat_session(self.hass, user_input.conversation_id) as session:
             conversation_id = session.conversation_id
-            route, primary, served = self.decide()
-            primary_served = served[self.settings.primary]
+            decision = self.decide()
+            route, primary = decision.route, decision.primary
+            primary_served = decision.served[self.settings.primary]
             self._say_primary_down(primary, primary_served)
             warming = bool(route.warm_primary and primary_served and self._warm(primary_served))
             previous = self._delegates.get(conversation_id)
-            self._delegates[conversation_id] = route.agent_id
-            where = served.get(route.agent_id)
+            failures: list[Failed] = []
+            order = retry_order(route, primary, decision.fallbacks, self.settings.wait_s)
+            for agent_id in order:
+                where = decision.served.get(agent_id)
+                result = await self._ask(agent_id, user_input, conversation_id)
+                if isinstance(result, TurnFailure):
+                    failures.append(Failed(agent_id, where.entry.title if where else None, result))
+                    continue
+                if failures:  # asked again: another agent answered
+                    route = replace(route, agent_id=agent_id, reason=RouteReason.AFTER_A_FAILURE)
+                break
+            else:
+                result = None
+            answered = result is not None
+            if answered:
+                self._delegates[conversation_id] = route.agent_id
+            where = decision.served.get(route.agent_id)
             record = RouteRecord(
                 at=dt_util.utcnow(),
                 route=route,
                 primary=primary,
                 agent_server=where.entry.title if where else None,
                 agent_model=where.model if where else None,
-                switched_from=switched_from(previous, route.agent_id),
+                switched_from=switched_from(previous, route.agent_id) if answered else None,
                 warming=warming,
+                failed=result is None or result.response.error_code is not None,
+                failures=tuple(failures),
             )
-            if record.switched_from:
-                LOGGER.debug(
-                    "%s: conversation %s goes on with %s (was %s): %s",
-                    self.name,
-                    conversation_id,
-                    route.agent_id,
-                    record.switched_from,
-                    route.reason,
-                )
-            try:
-                result = await conversation.async_converse(
-                    self.hass,
-                    user_input.text,
-                    conversation_id,
-                    user_input.context,
-                    user_input.language,
-                    agent_id=route.agent_id,
-                    device_id=user_input.device_id,
-                    satellite_id=user_input.satellite_id,
-                    extra_system_prompt=user_input.extra_system_prompt,
-                )
-            except ValueError:  # the agent is gone (its integration was removed)
-                record = replace(record, failed=True)
-                self._publish(record, assistant_id, conversation_id)
-                raise HomeAssistantError(
-                    translation_domain=DOMAIN,
-                    translation_key="assistant_agent_missing",
-                    translation_placeholders={"agent": route.agent_id},
-                ) from None
-            failed = result.response.error_code is not None
-            self._publish(replace(record, failed=failed), assistant_id, conversation_id)
+            self._publish(record, assistant_id, conversation_id)
+            if result is None:
+                return await self._unanswered(user_input, conversation_id, failures)
             return result
+
+    async def _ask(
+        self, agent_id: str, user_input: conversation.ConversationInput, conversation_id: str
+    ) -> conversation.ConversationResult | TurnFailure:
+        """Hand the turn to ``agent_id``; return its answer, or how it failed."""
+        if conversation.async_get_agent_info(self.hass, agent_id) is None:
+            LOGGER.warning("%s: its agent %s is gone", self.name, agent_id)
+            return TurnFailure.GONE
+        try:
+            result = await conversation.async_converse(
+                self.hass,
+                user_input.text,
+                conversation_id,
+                user_input.context,
+                user_input.language,
+                agent_id=agent_id,
+                device_id=user_input.device_id,
+                satellite_id=user_input.satellite_id,
+                extra_system_prompt=user_input.extra_system_prompt,
+            )
+        except Exception as err:  # any delegate's failure: the turn goes on to the next
+            # Its type only: a client's error may carry its server's address and key.
+            LOGGER.warning("%s: %s failed the turn (%s)", self.name, agent_id, type(err).__name__)
+            return TurnFailure.RAISED
+        # Home Assistant's code for an agent that could not work (it raised Home Assistant's
+        # error: "Unable to get response"); another code is the agent's answer ("Sorry, I
+        # couldn't understand that"), which another agent would not better.
+        if result.response.error_code is intent.IntentResponseErrorCode.UNKNOWN:
+            LOGGER.info("%s: %s could not answer", self.name, agent_id)
+            return TurnFailure.ERROR
+        return result
+
+    async def _unanswered(
+        self,
+        user_input: conversation.ConversationInput,
+        conversation_id: str,
+        failures: list[Failed],
+    ) -> conversation.ConversationResult:
+        """Return the assistant's own answer when no agent answered, in the turn's language."""
+        speech = await async_say_in(self.hass, user_input.language, *unanswered(failures))
+        response = intent.IntentResponse(language=user_input.language)
+        response.async_set_error(intent.IntentResponseErrorCode.UNKNOWN, speech)
+        return conversation.ConversationResult(response=response, conversation_id=conversation_id)
 
     @callback
     def _say_primary_down(self, primary: AgentState, served: Served | None) -> None:

@@ -13,6 +13,10 @@ The rule, in order:
    turns, unless its server is down;
 3. else the primary, which loads while the household waits (no fall-back is any better);
    when the primary's server is down, the first fall-back whose server is up, cold or not.
+
+A turn always ends in words: when the agent asked fails (it raised, answered with an error,
+or is gone), the next agent ready within the wait is asked (``retry_order``), and when none
+answers, a sentence says which servers could not be reached (``unanswered``).
 """
 
 from collections.abc import Sequence
@@ -21,6 +25,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Final
 
+from .json_value import JsonValue
+from .sentence import Sentence
 from .warmth import Warmth
 
 # The longest wait a user may accept, in seconds (a minute of silence is no answer).
@@ -49,6 +55,28 @@ class RouteReason(StrEnum):
     FALLBACK_PRIMARY_DOWN = "fallback_primary_down"
     PRIMARY_NO_READY_FALLBACK = "primary_no_ready_fallback"
     NOTHING_REACHABLE = "nothing_reachable"
+    # The agent asked first failed; another answered (or none did).
+    AFTER_A_FAILURE = "after_a_failure"
+
+
+class TurnFailure(StrEnum):
+    """How a delegate failed a turn."""
+
+    GONE = "gone"  # no such agent any more (its integration was removed or unloaded)
+    RAISED = "raised"  # it raised (its server unreachable, a reply it could not read)
+    ERROR = "error"  # it could not work ("Unable to get response")
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """One delegate that failed a turn: the agent, where it is served, how it failed.
+
+    ``server``: the title of the entry that serves its model (None: not followed).
+    """
+
+    agent_id: str
+    server: str | None
+    failure: TurnFailure
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +156,39 @@ def route_turn(primary: AgentState, fallbacks: Sequence[AgentState], wait_s: flo
     if down:
         return Route(primary.agent_id, RouteReason.NOTHING_REACHABLE, warm_primary=False)
     return Route(primary.agent_id, RouteReason.PRIMARY_NO_READY_FALLBACK, warm_primary=False)
+
+
+def retry_order(
+    route: Route, primary: AgentState, fallbacks: Sequence[AgentState], wait_s: float
+) -> tuple[str, ...]:
+    """Return the agents to ask in turn: the route's, then each other one ready in time.
+
+    After the route's agent fails, the fall-backs in their order and then the primary are
+    asked, each only when its model is known to be ready within ``wait_s`` (a failure is
+    no reason to wait for a cold model's load); each agent once.
+    """
+    order = [route.agent_id]
+    for state in (*fallbacks, primary):
+        if state.agent_id not in order and state.ready_within(wait_s):
+            order.append(state.agent_id)
+    return tuple(order)
+
+
+def unanswered(failed: Sequence[Failed]) -> tuple[Sentence, ...]:
+    """Return what the assistant says when no agent answered: which could not be reached.
+
+    The servers (or agents, where LLM Warmth follows none) that failed, in the order asked,
+    each once; an agent that is gone is said apart, with what to do.
+    """
+    gone = [f.agent_id for f in failed if f.failure is TurnFailure.GONE]
+    servers = list(
+        dict.fromkeys(f.server or f.agent_id for f in failed if f.failure is not TurnFailure.GONE)
+    )
+    said = []
+    if servers or not gone:
+        said.append(Sentence("assistant_unanswered", {"servers": ", ".join(servers)}))
+    said.extend(Sentence("assistant_agent_gone", {"agent": agent}) for agent in gone)
+    return tuple(said)
 
 
 def agent_state(
@@ -218,10 +279,13 @@ class RouteRecord:
     # Whether the primary's model is being loaded for the next turns (the route asked for
     # it and its server's household guard let it).
     warming: bool = False
-    # Whether the turn's delegate failed (its answer is an error).
+    # Whether the turn's answer is an error: no delegate answered (the assistant's own
+    # sentence), or the one that did could not do what was asked.
     failed: bool = False
+    # The delegates that failed the turn before one answered (or before it gave up).
+    failures: tuple[Failed, ...] = ()
 
-    def as_dict(self) -> dict[str, str | float | bool | None]:
+    def as_dict(self) -> dict[str, JsonValue]:
         """Return the record as the event and the attributes carry it."""
         return {
             "agent": self.route.agent_id,
@@ -234,4 +298,8 @@ class RouteRecord:
             "agent_model": self.agent_model,
             "switched_from": self.switched_from,
             "failed": self.failed,
+            "failures": [
+                {"agent": f.agent_id, "server": f.server, "failure": f.failure.value}
+                for f in self.failures
+            ],
         }

@@ -105,6 +105,9 @@ PLACEHOLDERS: Mapping[str, frozenset[str]] = {
         "unpin_kept": "",
         "unpin_not_resident": "",
         "unpin_unchanged": "",
+        # The warm assistant, when no agent answered a turn.
+        "assistant_unanswered": "servers",
+        "assistant_agent_gone": "agent",
     }.items()
 }
 

@@ -1,0 +1,105 @@
+"""A warm-assistant turn always ends in words: delegates that raise, fail or are gone.
+
+The two hosts of ``test_warm_assistant``: Home Assistant's own Ollama agents on two
+emulators, each told to fail as the real servers were seen to (a chat 404, a reset, a reply
+the agent cannot read). Whatever a delegate does, the turn ends in an answer from some agent
+or in the assistant's own sentence naming the servers, and its route event fires.
+"""
+
+from typing import Any
+
+from homeassistant.core import HomeAssistant
+import pytest
+
+from .conftest import LLAMA, QWEN
+from .test_warm_assistant import (  # noqa: F401
+    House,
+    hass_config_dir_fixture,
+    house_fixture,
+    last_route,
+    make_warm,
+)
+
+# Each fault, and how Home Assistant's Ollama agent fails on it: it raises (the ollama
+# library's or httpx's error, a JSON error: a ValueError, not an agent that is gone), or it
+# answers "Unable to get response" (its server said 200 with nothing in it).
+FAULTS: dict[str, tuple[dict[str, Any], str]] = {
+    "a chat 404": ({"status": 404, "body": '{"error": "model not found"}'}, "raised"),
+    "a reset": ({"drop": True}, "raised"),
+    "a reply it cannot read": ({"status": 200, "body": "not json at all"}, "raised"),
+    "a server error": ({"status": 500, "body": '{"error": "boom"}'}, "raised"),
+    "a 200 with nothing in it": ({"status": 200, "body": ""}, "error"),
+}
+
+
+@pytest.mark.parametrize(("fault", "failure"), FAULTS.values(), ids=FAULTS.keys())
+async def test_a_warm_primary_that_fails_is_asked_again_on_the_warm_fall_back(
+    house: House, fault: dict[str, Any], failure: str
+) -> None:
+    """The primary warm, its chat fails: the fall-back answers the same turn, and says so."""
+    await make_warm(house, house.big, QWEN)
+    await make_warm(house, house.nas, LLAMA)
+    house.big.inject("/api/chat", **fault)
+    result = await house.turn("hello")
+    assert result.response.error_code is None
+    assert result.response.speech["plain"]["speech"] == "From the NAS"
+    route = last_route(house)
+    assert (route["agent"], route["reason"], route["failed"]) == (
+        house.fallback,
+        "after_a_failure",
+        False,
+    )
+    assert route["failures"] == [{"agent": house.primary, "server": "Big box", "failure": failure}]
+    assert (route["agent_server"], route["agent_model"]) == ("NAS", LLAMA)
+    assert len(house.routes) == 1  # one event for the turn
+
+
+async def test_both_hosts_down_the_turn_names_them(house: House, hass: HomeAssistant) -> None:
+    """Both servers off (the agents raise on connecting): words naming both, the event fires."""
+    await make_warm(house, house.big, QWEN)
+    await make_warm(house, house.nas, LLAMA)
+    for emulator in (house.big, house.nas):
+        emulator.inject("/api/chat", drop=True, times=None)
+    result = await house.turn("hello")
+    assert result.response.error_code is not None
+    assert result.response.speech["plain"]["speech"] == (
+        "Sorry, I could not get an answer: Big box, NAS could not be reached. "
+        "Please try again in a moment."
+    )
+    route = last_route(house)
+    assert route["failed"] is True
+    assert [(f["agent"], f["server"]) for f in route["failures"]] == [
+        (house.primary, "Big box"),
+        (house.fallback, "NAS"),
+    ]
+    state = hass.states.get("conversation.house_assistant")
+    assert state is not None
+    assert state.attributes["failed"] is True
+
+
+async def test_a_failure_is_not_retried_on_a_cold_fall_back(house: House) -> None:
+    """The primary warm and failing, the NAS cold (no load known): no wait for its load."""
+    await make_warm(house, house.big, QWEN)
+    house.big.inject("/api/chat", status=500, body='{"error": "boom"}')
+    result = await house.turn("hello")
+    assert result.response.error_code is not None
+    assert "Big box could not be reached" in result.response.speech["plain"]["speech"]
+    assert [r for r in house.nas.requests if r.path == "/api/chat"] == []
+    assert [f["agent"] for f in last_route(house)["failures"]] == [house.primary]
+
+
+async def test_the_next_turn_after_a_failure_goes_by_the_route_again(house: House) -> None:
+    """One failure is not remembered as the primary's state: the next turn is the primary's."""
+    await make_warm(house, house.big, QWEN)
+    await make_warm(house, house.nas, LLAMA)
+    house.big.inject("/api/chat", status=500, body='{"error": "boom"}')
+    first = await house.turn("hello")
+    second = await house.turn("again", first.conversation_id)
+    assert second.response.speech["plain"]["speech"] == "From the big box"
+    route = last_route(house)
+    assert (route["agent"], route["reason"], route["failures"]) == (
+        house.primary,
+        "primary_warm",
+        [],
+    )
+    assert route["switched_from"] == house.fallback
