@@ -1,8 +1,11 @@
 """Config, reconfigure, reauth and options flows (100% of config_flow.py)."""
 
 from collections.abc import AsyncIterator, Callable
+from typing import Literal
 from unittest.mock import patch
 
+from homeassistant.components import conversation
+from homeassistant.components.conversation.const import DATA_COMPONENT as CONVERSATION_AGENTS
 from homeassistant.config_entries import SOURCE_USER
 from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF_VERIFY_SSL
 from homeassistant.core import HomeAssistant
@@ -340,9 +343,23 @@ async def test_https_against_a_plain_http_server_says_so(
     assert result["errors"] == {"base": "tls_error"}
 
 
+class NamedAgent(conversation.ConversationEntity):
+    """A conversation agent that exists (the form checks that its agents do), and no more."""
+
+    def __init__(self, object_id: str) -> None:
+        self.entity_id = f"conversation.{object_id}"
+        self._attr_unique_id = object_id
+
+    @property
+    def supported_languages(self) -> Literal["*"]:
+        return "*"
+
+
 async def _assistant_flow(hass: HomeAssistant, entry: MockConfigEntry) -> str:
-    # Home Assistant's core integration, which the conversation agents need.
+    # Home Assistant's core integration, which the conversation agents need, and agents.
     assert await async_setup_component(hass, "homeassistant", {})
+    assert await async_setup_component(hass, "conversation", {})
+    await hass.data[CONVERSATION_AGENTS].async_add_entities([NamedAgent("big"), NamedAgent("nas")])
     result = await hass.config_entries.subentries.async_init(
         (entry.entry_id, "warm_assistant"), context={"source": SOURCE_USER}
     )
@@ -368,6 +385,12 @@ async def _assistant_flow(hass: HomeAssistant, entry: MockConfigEntry) -> str:
             {"primary_agent": "conversation.warm"},
             "primary_agent",
             "assistant_delegates_to_assistant",
+        ),
+        ({"primary_agent": "conversation.nope"}, "primary_agent", "assistant_agent_unknown"),
+        (
+            {"primary_agent": "conversation.big", "fallback_agents": ["conversation.nope"]},
+            "fallback_agents",
+            "assistant_agent_unknown",
         ),
     ],
 )

@@ -211,11 +211,20 @@ async def test_pin_refusals_are_translated(
         ({"model": LLAMA, "until": "2020-01-01T00:00:00"}, "keep_until_past"),
         ({"model": LLAMA, "until": "9999-12-31T00:00:00"}, "keep_too_far"),
         ({"model": LLAMA, "until": "9999-12-31T23:59:59+00:00"}, "keep_too_far"),
+        # Past what Python holds: Home Assistant's own reader had no words for it.
+        ({"model": LLAMA, "until": "10000-01-01"}, "time_not_read"),
+        ({"model": LLAMA, "until": "next tuesday"}, "time_not_read"),
         ({}, "no_model_target"),
     ):
         with pytest.raises(ServiceValidationError) as err:
             await call(hass, "pin", config_entry_id=ENTRY_ID, **data)
         assert err.value.translation_key == key
+    with pytest.raises(ServiceValidationError) as err:
+        await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA, until="1" * 500)
+    assert err.value.translation_placeholders == {"given": "1" * 64, "days": "3650"}
+    with pytest.raises(ServiceValidationError) as err:
+        await call(hass, "preload", config_entry_id=ENTRY_ID, model=LLAMA, keep_until="10000-01-01")
+    assert err.value.translation_key == "time_not_read"
     for duration, key in (
         ({"days": 10**7}, "duration_too_long"),
         (10**15, "duration_too_long"),

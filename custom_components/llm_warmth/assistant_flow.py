@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentryFlow, SubentryFlowResult
 from homeassistant.const import CONF_NAME
 from homeassistant.helpers import entity_registry as er
@@ -100,4 +101,7 @@ class WarmAssistantFlow(ConfigSubentryFlow):
                 # A warm assistant hands on to other agents, never to one like itself.
                 if entity is not None and entity.platform == DOMAIN:
                     return field, "assistant_delegates_to_assistant"
+                # An agent Home Assistant does not know would fail every turn it is given.
+                if conversation.async_get_agent_info(self.hass, agent_id) is None:
+                    return field, "assistant_agent_unknown"
         return None

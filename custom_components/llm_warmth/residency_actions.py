@@ -7,7 +7,7 @@ only administrators may call them.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Final
 
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
@@ -70,6 +70,24 @@ ATTR_SYSTEM_PROMPT: Final = "system_prompt"
 NEXT_TURN_PROMPT: Final = "What time is it?"
 
 
+# The longest text of a time kept to say it back (a call may send any length).
+_SHOWN_TIME: Final = 64
+
+
+def _time(value: object) -> datetime | str:
+    """Read a time in Home Assistant's forms; one it cannot read is said back in words later.
+
+    Home Assistant's reader answers a time past what Python holds (``10000-01-01``) with an
+    untranslated "Invalid datetime specified": the text goes on, and the call is refused
+    in words (``time_not_read``) before anything is sent.
+    """
+    try:
+        moment: datetime = cv.datetime(value)
+    except vol.Invalid:
+        return str(value)[:_SHOWN_TIME]
+    return moment
+
+
 def _duration(value: object) -> timedelta:
     """Read a duration in any of Home Assistant's forms; its range is checked in words later.
 
@@ -97,7 +115,7 @@ PRELOAD_SCHEMA = vol.Schema(
         **TARGET_FIELDS,
         # How long to keep it (Ollama's keep_alive): one of these, or the server's default.
         vol.Exclusive(ATTR_KEEP_FOR, "keep"): _duration,
-        vol.Exclusive(ATTR_KEEP_UNTIL, "keep"): cv.datetime,
+        vol.Exclusive(ATTR_KEEP_UNTIL, "keep"): _time,
         vol.Exclusive(ATTR_KEEP_FOREVER, "keep"): vol.All(cv.boolean, True),
         vol.Optional(ATTR_NUM_CTX): NUM_CTX,
         # Load even when the household guard says the house needs the GPU.
@@ -114,7 +132,7 @@ PIN_SCHEMA = vol.Schema(
     {
         **TARGET_FIELDS,
         # Until unpinned, or until a time (or for a while from now).
-        vol.Exclusive(ATTR_UNTIL, "end"): cv.datetime,
+        vol.Exclusive(ATTR_UNTIL, "end"): _time,
         vol.Exclusive(ATTR_FOR, "end"): _duration,
         # The household guard releases the lowest priority first.
         vol.Optional(ATTR_PRIORITY, default=0): vol.All(

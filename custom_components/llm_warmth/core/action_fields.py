@@ -46,12 +46,15 @@ def checked_duration(field: str, given: timedelta) -> timedelta:
     return given
 
 
-def end_time(given: datetime, now: datetime, zone: tzinfo) -> datetime:
+def end_time(given: datetime | str, now: datetime, zone: tzinfo) -> datetime:
     """Return the time a call gives (UTC); refuse one past or too far ahead.
 
     A time without a zone is the household's (``zone``). Refused in words before anything
-    is sent: a time at least a second ahead of ``now``, at most ``MAX_KEEP``.
+    is sent: a time at least a second ahead of ``now``, at most ``MAX_KEEP``; a text that
+    is no time Python can hold (the year 10000) as given.
     """
+    if isinstance(given, str):
+        raise Refused("time_not_read", {"given": given, "days": str(MAX_KEEP.days)})
     try:
         local = given.replace(tzinfo=zone) if given.tzinfo is None else given
         until: datetime | None = local.astimezone(zone).astimezone(UTC)
@@ -70,7 +73,7 @@ def keep_seconds(
     *,
     forever: bool,
     keep_for: timedelta | None,
-    keep_until: datetime | None,
+    keep_until: datetime | str | None,
     now: datetime,
     zone: tzinfo,
     capabilities: Capabilities,
@@ -100,7 +103,7 @@ def keep_seconds(
 
 
 def pin_end(
-    *, pin_for: timedelta | None, until: datetime | None, now: datetime, zone: tzinfo
+    *, pin_for: timedelta | None, until: datetime | str | None, now: datetime, zone: tzinfo
 ) -> datetime | None:
     """Return when a pin ends (None: when unpinned): ``pin_for`` from ``now``, or ``until``."""
     if pin_for is not None:
