@@ -116,7 +116,6 @@ def test_an_end_time_past_any_zones_reach_is_shown_as_given() -> None:
     assert refusal(err.value) == ("keep_too_far", {"until": "9999-12-31T23:00:00", "days": "3650"})
 
 
-
 def test_a_time_that_did_not_read_is_said_back_as_given() -> None:
     with pytest.raises(Refused) as err:
         end_time("10000-01-01", NOW, UTC)

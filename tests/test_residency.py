@@ -67,8 +67,11 @@ def test_model_first_seen_with_an_expiry_is_confirmed_on_the_next_poll() -> None
     assert observe(tracker, 1, model("a", at(300))) == []
     assert tracker.phase("a") is Phase.UNSURE
     assert tracker.settling
+    # Unsure is shown loading, not warm: on Ollama 0.9 every cold load starts so.
+    assert tracker.loading() == {"a"}
     # Same expiry half a second later: it was loaded already, the load was not seen.
     assert observe(tracker, 1.5, model("a", at(300))) == [ModelLoaded("a", None)]
+    assert tracker.loading() == frozenset()
 
 
 def test_floating_expiry_of_a_new_runner_is_its_cold_request() -> None:

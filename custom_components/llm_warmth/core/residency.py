@@ -165,8 +165,11 @@ class ResidencyTracker:
 
         Where the server lists a model only once it is loaded, a model that one of our
         requests runs against and that the server does not list yet is loading for it.
+        A model first seen where the server lists it while it loads with an expiry that
+        floats (Ollama 0.9) is loading until a poll tells otherwise: it may be, and warm
+        is a promise (it read warm for the first half second of every cold load).
         """
-        busy = {n for n, t in self._models.items() if t.phase is Phase.LOADING}
+        busy = {n for n, t in self._models.items() if t.phase in (Phase.LOADING, Phase.UNSURE)}
         if not self._listed_while_loading:
             busy |= {m for m, own in self._own.items() if own.running and m not in self._models}
             busy |= self._heard.keys() - self._models.keys()
