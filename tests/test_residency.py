@@ -67,11 +67,21 @@ def test_model_first_seen_with_an_expiry_is_confirmed_on_the_next_poll() -> None
     assert observe(tracker, 1, model("a", at(300))) == []
     assert tracker.phase("a") is Phase.UNSURE
     assert tracker.settling
-    # Unsure is shown loading, not warm: on Ollama 0.9 every cold load starts so.
-    assert tracker.loading() == {"a"}
+    # Another client's: unsure, not shown loading (a load between two polls is common).
+    assert tracker.loading() == frozenset()
     # Same expiry half a second later: it was loaded already, the load was not seen.
     assert observe(tracker, 1.5, model("a", at(300))) == [ModelLoaded("a", None)]
     assert tracker.loading() == frozenset()
+
+
+def test_a_model_first_seen_while_our_request_to_it_runs_is_loading() -> None:
+    """Ollama 0.9 lists our cold preload with an expiry at once: it read warm at first."""
+    tracker = ResidencyTracker(OLLAMA_CAPABILITIES)
+    observe(tracker, 0)
+    tracker.request_started("a", monotonic=0.5)
+    observe(tracker, 1, model("a", at(300)))
+    assert tracker.phase("a") is Phase.UNSURE
+    assert tracker.loading() == {"a"}
 
 
 def test_floating_expiry_of_a_new_runner_is_its_cold_request() -> None:

@@ -165,11 +165,16 @@ class ResidencyTracker:
 
         Where the server lists a model only once it is loaded, a model that one of our
         requests runs against and that the server does not list yet is loading for it.
-        A model first seen where the server lists it while it loads with an expiry that
-        floats (Ollama 0.9) is loading until a poll tells otherwise: it may be, and warm
-        is a promise (it read warm for the first half second of every cold load).
+        A model first seen, where the server lists it while it loads with an expiry that
+        floats (Ollama 0.9), while one of our requests to it runs is loading until a poll
+        tells otherwise: our own preload read warm for its first half second otherwise.
         """
-        busy = {n for n, t in self._models.items() if t.phase in (Phase.LOADING, Phase.UNSURE)}
+        busy = {
+            n
+            for n, t in self._models.items()
+            if t.phase is Phase.LOADING
+            or (t.phase is Phase.UNSURE and (own := self._own.get(n)) is not None and own.running)
+        }
         if not self._listed_while_loading:
             busy |= {m for m, own in self._own.items() if own.running and m not in self._models}
             busy |= self._heard.keys() - self._models.keys()
