@@ -367,6 +367,9 @@ class OllamaEmulator:
         self.models: dict[str, EmulatedModel] = {}
         self.loaded: dict[str, Runner] = {}
         self.requests: list[RecordedRequest] = []
+        # The chats whose client went away before their answer ended (aiohttp cancels the
+        # handler, as Ollama cancels a request whose client disconnects): their models.
+        self.abandoned_chats: list[str] = []
         self._faults: list[_HttpFault] = []
         self._stream_faults: list[_StreamFault] = []
         self._runner: web.AppRunner | None = None
@@ -714,6 +717,10 @@ class OllamaEmulator:
                 return await handler(request)
             except _ApiError as err:
                 return _json_error(err.status, err.message)
+            except asyncio.CancelledError:
+                if request.path == "/api/chat" and isinstance(parsed, dict):
+                    self.abandoned_chats.append(str(parsed.get("model")))
+                raise
         finally:
             self._active.pop(id(request), None)
 

@@ -70,10 +70,13 @@ def test_a_route_keeps_the_agent_and_why() -> None:
             "agent_model": "qwen3:8b",
         },
     )
-    assert route_of({}) == (
-        "None",
+    # Its fields missing: kept as unknown; no assistant named: no route at all.
+    assert route_of({"assistant": "conversation.warm"}) == (
+        "conversation.warm",
         {"agent": None, "reason": None, "agent_server": None, "agent_model": None},
     )
+    for nameless in ({}, {"assistant": None}, {"assistant": ""}, {"assistant": 3}):
+        assert route_of(nameless) is None
 
 
 def kept() -> VoiceRecord:

@@ -101,6 +101,13 @@ def test_a_false_wake_is_one_whose_load_ended_and_no_agent_came() -> None:
     assert not run().agent_started
 
 
+def test_a_run_awaits_its_load_while_the_load_at_the_wake_runs_and_no_agent_came() -> None:
+    assert run(load_started=100.5).awaits_load
+    assert not run(load_started=100.5, load_ended=101.0).awaits_load
+    assert not run(load_started=100.5, intent_started=102.0).awaits_load
+    assert not run().awaits_load  # no load at the wake
+
+
 def test_a_load_done_moves_its_start_by_its_own_time() -> None:
     """The load's own time counts from its end; never before the reading of its start."""
     started = run(load_started=100.5)
@@ -406,3 +413,18 @@ def test_a_warm_up_without_both_times_leaves_the_figure() -> None:
     for times in ({"prefix_started": 100.5}, {"prefix_ended": 102.0}, {}):
         run(**times).prefix_warmed(WakeHolds(), counts)
         assert counts.prefix_seconds == 5.0
+
+
+def test_a_prompt_warm_up_let_go_keeps_how_long_it_ran_as_a_lower_bound() -> None:
+    counts = WakeCounts(prefix_seconds=0.5)
+    woke = run(prefix_started=101.0)
+    woke.prefix_let_go(102.25, counts)
+    assert (woke.prefix_ended, counts.prefix_seconds) == (102.25, 1.25)
+    # Shorter than the last one measured: the last one, faded, is kept.
+    counts = WakeCounts(prefix_seconds=4.0)
+    run(prefix_started=101.0).prefix_let_go(101.5, counts)
+    assert counts.prefix_seconds == 3.2  # 4.0 x PREFIX_FADE
+    # Never sent: nothing is learnt.
+    counts = WakeCounts(prefix_seconds=None)
+    run().prefix_let_go(101.5, counts)
+    assert counts.prefix_seconds is None

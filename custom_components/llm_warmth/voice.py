@@ -110,6 +110,7 @@ class VoiceWatch(Feature):
             own_requests=own_requests,
             counts=lambda pipeline_id: self.counts.setdefault(pipeline_id, WakeCounts()),
             changed=self.async_changed,
+            snapshot=lambda: coordinator.data,
         )
         # Per model: a false wake's load held now (monotonic since, bytes, pipeline).
         # Stopped (the entry unloads): a turn still being read is not told.
@@ -157,8 +158,9 @@ class VoiceWatch(Feature):
     @callback
     def _routed(self, event: Event[Mapping[str, object]]) -> None:
         """Keep a warm assistant's last route, for the turn it answers."""
-        assistant, route = route_of(event.data)
-        self._routes[assistant] = route
+        if (found := route_of(event.data)) is not None:
+            assistant, route = found
+            self._routes[assistant] = route
 
     @callback
     def _read_pipelines(self) -> None:
@@ -167,6 +169,12 @@ class VoiceWatch(Feature):
             return
         if (found := pipelines_of(self.hass, self._agents)) != self.pipelines:
             self.pipelines = found
+            for pipeline in found.values():
+                # A warm assistant's pipeline: the wake warms its primary, as warm on wake
+                # does a plain agent's model (never waiting on a cold load is its job); its
+                # switch turns it off, and that choice is kept.
+                if pipeline.assistant is not None and pipeline.id not in self.counts:
+                    self.counts[pipeline.id] = WakeCounts(enabled=True)
             self.async_changed()
 
     def enabled(self, pipeline_id: str) -> bool:
@@ -254,6 +262,7 @@ class VoiceWatch(Feature):
         _pipeline, run = found
         counts = self.counts.setdefault(run.pipeline_id, WakeCounts())
         run.start_intent(time.monotonic(), self._coordinator.data, counts)
+        self._warmer.agent_started(satellite)
 
     @callback
     def _finish(self, satellite: str) -> None:
@@ -263,6 +272,8 @@ class VoiceWatch(Feature):
         pipeline, run = found
         if run.false_wake:
             self._warmer.wasted_wake(run, self._coordinator.data)
+        elif run.awaits_load:
+            run.ended = True  # counted by the warmer when the load ends
         turn = self._record.read_turn(satellite)
         if turn is None or turn.pipeline not in (None, pipeline.id):
             return

@@ -6,6 +6,7 @@ Assistant's Ollama agent) its prompt prefix, each only where it helps the turn.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 import time
@@ -82,6 +83,7 @@ class WakeWarmer:
         own_requests: OwnRequests,
         counts: Callable[[str], WakeCounts],
         changed: Callable[[], None],
+        snapshot: Callable[[], ServerSnapshot],
     ) -> None:
         """Load through ``controller``, warm prompts as ``own_requests``; count in ``counts``."""
         self._hass = hass
@@ -91,6 +93,10 @@ class WakeWarmer:
         self._own = own_requests
         self._counts = counts
         self._changed = changed
+        self._snapshot = snapshot
+        # Per satellite: its prompt warm-up's request while it runs (cancelled when the
+        # agent starts: the agent's own request never queues behind it).
+        self._prefix_requests: dict[str, asyncio.Task[float]] = {}
         # Per model: the prompt the server's cache holds, and false wakes' loads held.
         self.holds = WakeHolds()
 
@@ -128,6 +134,9 @@ class WakeWarmer:
                 run.load_started = None
                 return
             run.load_done(time.monotonic(), done.seconds)
+            if run.ended:  # the run ended with no command before its load did
+                self.wasted_wake(run, self._snapshot())
+                return
         if agent is not None:
             await self._warm_prefix(run, agent)
 
@@ -195,12 +204,35 @@ class WakeWarmer:
             )
 
         run.prefix_sent(time.monotonic(), counts)
+        request = asyncio.create_task(self._own.async_load(run.model, warm_up, was_resident=True))
+        self._prefix_requests[run.satellite] = request
         try:
-            await self._own.async_load(run.model, warm_up, was_resident=True)
+            await request
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # the entry unloads
+            LOGGER.debug(
+                "%s: %s's agent started: its prompt warm-up let go", self._title, run.model
+            )
+            run.prefix_let_go(time.monotonic(), counts)
+            self._changed()
+            return
         except (LlmServerError, HomeAssistantError) as err:
             LOGGER.debug("%s: warming %s's prompt failed: %s", self._title, run.model, err)
             return
         finally:
             run.prefix_ended = time.monotonic()
+            if self._prefix_requests.get(run.satellite) is request:
+                del self._prefix_requests[run.satellite]
         run.prefix_warmed(self.holds, counts)
         self._changed()
+
+    def agent_started(self, satellite: str) -> None:
+        """Let a prompt warm-up still running go: the agent's request must not wait for it.
+
+        The model is loaded (the warm-up is a prompt, never a load), so closing its request
+        costs the server nothing but the prefill it had begun.
+        """
+        if (request := self._prefix_requests.pop(satellite, None)) is not None:
+            request.cancel()

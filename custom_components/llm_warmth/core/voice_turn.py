@@ -58,9 +58,15 @@ def satellite_step(new: str | None, old: str | None) -> SatelliteStep | None:
     return None
 
 
-def route_of(data: Mapping[str, object]) -> tuple[str, dict[str, object]]:
-    """Return the warm assistant a route event names (its entity id) and what it keeps."""
-    return str(data.get("assistant")), {key: data.get(key) for key in ROUTE_KEYS}
+def route_of(data: Mapping[str, object]) -> tuple[str, dict[str, object]] | None:
+    """Return the warm assistant a route event names (its entity id) and what it keeps.
+
+    None for an event that names no assistant (not a text: no turn of ours to join).
+    """
+    assistant = data.get("assistant")
+    if not isinstance(assistant, str) or not assistant:
+        return None
+    return assistant, {key: data.get(key) for key in ROUTE_KEYS}
 
 
 def turn_event_data(

@@ -127,6 +127,9 @@ class WakeRun:
     hidden: float | None = None
     server: ServerSide | None = None
     figures_before: tuple[float | None, float | None] = (None, None)
+    # The run ended with no command while its load at the wake still ran: the false wake
+    # is counted when that load ends (at the run's end it had held nothing yet).
+    ended: bool = False
 
     @property
     def agent_started(self) -> bool:
@@ -137,6 +140,11 @@ class WakeRun:
     def false_wake(self) -> bool:
         """Return True for a wake no command followed whose load at the wake ended."""
         return self.intent_started is None and self.load_ended is not None
+
+    @property
+    def awaits_load(self) -> bool:
+        """Return True for a run no command followed whose load at the wake still runs."""
+        return self.intent_started is None and self.load_started is not None and not self.load_ended
 
     def load_done(self, ended: float, seconds: float | None) -> None:
         """Note the end of the load at the wake; its own time (``seconds``) moves its start.
@@ -208,6 +216,13 @@ class WakeRun:
             holds.prefix_held[self.model] = (self.pipeline_id, self.satellite)
         if self.prefix_started is not None and self.prefix_ended is not None:
             took = self.prefix_ended - self.prefix_started
+            counts.prefix_seconds = faded_prefix_seconds(took, counts.prefix_seconds)
+
+    def prefix_let_go(self, now: float, counts: WakeCounts) -> None:
+        """Note a prompt warm-up let go at the agent's start: it takes longer than it ran."""
+        self.prefix_ended = now
+        if self.prefix_started is not None:
+            took = now - self.prefix_started
             counts.prefix_seconds = faded_prefix_seconds(took, counts.prefix_seconds)
 
     def wasted_hold(self, snapshot: ServerSnapshot) -> WastedHold | None:
