@@ -112,6 +112,28 @@ def orders_line(pairs: list[tuple[dict[str, Any], dict[str, Any]]], off: str = "
     return f"{off} first in {first}, warm on wake first in {len(pairs) - first}"
 
 
+def pair_rows(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[str]:
+    """Return one line per pair: both arms' silences, the saving, the share of the load hidden.
+
+    The share hidden is the silence saved over the control arm's own load (Ollama's
+    ``load_duration``): what warming at the wake took off the wait that load caused.
+    """
+    lines = [
+        f"  {'pair':>4} {'first':>13} {'control s':>10} {'warmed s':>9} {'saved s':>8}"
+        f" {'control load s':>15} {'hidden':>7}"
+    ]
+    for number, (off, on) in enumerate(pairs, 1):
+        saved = off["silence"] - on["silence"]
+        load = off["agent_load_server_seconds"]
+        hidden = f"{100 * saved / load:.0f} %" if load else "-"
+        first = "control" if off["position"] == 0 else "warm on wake"
+        lines.append(
+            f"  {number:>4} {first:>13} {off['silence']:>10.2f} {on['silence']:>9.2f}"
+            f" {saved:>+8.2f} {load if load is not None else float('nan'):>15.2f} {hidden:>7}"
+        )
+    return lines
+
+
 def resident_count(turns: list[dict[str, Any]]) -> int:
     return sum(1 for t in turns if t["resident_at_intent_start"])
 
@@ -130,9 +152,11 @@ def cold_table(result: dict[str, Any]) -> list[str]:
     saving = median(saved) if saved else float("nan")
     share = median(shares) if shares else float("nan")
     agent_loads = [on["agent_load_server_seconds"] for on in warmed]
+    worst = min(shares) if shares else float("nan")
     return [
         f"cold pairs: {n}, the model evicted and out of the page cache before each turn; "
         f"{orders_line(pairs)}",
+        *pair_rows(pairs),
         f"  {'':{LABEL}} {'median (min to max)':>28}",
         row("silence, control (warm on wake off)", spread([t["silence"] for t in control])),
         row("silence, warm on wake", spread([t["silence"] for t in warmed])),
@@ -159,6 +183,12 @@ def cold_table(result: dict[str, Any]) -> list[str]:
             spread(shares, "%"),
             "> 50 % (more than half the load)",
             share > 50,
+        ),
+        row(
+            "  the worst pair's saving / its control's load",
+            f"{worst:.0f} %",
+            "> 50 % (every pair, not only the median)",
+            worst > 50,
         ),
         row(
             "warmed arm's agent load (Ollama load_duration)",

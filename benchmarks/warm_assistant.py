@@ -22,6 +22,7 @@ It asserts nothing.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 import os
 from pathlib import Path
 import random
@@ -56,6 +57,8 @@ def table(result: dict[str, Any]) -> list[str]:
     for arm in ("cold_direct", "cold_assistant", "warm_direct", "warm_assistant"):
         who = ", ".join(f"{answered[arm].count(w)} {w}" for w in ("primary", "fall-back"))
         lines.append(row(f"{arm} ({who})", spread(silences.get(arm, []))))
+    rounds = round_rows(result["turns"])
+    lines += ["", "per round (silence, s):", *rounds.lines]
     cold = median(silences["cold_assistant"])
     warm = median(silences["warm_direct"])
     control = median(silences["cold_direct"])
@@ -75,8 +78,56 @@ def table(result: dict[str, Any]) -> list[str]:
             f"within +-{WARM_GOAL * 100:.0f} %",
             abs(through - warm) <= WARM_GOAL * warm,
         ),
+        row(
+            "  the worst round: cold primary through the assistant / its warm turn",
+            f"{rounds.worst_cold:.2f} x",
+            f"<= {1 + COLD_GOAL:.2f} x (every round, not only the median)",
+            rounds.worst_cold <= 1 + COLD_GOAL,
+        ),
+        row(
+            "  the worst round: warm primary, the assistant's cost",
+            f"{rounds.worst_warm * 100:+.1f} %",
+            f"within +-{WARM_GOAL * 100:.0f} % (every round)",
+            abs(rounds.worst_warm) <= WARM_GOAL,
+        ),
     ]
     return lines
+
+
+@dataclass(frozen=True, slots=True)
+class Rounds:
+    """Each round's line, and the worst round against each goal."""
+
+    lines: list[str]
+    worst_cold: float
+    worst_warm: float
+
+
+def round_rows(turns: list[dict[str, Any]]) -> Rounds:
+    """Return one line per round (the four arms' silences), the share of the control's
+    silence the assistant saved with the primary cold, and the worst round per goal."""
+    by_round: dict[int, dict[str, float]] = {}
+    for turn in turns:
+        by_round.setdefault(turn["round"], {})[turn["arm"]] = turn["silence"]
+    arms = ("cold_direct", "cold_assistant", "warm_direct", "warm_assistant")
+    lines = ["  round " + " ".join(f"{arm:>15}" for arm in arms) + "  saved of the control"]
+    colds, warms = [], []
+    for number, silence in sorted(by_round.items()):
+        if any(arm not in silence for arm in arms):
+            continue
+        saved = 1 - silence["cold_assistant"] / silence["cold_direct"]
+        lines.append(
+            f"  {number:>5} "
+            + " ".join(f"{silence[arm]:>15.2f}" for arm in arms)
+            + f"  {saved:>8.0%}"
+        )
+        colds.append(silence["cold_assistant"] / silence["warm_direct"])
+        warms.append((silence["warm_assistant"] - silence["warm_direct"]) / silence["warm_direct"])
+    return Rounds(
+        lines,
+        max(colds, default=float("nan")),
+        max(warms, key=abs, default=float("nan")),
+    )
 
 
 def main() -> None:
