@@ -166,6 +166,27 @@ describe("warmth timeline", () => {
     assert.equal(segments.at(-1).end, month.end);
     segments.slice(1).forEach((s, i) => assert.equal(s.start, segments[i].end));
   });
+
+  it("never groups a state that lasts exactly minMs (the bound is long enough to draw)", () => {
+    const span = { start: T0, end: T0 + 10 * H, minMs: H };
+    const history = [
+      row(T0, "cold"),
+      row(T0 + 2 * H, "loading"), // 1 min: short
+      row(T0 + 2 * H + MIN, "warm"), // exactly minMs: drawn as it is
+      row(T0 + 3 * H + MIN, "loading"), // 1 min: short, grouped with nothing short beside it
+      row(T0 + 3 * H + 2 * MIN, "cold"),
+    ];
+    assert.deepEqual(
+      timeline(history, span).map((s) => [s.state, s.end - s.start, s.merged]),
+      [
+        ["cold", 2 * H, 0],
+        ["loading", MIN, 0],
+        ["warm", H, 0],
+        ["loading", MIN, 0],
+        ["cold", 10 * H - 3 * H - 2 * MIN, 0],
+      ],
+    );
+  });
 });
 
 describe("pins", () => {
