@@ -410,6 +410,13 @@ async def test_a_voice_pipeline_with_the_warm_assistant(
         assert voice_turns[-1].data["warmed_on_wake"] is True
         loads = [r.json["keep_alive"] for r in big.requests if r.path == "/api/generate"]
         assert loads == [WAKE_KEEP, -1]
+        # A turn that reaches no agent (nothing heard) has no route: not the last one's.
+        told = len(voice_turns)
+        await assist.turn(text="")
+        await settle(hass)
+        assert len(voice_turns) == told + 1
+        assert voice_turns[-1].data["assistant_route"] is None
+        assist.stt.text = "tell me about the weather"
         await hass.async_block_till_done(wait_background_tasks=True)  # the load ends
         for _ in range(2):  # seen, then confirmed
             await big_entry.runtime_data.coordinator.async_refresh()
