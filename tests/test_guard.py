@@ -192,6 +192,31 @@ async def test_headroom_refuses_a_model_that_does_not_fit_and_releases_when_shor
     assert LLAMA not in emulator.loaded
 
 
+@pytest.mark.usefixtures("nvml")
+async def test_headroom_weighs_a_model_by_the_memory_it_last_held_not_its_file(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    emulator: OllamaEmulator,
+) -> None:
+    """qwen3:8b's file is 4.2 GiB, resident it held 6 GiB (its context's cache with it).
+
+    With 5.9 GiB reserved the RTX 3060 has 5.0 GiB of headroom: never resident, the file
+    fits; once it was resident, the 6 GiB it held does not.
+    """
+    await start(hass, mock_config_entry, **{CONF_GPU_SOURCE: "nvml", CONF_RESERVE_GIB: 5.9})
+    await call(hass, "preload", config_entry_id=ENTRY_ID, model=QWEN)
+    await call(hass, "evict", config_entry_id=ENTRY_ID, model=QWEN)
+    assert QWEN not in emulator.loaded
+    with pytest.raises(HomeAssistantError) as err:
+        await call(hass, "pin", config_entry_id=ENTRY_ID, model=QWEN)
+    assert err.value.translation_key == "guard_headroom"
+    assert (
+        err.value.translation_placeholders["size"],
+        err.value.translation_placeholders["headroom"],
+    ) == ("6.0", "5.0")
+    assert QWEN not in emulator.loaded
+
+
 async def test_the_guard_on_llama_server_and_llama_swap(
     hass: HomeAssistant,
     server: LlamaServerEmulator,  # noqa: F811 (the fixture imported above)
