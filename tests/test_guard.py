@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from homeassistant.const import (
@@ -33,6 +34,7 @@ from custom_components.llm_warmth.household_guard import releases_issue_id
 from .conftest import ENTRY_ID, GIB, LLAMA, QWEN, ollama_request
 from .e2e import add_server, protect, wait_until
 from .fake_nvml import RTX_4090, FakeNvml
+from .held_answer import HeldAnswer
 from .llama_server_emulator import LlamaServerEmulator
 from .llama_swap_emulator import LlamaSwapEmulator
 from .ollama_emulator import EmulatedModel, OllamaEmulator
@@ -129,6 +131,35 @@ async def test_a_protected_entity_releases_pins_lowest_first_then_they_come_back
     assert [e.data["model"] for e in reapplied] == [LLAMA, QWEN]
     await wait_until(lambda: set(emulator.loaded) == {LLAMA, QWEN}, 10, "both pinned again")
     assert hass.states.get(SWITCH.format("qwen3_8b")).attributes["released"] is None
+
+
+async def test_a_release_under_way_is_not_started_again(
+    hass: HomeAssistant, mock_config_entry: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """The household changes again while the release's unload runs: one release, one unload."""
+    hass.states.async_set(PLEX, "off")
+    await start(hass, mock_config_entry)
+    await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA)
+    released = async_capture_events(hass, EVENT_PIN_RELEASED)
+    unload = HeldAnswer()
+    emulator.inject("/api/generate", hold=unload)
+    before = len(emulator.requests)
+    hass.states.async_set(PLEX, STATE_ON)
+    await asyncio.wait_for(unload.arrived.wait(), 5)
+    # Still unloading: the transcode's state changes again, twice.
+    hass.states.async_set(PLEX, STATE_ON, {"sessions": 2})
+    hass.states.async_set(PLEX, STATE_ON, {"sessions": 3})
+    await hass.async_block_till_done()
+    unload.release()
+    await wait_until(lambda: LLAMA not in emulator.loaded, 5, "llama released")
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert [e.data["model"] for e in released] == [LLAMA]
+    unloads = [
+        r
+        for r in emulator.requests[before:]
+        if r.path == "/api/generate" and r.json.get("keep_alive") == 0
+    ]
+    assert len(unloads) == 1
 
 
 async def test_releases_again_and_again_raise_a_repair(
