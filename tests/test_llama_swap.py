@@ -493,3 +493,45 @@ async def test_a_peer_model_without_its_peer_is_a_bad_reply(
     own = {"type": "peer", "peerID": "lab"}
     swap.fail_next("/v1/models", 200, json.dumps({"data": [{**entry, "meta": {"llamaswap": own}}]}))
     assert [(m.name, m.peer) for m in await client.installed_models()] == [("lab/tiny", "lab")]
+
+
+async def test_a_peers_entry_in_the_event_stream_is_never_resident_here(
+    socket_enabled: None,
+) -> None:
+    """The front llama-swap lists each peer's model in its events (recorded: with no state).
+
+    Whatever state such an entry says, it runs on the peer: only the front's own models
+    are resident on the front (a peer's shown resident here would be warm where it is not).
+    """
+    statuses = [
+        {"id": "tiny", "state": "ready", "peerID": ""},
+        {"id": "lab/tiny", "state": "ready", "peerID": "lab"},
+        {"id": "lab/big", "state": "starting", "peerID": "lab"},
+    ]
+    frame = json.dumps({"type": "modelStatus", "data": json.dumps(statuses)})
+    done = asyncio.Event()
+
+    async def events(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
+        response = aiohttp.web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(f"data: {frame}\n\n".encode())
+        await done.wait()
+        return response
+
+    app = aiohttp.web.Application()
+    app.router.add_get("/api/events", events)
+    runner = aiohttp.web.AppRunner(app)
+    await runner.setup()
+    site = aiohttp.web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with aiohttp.ClientSession() as session:
+            client = LlamaSwapClient(session, f"http://127.0.0.1:{port}", request_timeout=2)
+            stream = client.residency_events()
+            resident = await asyncio.wait_for(anext(stream), 2)
+            await stream.aclose()
+        assert {m.name: m.state for m in resident} == {"tiny": ResidencyState.LOADED}
+    finally:
+        done.set()
+        await runner.cleanup()
