@@ -5,6 +5,7 @@ LLM Warmth entries. Turns go through Home Assistant's conversation API to the as
 which hands them on through the same API.
 """
 
+import asyncio
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -228,6 +229,33 @@ async def test_primary_ready_within_the_wait_answers(house: House) -> None:
     assert route["warming_primary"] is False
     assert [r.path for r in house.big.requests[loads_before:]] == ["/api/chat"]
     assert house.chats(house.nas) == []
+
+
+async def test_a_loading_primary_is_ready_in_what_is_left_of_its_load(house: House) -> None:
+    """Another client loads the big box's model: ready in its last load less the time it
+    has loaded (the core's rule, fed by the assistant the load's start as polls saw it)."""
+    house.big.models[QWEN].load_delay = 1.0
+    entry_id = house.big_entry.entry_id
+    await house.hass.services.async_call(
+        DOMAIN, "preload", {"config_entry_id": entry_id, "model": QWEN}, blocking=True
+    )
+    load = house.big_entry.runtime_data.coordinator.data.timings[QWEN].load_seconds
+    assert load is not None
+    assert load >= 1.0
+    await house.hass.services.async_call(
+        DOMAIN, "evict", {"config_entry_id": entry_id, "model": QWEN}, blocking=True
+    )
+    house.big.hold_loads()
+    other = asyncio.create_task(ollama_request(house.big, "/api/generate", {"model": QWEN}))
+    await house.big.wait_loading(QWEN)
+    await house.big_entry.runtime_data.coordinator.async_refresh()
+    house.big.clock.advance(0.5)  # half a second of the load later, by the polls' clock
+    entity = house.hass.data["entity_components"]["conversation"].get_entity(ASSISTANT)
+    decision = entity.assistant.decide()
+    assert decision.primary.readiness.value == "loading"
+    assert decision.primary.ready_in_s == pytest.approx(load - 0.5, abs=0.1)
+    house.big.finish_loads()
+    await other
 
 
 async def test_warm_primary_answers_directly(house: House) -> None:

@@ -176,7 +176,8 @@ def readiness(hass: HomeAssistant, agent_id: str) -> tuple[AgentState, Served | 
         model_warmth(snapshot, served.model),
         reachable=coordinator.last_update_success,
         load_s=timing.load_seconds if timing else None,
-        loading_for_s=(dt_util.utcnow() - since).total_seconds() if since else None,
+        # On the snapshot's own clock (the coordinator's: its polls dated the load's start).
+        loading_for_s=(coordinator.utcnow() - since).total_seconds() if since else None,
     )
     return state, served
 
