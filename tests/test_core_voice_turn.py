@@ -141,3 +141,30 @@ def test_any_stored_section_reads(stored: object) -> None:
     counts = counts_of_stored(stored)
     assert all(isinstance(pid, str) for pid in counts)
     assert counts_of_stored(stored_counts(counts)) == counts
+
+
+whole = st.integers(0, 10**6)
+thousandths = st.integers(0, 10**9).map(lambda n: n / 1000)
+wake_counts = st.builds(
+    WakeCounts,
+    enabled=st.booleans(),
+    helped=whole,
+    hidden_seconds=thousandths,
+    too_late=whole,
+    refused=whole,
+    prefix_sent=whole,
+    prefix_skipped=whole,
+    prefix_overlapped=whole,
+    prefix_held=whole,
+    wasted=whole,
+    wasted_gib_seconds=thousandths,
+    prefix_seconds=st.none() | st.integers(1, 600_000).map(lambda n: n / 1000),
+    wake_to_intent=st.lists(st.integers(0, 60_000).map(lambda n: n / 1000), max_size=5),
+)
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=8), wake_counts, min_size=1, max_size=3))
+def test_counts_as_stored_read_back_whole(counts: dict[str, WakeCounts]) -> None:
+    """Every pipeline's counts, every figure of them, as they were written (a reader that
+    dropped what it read would pass the test above: not this one)."""
+    assert counts_of_stored(stored_counts(counts)) == counts
