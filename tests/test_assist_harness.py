@@ -1,8 +1,10 @@
 """The Assist harness itself (tests/assist.py): a real pipeline runs, turn by turn."""
 
+from datetime import datetime
 from typing import Any
 
 from homeassistant.core import HomeAssistant
+import pytest
 
 from .assist import (  # noqa: F401 (the fixtures)
     Assist,
@@ -39,8 +41,15 @@ async def test_a_turn_runs_end_to_end(
     assert turn.error is None
     assert turn.response_text == "Hello there friend"
     assert turn.state_names() == ["idle", "listening", "processing", "responding", "idle"]
-    # Speech-to-text took its time after the speech ended.
-    assert turn.at("stt-end") - turn.at("stt-vad-end") >= 0.4
+    # The harness's stopwatch (monotonic, as each event arrived) agrees with the
+    # pipeline's own stamps of the same events, which the voice features read: the
+    # speech-to-text after the speech ended, and the agent's whole turn.
+    [run] = assist.debug_runs()
+    stamps = {e.type: datetime.fromisoformat(e.timestamp) for e in reversed(run.events)}
+    for start, end in (("stt-vad-end", "stt-end"), ("intent-start", "intent-end")):
+        own = (stamps[end] - stamps[start]).total_seconds()
+        assert turn.at(end) - turn.at(start) == pytest.approx(own, abs=0.05), (start, end)
+    assert turn.at("stt-vad-end") < turn.at("stt-end") < turn.at("intent-start")
     # The satellite played the response, then went idle.
     assert turn.first_audio_at is not None
     assert turn.audio_done_at is not None
@@ -54,7 +63,6 @@ async def test_a_turn_runs_end_to_end(
     assert chat["keep_alive"] == -1
     assert emulator.loaded[LLAMA].num_ctx == 4096
     # Home Assistant's debug buffer holds the run, from run-start to run-end.
-    [run] = assist.debug_runs()
     assert [e.type for e in run.events] == types
     state = hass.states.get(assist.satellite.entity_id)
     assert state is not None
