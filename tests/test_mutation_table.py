@@ -1,0 +1,75 @@
+"""scripts/mutation_table: scripts/mutate's lines read into the table, the totals judged."""
+
+from importlib.machinery import SourceFileLoader
+from importlib.util import module_from_spec, spec_from_loader
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def script() -> ModuleType:
+    path = ROOT / "scripts" / "mutation_table"
+    loader = SourceFileLoader("mutation_table", str(path))
+    spec = spec_from_loader("mutation_table", loader)
+    assert spec is not None
+    module = module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+MUTATE_OUTPUT = """\
+SURVIVED custom_components/llm_warmth/core/day_replay.py:117:53 compare < -> <=
+    for stretch in [s for s in state.holds if s.end < day.begin]:
+
+module  mutants  killed  survived  timeouts  not applied  caught
+------------------------------------------------------------------
+custom_components/llm_warmth/core/day_replay.py  55  52  2  1  0  96.4 %  (18 s)
+"""
+
+
+def test_a_row_and_its_survivors_are_read_from_scripts_mutate() -> None:
+    table = script()
+    rows = [m.groupdict() for line in MUTATE_OUTPUT.splitlines() if (m := table.ROW.match(line))]
+    assert rows == [
+        {
+            "module": "custom_components/llm_warmth/core/day_replay.py",
+            "mutants": "55",
+            "killed": "52",
+            "survived": "2",
+            "timeouts": "1",
+            "skipped": "0",
+            "caught": "96.4 %",
+        }
+    ]
+    survivors = [
+        m["ident"] for line in MUTATE_OUTPUT.splitlines() if (m := table.SURVIVOR.match(line))
+    ]
+    assert survivors == ["custom_components/llm_warmth/core/day_replay.py:117:53 compare < -> <="]
+
+
+def test_the_totals_of_core_and_the_shell_are_judged_against_their_goals() -> None:
+    table = script()
+    row = {"killed": "8", "survived": "1", "timeouts": "1", "skipped": "1", "caught": "-"}
+    lines = table.table(
+        [
+            {"module": "custom_components/llm_warmth/core/a.py", "mutants": "11", **row},
+            {"module": "custom_components/llm_warmth/b.py", "mutants": "10", **row, "killed": "7"},
+            {"module": "custom_components/llm_warmth/c.py", "error": "boom"},
+        ],
+        "abc1234",
+    )
+    assert "`abc1234`" in lines[0]
+    assert "| `core/a.py` | 10 | 9 | 1 | 90.0 % |" in lines
+    assert "| `c.py` | - | - | - | did not run |" in lines
+    assert lines[-2] == "| **core** | 10 | 9 | 1 | **90.0 %** (goal 95 %: NOT met) |"
+    assert lines[-1] == "| **shell** | 9 | 8 | 1 | **88.9 %** (goal 85 %: met) |"
+
+
+def test_every_module_is_measured_core_first_and_no_package_file() -> None:
+    modules = script().every_module()
+    assert "custom_components/llm_warmth/core/day_replay.py" in modules
+    assert "custom_components/llm_warmth/warm_assistant.py" in modules
+    assert not any(m.endswith("__init__.py") for m in modules)
+    sides = ["/core/" in m for m in modules]
+    assert sides == sorted(sides, reverse=True)  # core, then the shell
