@@ -9,8 +9,14 @@ world, then each figure against its goal:
 
 - the cold-primary turn's silence with the warm assistant within 20 % of a warm turn's
   (the primary answering warm, through the primary itself);
-- with the primary warm, the warm assistant costs nothing: its silence within 5 % of the
-  primary's own (medians).
+- with the primary warm, the warm assistant costs nothing: its silence at most 5 % above
+  the primary's own (medians, and the worst round). Each arm as a household gets it: warm
+  on wake on for the warm assistant's pipeline (its default: the wake warms the primary's
+  prompt too), off for the primary itself (a plain pipeline's default), so the warm
+  assistant may be quicker than the primary alone.
+
+Every round is printed, with the share of the control's silence the warm assistant saved
+with the primary cold.
 
 It asserts nothing.
 
@@ -75,8 +81,8 @@ def table(result: dict[str, Any]) -> list[str]:
         row(
             "warm primary: warm assistant vs the primary",
             f"{(through - warm) / warm * 100:+.1f} %",
-            f"within +-{WARM_GOAL * 100:.0f} %",
-            abs(through - warm) <= WARM_GOAL * warm,
+            f"at most +{WARM_GOAL * 100:.0f} % (it costs nothing)",
+            through - warm <= WARM_GOAL * warm,
         ),
         row(
             "  the worst round: cold primary through the assistant / its warm turn",
@@ -87,8 +93,8 @@ def table(result: dict[str, Any]) -> list[str]:
         row(
             "  the worst round: warm primary, the assistant's cost",
             f"{rounds.worst_warm * 100:+.1f} %",
-            f"within +-{WARM_GOAL * 100:.0f} % (every round)",
-            abs(rounds.worst_warm) <= WARM_GOAL,
+            f"at most +{WARM_GOAL * 100:.0f} % (every round)",
+            rounds.worst_warm <= WARM_GOAL,
         ),
     ]
     return lines
@@ -126,7 +132,7 @@ def round_rows(turns: list[dict[str, Any]]) -> Rounds:
     return Rounds(
         lines,
         max(colds, default=float("nan")),
-        max(warms, key=abs, default=float("nan")),
+        max(warms, default=float("nan")),
     )
 
 

@@ -58,6 +58,8 @@ async def test_rounds(hass: HomeAssistant, hass_client: ClientSessionGenerator) 
                         "agent_first_text": turn.voice["agent_first_text_seconds"],
                         "answered_by": turn.route["agent"] if turn.route else house.primary,
                         "reason": turn.route["reason"] if turn.route else None,
+                        "warm_prefix": turn.voice.get("warm_prefix"),
+                        "warmed_on_wake": turn.voice.get("warmed_on_wake"),
                     }
                 )
     finally:

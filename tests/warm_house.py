@@ -82,6 +82,10 @@ class RealHouse:
         pipeline = async_get_pipeline(self.hass, self.assist.pipeline_id)
         engine = ASSISTANT if on else self.primary
         await async_update_pipeline(self.hass, pipeline, conversation_engine=engine)
+        # Each arm as a household gets it: warm on wake on for a warm assistant's pipeline
+        # (its default), off for the primary itself (a plain pipeline's), whichever arm the
+        # one pipeline ran before.
+        self.big_entry.runtime_data.voice.set_enabled(self.assist.pipeline_id, on)
 
     async def primary_cold(self) -> None:
         """Evict the big model and forget its file, as after a night of idle."""
