@@ -1,7 +1,5 @@
 """scripts/gpu_check: the table a user gets on a real NVIDIA box, and its exit codes."""
 
-from importlib.machinery import SourceFileLoader
-from importlib.util import module_from_spec, spec_from_loader
 from pathlib import Path
 import subprocess
 import sys
@@ -10,17 +8,13 @@ from types import ModuleType
 import pytest
 
 from .fake_nvml import NVML_ERROR_DRIVER_NOT_LOADED, FakeNvml, skip_if_nvidia_driver_works, two_gpus
+from .project_scripts import load_script as load_script_named
 
 SCRIPT = Path(__file__).parent.parent / "scripts" / "gpu_check"
 
 
 def load_script() -> ModuleType:
-    loader = SourceFileLoader("gpu_check", str(SCRIPT))
-    spec = spec_from_loader("gpu_check", loader)
-    assert spec is not None
-    module = module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    return load_script_named("gpu_check")
 
 
 async def test_prints_one_table_per_gpu(capsys: pytest.CaptureFixture[str]) -> None:

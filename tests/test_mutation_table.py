@@ -1,21 +1,12 @@
 """scripts/mutation_table: scripts/mutate's lines read into the table, the totals judged."""
 
-from importlib.machinery import SourceFileLoader
-from importlib.util import module_from_spec, spec_from_loader
-from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parent.parent
+from .project_scripts import load_script
 
 
 def script() -> ModuleType:
-    path = ROOT / "scripts" / "mutation_table"
-    loader = SourceFileLoader("mutation_table", str(path))
-    spec = spec_from_loader("mutation_table", loader)
-    assert spec is not None
-    module = module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    return load_script("mutation_table")
 
 
 MUTATE_OUTPUT = """\
