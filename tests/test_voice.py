@@ -30,6 +30,7 @@ from custom_components.llm_warmth.const import CONF_PROTECTED_ENTITIES, DOMAIN, 
 from custom_components.llm_warmth.core.voice import WAKE_KEEP
 from custom_components.llm_warmth.core.voice_record import WakeCounts
 from custom_components.llm_warmth.core.wake_run import GIB
+from custom_components.llm_warmth.data import LlmWarmthData
 from custom_components.llm_warmth.voice import READ_DELAY, voice_subject
 
 from .assist import Assist, assist_fixture, hass_config_dir_fixture, pipeline_debug_broken  # noqa: F401
@@ -561,6 +562,19 @@ async def test_the_turns_details_and_the_warm_up_counts_are_shown_not_recorded(
         assert "friendly_name" in history[entity_id][-1].attributes
 
 
+async def warm_on_wake_of_a_cold_model(
+    hass: HomeAssistant, assist: Assist, emulator: OllamaEmulator
+) -> LlmWarmthData:
+    """Find the pipeline (a first turn), turn warm on wake on, unload its model; the runtime."""
+    await assist.turn()  # the first wake finds the pipeline
+    await settle(hass)
+    runtime = hass.config_entries.async_get_entry(ENTRY_ID).runtime_data
+    runtime.voice.set_enabled(assist.pipeline_id, True)
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    await runtime.coordinator.async_refresh()
+    return runtime
+
+
 async def test_a_false_wake_holds_the_model_briefly_and_is_counted_as_wasted(
     hass: HomeAssistant, assist: Assist, emulator: OllamaEmulator
 ) -> None:
@@ -568,12 +582,7 @@ async def test_a_false_wake_holds_the_model_briefly_and_is_counted_as_wasted(
 
     Counted as a wasted warm-up with the GiB-seconds it held, until the server let it go.
     """
-    await assist.turn()  # the first wake finds the pipeline
-    await settle(hass)
-    runtime = hass.config_entries.async_get_entry(ENTRY_ID).runtime_data
-    runtime.voice.set_enabled(assist.pipeline_id, True)
-    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
-    await runtime.coordinator.async_refresh()
+    runtime = await warm_on_wake_of_a_cold_model(hass, assist, emulator)
     before = len(emulator.requests)
     woke = emulator.clock.now()
     result = await assist.turn(text="")  # nothing was heard: no command reaches the agent
@@ -612,12 +621,7 @@ async def test_a_false_wake_that_ends_before_its_load_is_counted_when_the_load_e
     Decided at the run's end, the wake had held nothing yet and was never counted, while
     the model was then held WAKE_KEEP: it is counted when the load ends, and its hold is.
     """
-    await assist.turn()  # the first wake finds the pipeline
-    await settle(hass)
-    runtime = hass.config_entries.async_get_entry(ENTRY_ID).runtime_data
-    runtime.voice.set_enabled(assist.pipeline_id, True)
-    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
-    await runtime.coordinator.async_refresh()
+    runtime = await warm_on_wake_of_a_cold_model(hass, assist, emulator)
     emulator.hold_loads()
     result = await assist.turn(text="")
     await settle(hass)
