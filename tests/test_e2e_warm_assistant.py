@@ -13,6 +13,7 @@ import pytest
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.core.voice import WAKE_KEEP
 
 from .assist import hass_config_dir_fixture  # noqa: F401 (a fixture)
 from .e2e import wait_until
@@ -38,7 +39,8 @@ async def test_cold_primary_the_fall_back_answers_while_it_loads(
     hass: HomeAssistant, hass_client: ClientSessionGenerator
 ) -> None:
     """Primary cold: the NAS answers within the accepted wait; the big box loads meanwhile
-    (one load-only request, ours), and the next turn is the big box's alone."""
+    (from the wake: warm on wake is on for the assistant's pipeline; the assistant's own
+    request then sets the agent's keep on that load), and the next turn is the big box's."""
     house = await real_house(hass, hass_client)
     try:
         await house.fallback_warm()
@@ -56,7 +58,10 @@ async def test_cold_primary_the_fall_back_answers_while_it_loads(
         loads = [
             r for r in house.sent_since(started, "/api/generate") if not r.json().get("prompt")
         ]
-        assert len(loads) == 1
+        # The wake's load (a short keep), then the assistant's (the agent's keep).
+        # (The agents keep for ever: -1; the wake's keep is WAKE_KEEP, in whole seconds.)
+        keeps = [r.json().get("keep_alive") for r in loads]
+        assert keeps == [round(WAKE_KEEP), -1], [r.json() for r in loads]
         assert house.sent_since(started, "/api/chat") == []
         coordinator = house.big_entry.runtime_data.coordinator
         await wait_until(lambda: house.big_model in coordinator.data.held, 60, "big warmed")
@@ -65,9 +70,15 @@ async def test_cold_primary_the_fall_back_answers_while_it_loads(
         assert warm.route is not None
         assert (warm.route["agent"], warm.route["reason"]) == (house.primary, "primary_warm")
         assert warm.route["warming_primary"] is False
-        # The big box answered (its one chat) and loaded nothing more; the NAS was not asked.
-        assert len(house.sent_since(started, "/api/chat")) == 1
-        assert len(house.sent_since(started, "/api/generate")) == 1
+        # The big box answered (its one chat, beside any prompt warm-up of the wake: one
+        # token asked) and loaded nothing more; the NAS was not asked.
+        chats = [
+            r
+            for r in house.sent_since(started, "/api/chat")
+            if r.json().get("options", {}).get("num_predict") != 1
+        ]
+        assert len(chats) == 1
+        assert len(house.sent_since(started, "/api/generate")) == 2
         assert [r["agent"] for r in house.routes] == [house.fallback, house.primary]
     finally:
         await close(house)
