@@ -191,3 +191,31 @@ def test_javascript(tmp_path: Path) -> None:
     row = next(line for line in out.splitlines() if line.startswith("web/calc.mjs "))
     assert row.split()[1:7] == ["7", "2", "5", "0", "0", "28.6"], row
     assert (tmp_path / "web" / "calc.mjs").read_text() == source
+
+
+def test_a_backends_module_is_tested_through_the_modules_that_import_it(tmp_path: Path) -> None:
+    from .project_scripts import load_script  # noqa: PLC0415
+
+    backends = tmp_path / "custom_components" / "llm_warmth" / "core" / "backends"
+    backends.mkdir(parents=True)
+    (backends / "http.py").write_text("def get() -> None: ...\n")
+    (backends / "ollama.py").write_text("from .http import get\n")
+    (backends / "unrelated.py").write_text("from .ollama import OllamaClient\n")
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    client = "from custom_components.llm_warmth.core.backends.ollama import get\n"
+    (tests / "test_ollama.py").write_text("def test_it(): ...\n")
+    (tests / "test_client.py").write_text(client)
+    (tests / "test_browser.py").write_text(client)
+    (tests / "test_e2e_ollama.py").write_text(client)
+    (tests / "test_other.py").write_text("def test_it(): ...\n")
+    chosen = dict(
+        load_script("mutate")._tests_for_python(
+            tmp_path, "custom_components/llm_warmth/core/backends/http.py"
+        )
+    )
+    # ollama imports http: its tests by name and by import; never e2e, the browser or others
+    assert chosen == {
+        "tests/test_ollama.py": "through ollama",
+        "tests/test_client.py": "through ollama",
+    }

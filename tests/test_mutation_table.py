@@ -1,6 +1,9 @@
 """scripts/mutation_table: scripts/mutate's lines read into the table, the totals judged."""
 
+from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 from .project_scripts import load_script
 
@@ -61,6 +64,46 @@ def test_every_module_is_measured_core_first_and_no_package_file() -> None:
     modules = script().every_module()
     assert "custom_components/llm_warmth/core/day_replay.py" in modules
     assert "custom_components/llm_warmth/warm_assistant.py" in modules
-    assert not any(m.endswith("__init__.py") for m in modules)
+    assert not any(m.endswith("core/__init__.py") for m in modules)
     sides = ["/core/" in m for m in modules]
     assert sides == sorted(sides, reverse=True)  # core, then the shell
+
+
+def test_a_run_goes_on_where_it_stopped_and_keeps_no_module_that_did_not_run(
+    tmp_path: Path,
+) -> None:
+    table = script()
+    results = tmp_path / ".mutation" / "abc1234.jsonl"
+    assert table.measured(results) == {}
+    row = {"module": "custom_components/llm_warmth/core/a.py", "mutants": "3", "killed": "3"}
+    table.keep(results, row, ["custom_components/llm_warmth/core/a.py:1:1 number 1 -> 2"])
+    table.keep(results, {"module": "custom_components/llm_warmth/b.py", "error": "boom"}, [])
+    assert table.measured(results) == {
+        row["module"]: (row, ["custom_components/llm_warmth/core/a.py:1:1 number 1 -> 2"])
+    }
+
+
+def test_it_waits_while_the_pause_file_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = script()
+    pause = tmp_path / "pause"
+    pause.write_text("")
+    polls: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        polls.append(seconds)
+        if len(polls) == 3:
+            pause.unlink()
+
+    monkeypatch.setattr(table.time, "sleep", sleep)
+    table.wait_while_paused(pause, poll=0.5)
+    assert polls == [0.5, 0.5, 0.5]
+    table.wait_while_paused(pause)  # no pause: no wait
+    assert len(polls) == 3
+
+
+def test_the_entry_setup_in_the_package_init_is_a_module_measured() -> None:
+    modules = script().every_module()
+    assert "custom_components/llm_warmth/__init__.py" in modules
+    assert "custom_components/llm_warmth/core/__init__.py" not in modules
