@@ -6,6 +6,7 @@ from hypothesis import given, strategies as st
 import pytest
 
 from custom_components.llm_warmth.core.assistant_route import (
+    FIRST_WORDS_SECONDS,
     MAX_WAIT_SECONDS,
     AgentState,
     Failed,
@@ -23,6 +24,7 @@ from custom_components.llm_warmth.core.assistant_route import (
     route_turn,
     switched_from,
     unanswered,
+    words_due_in,
 )
 from custom_components.llm_warmth.core.sentence import Sentence
 from custom_components.llm_warmth.core.warmth import Warmth
@@ -366,3 +368,21 @@ def test_an_agent_that_is_gone_is_said_apart_with_what_to_do() -> None:
     )
     # Nothing asked at all (no agent): still words.
     assert unanswered([]) == (Sentence("assistant_unanswered", {"servers": ""}),)
+
+
+@pytest.mark.parametrize(
+    ("state", "due"),
+    [
+        (None, FIRST_WORDS_SECONDS),  # an agent the assistant knows nothing of
+        (AgentState(BIG, Readiness.WARM), FIRST_WORDS_SECONDS),
+        (AgentState(HA, Readiness.NOT_FOLLOWED), FIRST_WORDS_SECONDS),
+        (AgentState(BIG, Readiness.LOADING, 4.5), 4.5 + FIRST_WORDS_SECONDS),
+        (AgentState(BIG, Readiness.COLD, 12.0), 12.0 + FIRST_WORDS_SECONDS),
+        (AgentState(BIG, Readiness.COLD), None),  # a load never measured: no bound
+        (AgentState(BIG, Readiness.DOWN), None),
+    ],
+)
+def test_an_agents_first_words_are_due_once_its_model_is_ready(
+    state: AgentState | None, due: float | None
+) -> None:
+    assert words_due_in(state) == due

@@ -26,6 +26,7 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.llm_warmth.const import DOMAIN, EVENT_ASSISTANT_ROUTE, EVENT_VOICE_TURN
 from custom_components.llm_warmth.coordinator import LlmWarmthCoordinator
+from custom_components.llm_warmth.core import assistant_route
 from custom_components.llm_warmth.core.voice import WAKE_KEEP
 from custom_components.llm_warmth.dashboard import build_dashboard
 from custom_components.llm_warmth.diagnostics import async_get_config_entry_diagnostics
@@ -456,6 +457,44 @@ async def test_a_voice_pipeline_with_the_warm_assistant(
         for entry in (big_entry, nas_entry):
             await hass.config_entries.async_unload(entry.entry_id)
     await big.stop()
+    await nas.stop()
+
+
+async def test_a_streaming_reply_longer_than_the_first_words_bound_is_not_cut(
+    hass: HomeAssistant,
+    hass_client: ClientSessionGenerator,
+    socket_enabled: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In an Assist pipeline the bound is on the first words, not the reply: a warm agent
+    that speaks at once and takes longer than the bound to finish keeps the turn."""
+    monkeypatch.setattr(assistant_route, "FIRST_WORDS_SECONDS", 0.3)
+    reply = "one two three four five six seven eight"
+    nas = OllamaEmulator(vram_budget=4 * GIB)
+    nas.add_model(EmulatedModel(name=LLAMA, size=3 * GIB, reply=reply, token_delay=0.1))
+    await nas.start()
+    assist = await setup_assist(hass, hass_client, nas.url, LLAMA, emulator=nas, title="NAS")
+    settings = {
+        "primary_agent": assist.agent_entity_id,
+        "fallback_agents": [],
+        "max_wait_seconds": 3.0,
+    }
+    entry = server_entry(nas.url, "NAS", **{"House assistant": settings})
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    pipeline = async_get_pipeline(hass, assist.pipeline_id)
+    await async_update_pipeline(hass, pipeline, conversation_engine=ASSISTANT)
+    await ollama_request(nas, "/api/generate", {"model": LLAMA, "keep_alive": -1})
+    for _ in range(2):
+        await entry.runtime_data.coordinator.async_refresh()
+    await hass.async_block_till_done()
+    started = asyncio.get_running_loop().time()
+    turn = await assist.turn(stt_seconds=0.1)
+    # The reply took longer than the bound (eight words a tenth of a second apart).
+    assert asyncio.get_running_loop().time() - started > 0.6
+    assert turn.response_text == reply
+    assert hass.states.get(ASSISTANT).attributes["failed"] is False
+    await hass.config_entries.async_unload(entry.entry_id)
     await nas.stop()
 
 

@@ -6,12 +6,16 @@ the agent cannot read). Whatever a delegate does, the turn ends in an answer fro
 or in the assistant's own sentence naming the servers, and its route event fires.
 """
 
+import asyncio
 from typing import Any
 
 from homeassistant.core import HomeAssistant
 import pytest
 
+from custom_components.llm_warmth.core import assistant_route
+
 from .conftest import LLAMA, QWEN
+from .held_answer import HeldAnswer
 from .test_warm_assistant import (  # noqa: F401
     House,
     hass_config_dir_fixture,
@@ -103,3 +107,43 @@ async def test_the_next_turn_after_a_failure_goes_by_the_route_again(house: Hous
         [],
     )
     assert route["switched_from"] == house.fallback
+
+
+async def test_a_primary_that_says_nothing_is_left_for_the_warm_fall_back(
+    house: House, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The primary's server takes the chat and never answers: past its first words' due
+    time the fall-back answers the turn, and the route says the primary was silent."""
+    monkeypatch.setattr(assistant_route, "FIRST_WORDS_SECONDS", 0.3)
+    await make_warm(house, house.big, QWEN)
+    await make_warm(house, house.nas, LLAMA)
+    held = HeldAnswer()
+    house.big.inject("/api/chat", hold=held)
+    try:
+        result = await asyncio.wait_for(house.turn("hello"), 10)
+    finally:
+        held.release()
+    assert held.arrived.is_set()  # the primary was asked, and held the turn
+    assert result.response.speech["plain"]["speech"] == "From the NAS"
+    route = last_route(house)
+    assert route["failures"] == [{"agent": house.primary, "server": "Big box", "failure": "silent"}]
+    assert route["reason"] == "after_a_failure"
+
+
+async def test_no_agent_says_a_word_the_turn_names_the_servers(
+    house: House, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both servers hold the chat: the assistant's own sentence, once both were due."""
+    monkeypatch.setattr(assistant_route, "FIRST_WORDS_SECONDS", 0.2)
+    await make_warm(house, house.big, QWEN)
+    await make_warm(house, house.nas, LLAMA)
+    holds = [HeldAnswer(), HeldAnswer()]
+    house.big.inject("/api/chat", hold=holds[0])
+    house.nas.inject("/api/chat", hold=holds[1])
+    try:
+        result = await asyncio.wait_for(house.turn("hello"), 10)
+    finally:
+        for held in holds:
+            held.release()
+    assert "Big box, NAS could not be reached" in result.response.speech["plain"]["speech"]
+    assert [f["failure"] for f in last_route(house)["failures"]] == ["silent", "silent"]

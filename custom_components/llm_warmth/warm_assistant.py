@@ -15,11 +15,14 @@ Every turn fires ``llm_warmth_assistant_route`` and is kept as the assistant's l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Final
 
 from homeassistant.components import conversation
+from homeassistant.components.conversation.chat_log import current_chat_log
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
@@ -55,6 +58,7 @@ from .core.assistant_route import (
     route_turn,
     switched_from,
     unanswered,
+    words_due_in,
 )
 from .core.backends.base import GENERATION_TIMEOUT
 from .core.backends.errors import LlmServerError
@@ -86,6 +90,36 @@ _FIELDS: Final = {
     Setting.FALLBACKS: CONF_ASSISTANT_FALLBACKS,
     Setting.WAIT: CONF_ASSISTANT_WAIT,
 }
+
+
+@contextmanager
+def _first_words(heard: Callable[[], None]) -> Iterator[None]:
+    """Call ``heard`` once, at the first delta a delegate writes into the turn's chat log.
+
+    Inside an Assist pipeline the delegate writes into the pipeline's chat log, whose
+    listener streams the reply: the first delta (a word, a tool call) is the agent's first
+    sign of life. Elsewhere there is no chat log to watch, and the bound is on the reply.
+    """
+    chat_log = current_chat_log.get()
+    if chat_log is None:
+        yield
+        return
+    listener = chat_log.delta_listener
+    said = False
+
+    def delta(log: conversation.ChatLog, content: dict[str, object]) -> None:
+        nonlocal said
+        if not said:
+            said = True
+            heard()
+        if listener is not None:
+            listener(log, content)
+
+    chat_log.delta_listener = delta
+    try:
+        yield
+    finally:
+        chat_log.delta_listener = listener
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,9 +270,11 @@ class WarmAssistant:
             previous = self._delegates.get(conversation_id)
             failures: list[Failed] = []
             order = retry_order(route, primary, decision.fallbacks, self.settings.wait_s)
+            states = {s.agent_id: s for s in (*decision.fallbacks, primary)}
             for agent_id in order:
                 where = decision.served.get(agent_id)
-                result = await self._ask(agent_id, user_input, conversation_id)
+                due_in = words_due_in(states.get(agent_id))
+                result = await self._ask(agent_id, user_input, conversation_id, due_in)
                 if isinstance(result, TurnFailure):
                     failures.append(Failed(agent_id, where.entry.title if where else None, result))
                     continue
@@ -268,25 +304,39 @@ class WarmAssistant:
             return result
 
     async def _ask(
-        self, agent_id: str, user_input: conversation.ConversationInput, conversation_id: str
+        self,
+        agent_id: str,
+        user_input: conversation.ConversationInput,
+        conversation_id: str,
+        due_in: float | None,
     ) -> conversation.ConversationResult | TurnFailure:
-        """Hand the turn to ``agent_id``; return its answer, or how it failed."""
+        """Hand the turn to ``agent_id``; return its answer, or how it failed.
+
+        ``due_in``: how long it may take to say its first words (None: no bound); past it,
+        the turn goes on to the next agent.
+        """
         if conversation.async_get_agent_info(self.hass, agent_id) is None:
             LOGGER.warning("%s: its agent %s is gone", self.name, agent_id)
             return TurnFailure.GONE
+        deadline = asyncio.timeout(due_in)
         try:
-            result = await conversation.async_converse(
-                self.hass,
-                user_input.text,
-                conversation_id,
-                user_input.context,
-                user_input.language,
-                agent_id=agent_id,
-                device_id=user_input.device_id,
-                satellite_id=user_input.satellite_id,
-                extra_system_prompt=user_input.extra_system_prompt,
-            )
+            async with deadline:
+                with _first_words(lambda: deadline.reschedule(None)):
+                    result = await conversation.async_converse(
+                        self.hass,
+                        user_input.text,
+                        conversation_id,
+                        user_input.context,
+                        user_input.language,
+                        agent_id=agent_id,
+                        device_id=user_input.device_id,
+                        satellite_id=user_input.satellite_id,
+                        extra_system_prompt=user_input.extra_system_prompt,
+                    )
         except Exception as err:  # any delegate's failure: the turn goes on to the next
+            if isinstance(err, TimeoutError) and deadline.expired():
+                LOGGER.warning("%s: %s said nothing in %.0f s", self.name, agent_id, due_in)
+                return TurnFailure.SILENT
             # Its type only: a client's error may carry its server's address and key.
             LOGGER.warning("%s: %s failed the turn (%s)", self.name, agent_id, type(err).__name__)
             return TurnFailure.RAISED

@@ -15,8 +15,9 @@ The rule, in order:
    when the primary's server is down, the first fall-back whose server is up, cold or not.
 
 A turn always ends in words: when the agent asked fails (it raised, answered with an error,
-or is gone), the next agent ready within the wait is asked (``retry_order``), and when none
-answers, a sentence says which servers could not be reached (``unanswered``).
+is gone, or said nothing by ``words_due_in``), the next agent ready within the wait is asked
+(``retry_order``), and when none answers, a sentence says which servers could not be
+reached (``unanswered``).
 """
 
 from collections.abc import Sequence
@@ -31,6 +32,11 @@ from .warmth import Warmth
 
 # The longest wait a user may accept, in seconds (a minute of silence is no answer).
 MAX_WAIT_SECONDS: Final = 60.0
+# How long an agent asked may say nothing (no word, no tool call) once its model is ready
+# by its last load: a warm model's first token on a long prompt comes within seconds; a
+# server that took the request and says nothing would hold the turn for its client's
+# timeout (minutes), and the person in silence.
+FIRST_WORDS_SECONDS: Final = 30.0
 
 
 class Readiness(StrEnum):
@@ -65,6 +71,7 @@ class TurnFailure(StrEnum):
     GONE = "gone"  # no such agent any more (its integration was removed or unloaded)
     RAISED = "raised"  # it raised (its server unreachable, a reply it could not read)
     ERROR = "error"  # it could not work ("Unable to get response")
+    SILENT = "silent"  # it said nothing by ``words_due_in`` (its server took it and hung)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +179,20 @@ def retry_order(
         if state.agent_id not in order and state.ready_within(wait_s):
             order.append(state.agent_id)
     return tuple(order)
+
+
+def words_due_in(state: AgentState | None) -> float | None:
+    """Return how long an agent asked may take to say its first words (None: no bound).
+
+    The time its model needs by its last exact load, then ``FIRST_WORDS_SECONDS``; an agent
+    LLM Warmth does not follow (or does not know) has nothing to load. A cold model whose
+    load was never measured has no bound: its load may be that long.
+    """
+    if state is None or state.readiness in (Readiness.WARM, Readiness.NOT_FOLLOWED):
+        return FIRST_WORDS_SECONDS
+    if state.ready_in_s is None:
+        return None
+    return state.ready_in_s + FIRST_WORDS_SECONDS
 
 
 def unanswered(failed: Sequence[Failed]) -> tuple[Sentence, ...]:
