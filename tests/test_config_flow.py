@@ -309,6 +309,24 @@ async def test_an_openai_compatible_server_is_named_as_such(
     assert result["title"] == f"llama-server {llama.url.removeprefix('http://')}"
 
 
+@pytest.mark.parametrize(
+    "models",
+    ['{"data": []}', '{"object": "list", "data": {}}', '{"object": "page", "data": []}'],
+    ids=["no object", "data not a list", "not a list object"],
+)
+async def test_a_models_list_that_is_not_the_openai_one_is_not_called_openai(
+    hass: HomeAssistant, llama: LlamaServerEmulator, models: str
+) -> None:
+    """Only OpenAI's shape of /v1/models (``object: list`` with a ``data`` list) is named so."""
+    llama.inject("/props", status=404, body="not found", times=None)
+    llama.inject("/v1/models", status=200, body=models, times=None)
+    result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_URL: llama.url, CONF_VERIFY_SSL: True}
+    )
+    assert result["errors"] == {"base": "not_supported"}
+
+
 async def test_without_a_port_each_default_is_tried_and_the_clearest_failure_shown(
     hass: HomeAssistant, emulator: OllamaEmulator, unused_tcp_port_factory: Callable[[], int]
 ) -> None:

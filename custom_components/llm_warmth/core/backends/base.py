@@ -63,10 +63,10 @@ class Capabilities:
     reports_memory: bool
     reports_expiry: bool
     reports_loading: bool
-    expiry_moves_while_busy: bool = False
-    lists_while_loading: bool = True
+    expiry_moves_while_busy: bool
+    lists_while_loading: bool
     # The server tells a model's make: its family, parameter size and quantization.
-    reports_model_make: bool = False
+    reports_model_make: bool
 
     @property
     def requests_set_keep_and_context(self) -> bool:

@@ -71,6 +71,9 @@ LLAMA_SERVER_CAPABILITIES: Final = Capabilities(
     reports_memory=False,
     reports_expiry=False,
     reports_loading=True,
+    expiry_moves_while_busy=False,
+    lists_while_loading=True,  # "loading" in /models from the start of the load
+    reports_model_make=False,
 )
 _STATES: Final = {
     "loading": ResidencyState.LOADING,

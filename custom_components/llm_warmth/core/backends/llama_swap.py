@@ -60,6 +60,9 @@ LLAMA_SWAP_CAPABILITIES: Final = Capabilities(
     reports_memory=False,
     reports_expiry=False,
     reports_loading=True,
+    expiry_moves_while_busy=False,
+    lists_while_loading=True,  # "starting" in /running from the start of the load
+    reports_model_make=False,
 )
 _STATES: Final = {
     "starting": ResidencyState.LOADING,

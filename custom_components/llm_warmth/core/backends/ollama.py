@@ -61,6 +61,7 @@ OLLAMA_CAPABILITIES: Final = Capabilities(
     # report "now + keep_alive" while any request runs.
     reports_loading=False,
     expiry_moves_while_busy=True,
+    lists_while_loading=True,  # 0.9: from the start of a load (newer: see below)
 )
 # From 0.30 Ollama runs llama.cpp's llama-server: it adds a model to the list /api/ps reads
 # only once that runner is up (server/sched.go at v0.34.4: llama.Load, then s.loaded), and
