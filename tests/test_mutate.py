@@ -219,3 +219,28 @@ def test_a_backends_module_is_tested_through_the_modules_that_import_it(tmp_path
         "tests/test_ollama.py": "through ollama",
         "tests/test_client.py": "through ollama",
     }
+
+
+def test_a_constant_or_a_default_runs_only_the_tests_that_can_see_it() -> None:
+    """SCALE is read in triple: its lines; LIMIT only at import (a default): every test; a
+    default of clamp: clamp's lines."""
+    from .project_scripts import load_script  # noqa: PLC0415
+
+    mutate = load_script("mutate")
+    mutator = mutate.PythonMutator("pkg/calc.py", CALC)
+    by_line = {(m.line, m.op): m for m in mutator.mutants()}
+    lines = CALC.splitlines()
+    triple_reads = lines.index("    return value * SCALE") + 1
+    scale = by_line[(lines.index("SCALE = 3") + 1, "number")]
+    assert mutate._observers(mutator.tree, scale.extra.ctx) == {triple_reads}
+    limit = by_line[(lines.index("LIMIT = 10") + 1, "number")]
+    assert mutate._observers(mutator.tree, limit.extra.ctx) is None
+    low = by_line[
+        (
+            lines.index("def clamp(value: int, low: int = 0, high: int = LIMIT) -> int:") + 1,
+            "default",
+        )
+    ]
+    clamp_body = mutate._observers(mutator.tree, low.extra.ctx)
+    assert lines.index("    if value < low:") + 1 in clamp_body
+    assert triple_reads not in clamp_body
