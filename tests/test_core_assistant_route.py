@@ -1,6 +1,7 @@
 """Where the warm assistant sends a turn (core.assistant_route, no Home Assistant)."""
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 from hypothesis import given, strategies as st
 import pytest
@@ -386,3 +387,10 @@ def test_an_agents_first_words_are_due_once_its_model_is_ready(
     state: AgentState | None, due: float | None
 ) -> None:
     assert words_due_in(state) == due
+
+
+def test_the_first_words_bound_is_the_one_the_docs_give() -> None:
+    """docs/household.md tells users how long an agent may stay silent: the same bound."""
+    docs = Path(__file__).resolve().parent.parent / "docs" / "household.md"
+    text = " ".join(docs.read_text().split())
+    assert f"within {FIRST_WORDS_SECONDS:g} s of the time its model needs" in text
