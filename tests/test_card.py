@@ -44,4 +44,6 @@ def test_the_card_is_plain_modules_without_dependencies() -> None:
         text = path.read_text()
         assert "import(" not in text, path.name
         imported.update(re.findall(r'^(?:import|} from) .*"([^"]+)";$', text, re.MULTILINE))
-    assert imported == {"./llm-warmth-card-data.js", "./llm-warmth-card-signals.js"}
+    assert imported == {
+        f"./{path.name}" for path in CARD_DIRECTORY.glob("*.js") if path.name != CARD_MODULE
+    }

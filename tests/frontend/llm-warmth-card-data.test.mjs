@@ -3,11 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import {
-  MIN_CHART_SPAN_MS,
-  asOf,
-  chartStart,
   checkConfig,
-  coldProbe,
   coldStartWords,
   coldStarts,
   configEntities,
@@ -17,20 +13,26 @@ import {
   household,
   loadBars,
   loadWords,
-  memory,
   modelHost,
   modelName,
   numeric,
-  peakSample,
   pinSpans,
-  sample,
-  timeTicks,
   timeline,
   toBytes,
   toEntries,
   toEntry,
-  waterfall,
 } from "../../custom_components/llm_warmth/frontend/llm-warmth-card-data.js";
+import {
+  MIN_CHART_SPAN_MS,
+  asOf,
+  chartStart,
+  coldProbe,
+  memory,
+  peakSample,
+  sample,
+  timeTicks,
+  waterfall,
+} from "../../custom_components/llm_warmth/frontend/llm-warmth-card-charts.js";
 
 const T0 = Date.UTC(2026, 11, 1, 8, 0, 0); // a morning, in ms
 const S = 1000;

@@ -5,68 +5,26 @@
 // it to the frontend. What it draws is computed in llm-warmth-card-data.js (tested alone).
 
 import {
-  MIN_CHART_SPAN_MS,
   WARMTH_STATES,
-  chartStart,
-  checkConfig,
-  coldProbe,
-  coldStartWords,
-  coldStarts,
-  configEntities,
-  formatBytes,
-  formatSeconds,
-  loadBars,
-  loadWords,
-  memory,
-  household,
-  modelHost,
-  modelName,
-  pinSpans,
-  timeTicks,
   timeline,
-  waterfall,
+  pinSpans,
+  loadBars,
+  coldStarts,
+  formatSeconds,
+  loadWords,
+  coldStartWords,
+  checkConfig,
+  configEntities,
+  modelName,
+  modelHost,
+  household,
 } from "./llm-warmth-card-data.js";
+import { MIN_CHART_SPAN_MS, chartStart, timeTicks } from "./llm-warmth-card-charts.js";
+import { memoryPanel, waterfallPanel } from "./llm-warmth-card-panels.js";
+import { escape, px, STATE_COLORS, STATE_LABELS, STYLE } from "./llm-warmth-card-style.js";
 import { SIGNALS_STYLE, signalsSection } from "./llm-warmth-card-signals.js";
 
 const CARD = "llm-warmth-card";
-
-// Each colour can be set by a theme (--llm-warmth-<state>-color), else follows HA's.
-const STATE_COLORS = {
-  cold: "var(--llm-warmth-cold-color, var(--blue-color, #2196f3))",
-  loading: "var(--llm-warmth-loading-color, var(--amber-color, #ffc107))",
-  warm: "var(--llm-warmth-warm-color, var(--orange-color, #ff9800))",
-  kept_warm: "var(--llm-warmth-kept-warm-color, var(--deep-orange-color, #ff5722))",
-  unloading: "var(--llm-warmth-unloading-color, var(--blue-grey-color, #607d8b))",
-  unavailable: "var(--disabled-color, #bdbdbd)",
-  unknown: "var(--divider-color, rgba(0, 0, 0, 0.12))",
-};
-const STATE_LABELS = {
-  cold: "cold",
-  loading: "loading",
-  warm: "warm",
-  kept_warm: "warm, no expiry",
-  unloading: "unloading",
-  unavailable: "unavailable",
-  unknown: "unknown",
-};
-const MODEL_COLORS = ["#4e79a7", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#e15759"];
-const modelColor = (i) =>
-  `var(--llm-warmth-model-${i + 1}-color, ${MODEL_COLORS[i % MODEL_COLORS.length]})`;
-const STAGE_COLORS = {
-  queue: "var(--llm-warmth-queue-color, var(--grey-color, #9e9e9e))",
-  load: "var(--llm-warmth-load-color, var(--amber-color, #ffc107))",
-  prefill: "var(--llm-warmth-prefill-color, var(--blue-color, #2196f3))",
-  first_decode: "var(--llm-warmth-decode-color, var(--green-color, #4caf50))",
-  overhead: "var(--llm-warmth-overhead-color, var(--purple-color, #9c27b0))",
-  unreported: "var(--divider-color, rgba(0, 0, 0, 0.12))",
-};
-
-const escape = (text) =>
-  String(text).replace(
-    /[&<>"']/g,
-    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c],
-  );
-const px = (n) => Math.round(n * 10) / 10;
 
 class LlmWarmthCard extends HTMLElement {
   constructor() {
@@ -239,8 +197,8 @@ class LlmWarmthCard extends HTMLElement {
       if (this._config.models.length) {
         const range = this._chartRange();
         parts.push(this._timelines(range, inner));
-        parts.push(this._memory(range, inner));
-        parts.push(this._waterfall(inner));
+        parts.push(memoryPanel(this, range, inner));
+        parts.push(waterfallPanel(this, inner));
         parts.push(signalsSection(this._config.models, this._hass.states, escape));
       }
     }
@@ -415,180 +373,6 @@ class LlmWarmthCard extends HTMLElement {
       </section>`;
   }
 
-  _memory(range, inner) {
-    const gpus = this._config.gpus;
-    const models = this._config.models.filter((m) => m.vram);
-    if (!gpus.length && !models.length) return "";
-    const reserve = gpus.reduce(
-      (sum, g) => sum + (Number(this._hass.states[g.headroom_low]?.attributes.reserve_bytes) || 0),
-      0,
-    );
-    const data = memory({
-      ...range,
-      models: this._config.models
-        .filter((m) => m.vram)
-        .map((m) => ({
-          name: modelName(m, this._hass.states),
-          history: this._rows(m.vram),
-          unit: this._unit(m.vram, "GiB"),
-        })),
-      gpus: gpus.map((g) => ({
-        total: this._rows(g.total),
-        other: this._rows(g.other),
-        unit: this._unit(g.total, "GiB"),
-        otherUnit: this._unit(g.other, "GiB"),
-      })),
-      reserveBytes: reserve,
-      buckets: Math.max(20, Math.floor(inner / 2)),
-    });
-    const title = `<h2>GPU memory${gpus.length > 1 ? ` (${gpus.length} GPUs)` : ""}</h2>`;
-    if (data.max <= 0) {
-      return `<section class="memory">${title}<p class="note">No memory figures in this span yet.</p></section>`;
-    }
-    const height = 120;
-    const top = data.max * 1.1;
-    const x = (t) => ((t - range.start) / (range.end - range.start)) * inner;
-    const y = (v) => height - (v / top) * height;
-    const area = (upper, lower) => {
-      const e = data.edges;
-      let d = "";
-      upper.forEach((v, i) => {
-        d += `${i ? "L" : "M"}${px(x(e[i]))} ${px(y(v))} L${px(x(e[i + 1]))} ${px(y(v))} `;
-      });
-      for (let i = lower.length - 1; i >= 0; i--) {
-        d += `L${px(x(e[i + 1]))} ${px(y(lower[i]))} L${px(x(e[i]))} ${px(y(lower[i]))} `;
-      }
-      return `${d}Z`;
-    };
-    const svg = [];
-    // The reserve: a band below the total that the household keeps for itself.
-    if (reserve > 0) {
-      const lower = data.total.map((t) => (t === null ? null : Math.max(0, t - reserve)));
-      const ok = data.total.map((t) => t !== null);
-      svg.push(
-        `<path class="reserve" d="${area(
-          data.total.map((t, i) => (ok[i] ? t : 0)),
-          lower.map((l, i) => (ok[i] ? l : 0)),
-        )}"><title>household reserve ${escape(formatBytes(reserve))}</title></path>`,
-      );
-    }
-    data.layers.forEach((layer, i) => {
-      const fill = layer.kind === "other" ? "var(--secondary-text-color)" : modelColor(i);
-      const peak = Math.max(...layer.values);
-      svg.push(
-        `<path class="memory-layer ${layer.kind}" d="${area(layer.upper, layer.lower)}" fill="${fill}"><title>${escape(layer.name)}: up to ${escape(formatBytes(peak))}</title></path>`,
-      );
-    });
-    let totalLine = "";
-    data.total.forEach((t, i) => {
-      if (t === null) return;
-      const move = i === 0 || data.total[i - 1] === null ? "M" : "L";
-      totalLine += `${move}${px(x(data.edges[i]))} ${px(y(t))} L${px(x(data.edges[i + 1]))} ${px(y(t))} `;
-    });
-    if (totalLine) svg.push(`<path class="total" d="${totalLine}"><title>total</title></path>`);
-    // The scale: the highest figure, just below its level (the total's line, usually).
-    svg.push(
-      `<text class="scale" x="2" y="${px(y(data.max) + 12)}">${escape(formatBytes(data.max))}</text><text class="scale" x="2" y="${height - 3}">0</text>`,
-    );
-    const legend = data.layers
-      .map((layer, i) => {
-        const fill = layer.kind === "other" ? "var(--secondary-text-color)" : modelColor(i);
-        return `<span><i style="background:${fill}"></i>${escape(layer.name)}</span>`;
-      })
-      .concat(
-        reserve > 0 ? [`<span><i class="reserve-key"></i>reserve ${escape(formatBytes(reserve))}</span>`] : [],
-        totalLine ? [`<span><i class="total-key"></i>total</span>`] : [],
-      )
-      .join("");
-    const offset = -new Date().getTimezoneOffset() * 60_000;
-    return `
-      <section class="memory">
-        ${title}
-        <svg class="chart" width="${inner}" height="${height}" role="img" aria-label="GPU memory">
-          <defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6"></line></pattern></defs>
-          ${svg.join("")}
-        </svg>
-        ${this._axis(range, inner, offset)}
-        <div class="legend">${legend}</div>
-      </section>`;
-  }
-
-  _waterfall(inner) {
-    const probes = this._config.models
-      .filter((m) => m.probe?.ttft)
-      .map((m) => {
-        const state = (id) => (id ? this._hass.states[id] : undefined);
-        const p = m.probe;
-        return {
-          model: modelName(m, this._hass.states),
-          ttft: state(p.ttft),
-          load: state(p.load),
-          queue: state(p.queue),
-          prefill: state(p.prefill),
-          first_decode: state(p.first_decode),
-          overhead: state(p.overhead),
-        };
-      });
-    if (!this._config.models.some((m) => m.probe)) return "";
-    const result = waterfall(probes);
-    const title = `<h2>Last probe: time to first token</h2>`;
-    if (!result) {
-      return `<section class="waterfall">${title}<p class="note">No probe yet (llm_warmth.probe measures one).</p></section>`;
-    }
-    // The last cold probe too, once warm probes came after it: its load stays in sight.
-    const cold = coldProbe(
-      this._config.models
-        .filter((m) => m.probe?.cold_ttft && m.probe?.ttft)
-        .map((m) => {
-          const keys = ["ttft", "load", "queue", "prefill", "first_decode", "overhead"];
-          const p = m.probe;
-          return {
-            model: modelName(m, this._hass.states),
-            cold: this._hass.states[p.cold_ttft],
-            rows: Object.fromEntries(keys.map((k) => [k, this._rows(p[k])])),
-            units: Object.fromEntries(keys.map((k) => [k, this._unit(p[k], "ms")])),
-          };
-        }),
-    );
-    const sections = [this._stages(result, title, inner)];
-    if (cold && cold.updated < result.updated - 1000) {
-      sections.push(this._stages(cold, `<h2>Last cold probe: time to first token</h2>`, inner));
-    }
-    return sections.join("");
-  }
-
-  _stages(result, title, inner) {
-    const when = new Intl.DateTimeFormat(this._hass.locale?.language ?? undefined, {
-      month: "short",
-      day: "numeric",
-      hour: "2-digit",
-      minute: "2-digit",
-    }).format(result.updated);
-    const labelWidth = Math.min(110, Math.round(inner * 0.32));
-    const bars = inner - labelWidth - 8;
-    const scale = (ms) => (ms / result.ttftMs) * bars;
-    const rows = result.stages.map((s, i) => {
-      const left = labelWidth + 8 + scale(s.startMs);
-      const w = Math.max(1.5, scale(s.ms));
-      const value = formatSeconds(s.ms / 1000);
-      const inside = w > 60;
-      const textX = inside ? left + w - 4 : Math.min(left + w + 4, inner - 2);
-      const anchor = inside || left + w + 50 > inner ? "end" : "start";
-      const textY = i * 22 + 15;
-      return `<g class="stage stage-${escape(s.key)}">
-          <text class="stage-label" x="0" y="${textY}">${escape(s.label)}</text>
-          <rect x="${px(left)}" y="${i * 22 + 3}" width="${px(w)}" height="16" rx="2" fill="${STAGE_COLORS[s.key]}"></rect>
-          <text class="stage-value${inside ? " inside" : ""}" x="${px(anchor === "end" && !inside ? left - 4 : textX)}" y="${textY}" text-anchor="${anchor}">${escape(value)}</text>
-          <title>${escape(s.label)}: ${escape(value)}</title>
-        </g>`;
-    });
-    return `
-      <section class="waterfall">
-        ${title}
-        <div class="facts"><span class="name">${escape(result.model)}</span>, ${escape(when)}: first token after <b>${escape(formatSeconds(result.ttftMs / 1000))}</b></div>
-        <svg class="chart" width="${inner}" height="${result.stages.length * 22 + 4}" role="img" aria-label="time to first token by stage">${rows.join("")}</svg>
-      </section>`;
-  }
 }
 
 function spanText(hours) {
@@ -597,51 +381,6 @@ function spanText(hours) {
   return `${hours} hours`;
 }
 
-const STYLE = `
-  :host { display: block; }
-  ha-card { overflow: hidden; }
-  .card-header { margin: 0; padding: 16px 16px 0; font-size: 20px; font-weight: 400; color: var(--ha-card-header-color, var(--primary-text-color)); }
-  .content { padding: 8px 16px 16px; }
-  h2 { font-size: 14px; font-weight: 500; margin: 12px 0 6px; color: var(--secondary-text-color); }
-  section:first-child h2 { margin-top: 4px; }
-  .model-row { margin-bottom: 6px; }
-  .model-head { display: flex; justify-content: space-between; gap: 8px; font-size: 14px; color: var(--primary-text-color); }
-  .name { font-weight: 500; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
-  .host { font-weight: 400; color: var(--secondary-text-color); }
-  .now { color: var(--secondary-text-color); white-space: nowrap; }
-  svg { display: block; overflow: visible; }
-  .lane { margin-top: 2px; }
-  .lane .empty, .scale, .axis text { fill: var(--secondary-text-color); font-size: 11px; }
-  .load.exact, .load-key { fill: var(--primary-text-color); background: var(--primary-text-color); }
-  .load.lower-bound rect { fill: none; stroke: var(--primary-text-color); stroke-dasharray: 2 1.5; }
-  .load.lower-bound path { fill: var(--primary-text-color); }
-  .cold-start path { fill: var(--error-color, #db4437); }
-  .pin, .legend i.pin-key { fill: var(--llm-warmth-pin-color, var(--primary-color, #03a9f4)); background: var(--llm-warmth-pin-color, var(--primary-color, #03a9f4)); }
-  .legend i.pin-key { height: 3px; }
-  .cold-text b { color: var(--error-color, #db4437); }
-  .facts { font-size: 12px; color: var(--secondary-text-color); margin-top: 2px; line-height: 1.4; }
-  .facts b { color: var(--primary-text-color); font-weight: 500; }
-  .household-server, .household-assistant { margin: 4px 0 8px; }
-  .reach { font-size: 12px; padding: 0 6px; border-radius: 8px; }
-  .reach-up { background: var(--success-color, #43a047); color: #fff; }
-  .reach-down { background: var(--error-color, #db4437); color: #fff; }
-  .legend { display: flex; flex-wrap: wrap; gap: 4px 12px; font-size: 12px; color: var(--secondary-text-color); margin-top: 4px; }
-  .legend i { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 4px; vertical-align: -1px; }
-  .legend i.load-key { height: 6px; }
-  .legend i.load-key.lower-bound { background: none; border: 1px dashed var(--primary-text-color); box-sizing: border-box; }
-  .legend i.cold-key { width: 0; height: 0; border-radius: 0; border: 5px solid transparent; border-bottom: 7px solid var(--error-color, #db4437); border-top: 0; }
-  .legend i.reserve-key { background: repeating-linear-gradient(45deg, var(--error-color, #db4437) 0 1px, transparent 1px 4px); border: 1px solid var(--error-color, #db4437); box-sizing: border-box; }
-  .legend i.total-key { height: 2px; background: var(--primary-text-color); }
-  .memory-layer { opacity: 0.85; }
-  .reserve { fill: url(#hatch); stroke: none; }
-  pattern line { stroke: var(--error-color, #db4437); stroke-width: 1.5; opacity: 0.6; }
-  .total { fill: none; stroke: var(--primary-text-color); stroke-width: 1.5; }
-  .stage-label { fill: var(--primary-text-color); font-size: 12px; }
-  .stage-value { fill: var(--secondary-text-color); font-size: 12px; }
-  .stage-value.inside { fill: var(--text-primary-color, #fff); }
-  .note { font-size: 13px; color: var(--secondary-text-color); margin: 4px 0; }
-  .note.warning { color: var(--warning-color, #ffa600); }
-`;
 
 if (!customElements.get(CARD)) {
   customElements.define(CARD, LlmWarmthCard);
