@@ -33,7 +33,7 @@ from .const import (
 )
 from .controller import ResidencyController
 from .coordinator import LlmWarmthCoordinator
-from .core.backends.base import ServerKind
+from .core.backends.base import LlmBackend, ServerKind
 from .core.backends.detection import create_client
 from .core.server_url import host_of
 from .data import LlmWarmthConfigEntry, LlmWarmthData
@@ -103,26 +103,67 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     own_requests = OwnRequests(coordinator, monitor, store)
     await coordinator.async_config_entry_first_refresh()
     server_device_id = async_register_server(hass, entry, kind, coordinator.data.version)
-    gpu: GpuCoordinator | None = None
-    if (source := gpu_source_from_options(hass, entry.options)) is not None:
-        reserve = entry.options.get(CONF_RESERVE_GIB, DEFAULT_RESERVE_GIB)
-        gpu = GpuCoordinator(
-            hass,
-            entry,
-            source,
-            update_interval=coordinator.normal_interval,
-            llm_vram=coordinator.resident_vram,
-            reserve_bytes=round(reserve * GIB),
-        )
-        # A GPU source that does not work leaves the rest working: no first_refresh here.
-        await gpu.async_refresh()
-    # Built whole before the platforms, each part from the ones it reads; each starts
-    # below, tied to the entry.
+    gpu = await _async_gpu(hass, entry, coordinator)
+    data = entry.runtime_data = _runtime_data(
+        hass,
+        entry,
+        kind=kind,
+        client=client,
+        store=store,
+        coordinator=coordinator,
+        own_requests=own_requests,
+        gpu=gpu,
+        server_device_id=server_device_id,
+    )
+    entry.async_on_unload(data.agents.async_start())
+    _follow_devices_and_models(hass, entry, coordinator)
+    await hass.config_entries.async_forward_entry_setups(entry, data.platforms)
+    coordinator.async_start_events()
+    _start_features(hass, entry, data)
+    entry.async_on_unload(_reload_on_new_assistants(hass, entry))
+    # A house of two servers gets its household entry (one device showing them all).
+    async_ensure_household(hass)
+    return True
+
+
+async def _async_gpu(
+    hass: HomeAssistant, entry: LlmWarmthConfigEntry, coordinator: LlmWarmthCoordinator
+) -> GpuCoordinator | None:
+    """Return the GPU's coordinator when the options name a source, after its first poll."""
+    if (source := gpu_source_from_options(hass, entry.options)) is None:
+        return None
+    reserve = entry.options.get(CONF_RESERVE_GIB, DEFAULT_RESERVE_GIB)
+    gpu = GpuCoordinator(
+        hass,
+        entry,
+        source,
+        update_interval=coordinator.normal_interval,
+        llm_vram=coordinator.resident_vram,
+        reserve_bytes=round(reserve * GIB),
+    )
+    # A GPU source that does not work leaves the rest working: no first_refresh here.
+    await gpu.async_refresh()
+    return gpu
+
+
+def _runtime_data(
+    hass: HomeAssistant,
+    entry: LlmWarmthConfigEntry,
+    *,
+    kind: ServerKind,
+    client: LlmBackend,
+    store: EntryStore,
+    coordinator: LlmWarmthCoordinator,
+    own_requests: OwnRequests,
+    gpu: GpuCoordinator | None,
+    server_device_id: str,
+) -> LlmWarmthData:
+    """Build every feature, each from the parts it reads; each starts later, tied to the entry."""
     household = HouseholdWatch(hass, entry, coordinator, gpu)
     pins = Pins(hass, entry, store, client.capabilities)
     controller = ResidencyController(coordinator, own_requests, pins, household)
     agents = AgentDirectory(hass, entry.unique_id, kind)
-    data = entry.runtime_data = LlmWarmthData(
+    return LlmWarmthData(
         client=client,
         store=store,
         coordinator=coordinator,
@@ -165,7 +206,12 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
         peers=PeerWatch(hass, entry, coordinator),
         platforms=_platforms(entry),
     )
-    entry.async_on_unload(data.agents.async_start())
+
+
+def _follow_devices_and_models(
+    hass: HomeAssistant, entry: LlmWarmthConfigEntry, coordinator: LlmWarmthCoordinator
+) -> None:
+    """Keep the model devices in step with the server, and the probe action's model list."""
 
     @callback
     def sync_devices() -> None:
@@ -180,26 +226,24 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     # The probe action offers the installed models: again when they or the entries change.
     entry.async_on_unload(coordinator.async_add_listener(offer_models))
     entry.async_on_unload(entry.async_on_state_change(offer_models))
-    await hass.config_entries.async_forward_entry_setups(entry, data.platforms)
-    coordinator.async_start_events()
+
+
+def _start_features(hass: HomeAssistant, entry: LlmWarmthConfigEntry, data: LlmWarmthData) -> None:
+    """Start each feature's listeners and timers, each stopped when the entry unloads."""
     for start in (
         data.diagnoses.async_start,
         data.ttft_targets.async_start,
         data.guard.async_start,
-        RepairIssues(hass, entry, coordinator, controller).async_start,
+        RepairIssues(hass, entry, data.coordinator, data.controller).async_start,
         # The pins are asserted right away (a restart loses no pin), unless the household
         # needs the GPU: the controller asks it each time, whoever hears of a poll first.
-        controller.async_start,
+        data.controller.async_start,
         data.profiler.async_start,
         data.voice.async_start,
         data.usage.async_start,
         data.peers.async_start,
     ):
         entry.async_on_unload(start())
-    entry.async_on_unload(_reload_on_new_assistants(hass, entry))
-    # A house of two servers gets its household entry (one device showing them all).
-    async_ensure_household(hass)
-    return True
 
 
 def _platforms(entry: LlmWarmthConfigEntry) -> tuple[Platform, ...]:

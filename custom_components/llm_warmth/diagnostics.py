@@ -33,28 +33,20 @@ async def async_get_config_entry_diagnostics(
         }
     runtime = entry.runtime_data
     coordinator = runtime.coordinator
-    guard = runtime.guard
-    data = async_redact_data(dict(entry.data), TO_REDACT)
-    data[CONF_URL] = redact_url(entry.data[CONF_URL])
-    snapshot = coordinator.data
-    options = dict(entry.options)
-    if options.get(CONF_EXPORTER_URL):
-        options[CONF_EXPORTER_URL] = redact_url(options[CONF_EXPORTER_URL])
-    gpu = entry.runtime_data.gpu
     return {
-        "entry": {"title": entry.title, "data": data, "options": options},
+        "entry": _entry(entry),
         "last_update_success": coordinator.last_update_success,
         "update_interval_seconds": coordinator.update_interval.total_seconds()
         if coordinator.update_interval
         else None,
         "fast_polling": coordinator.fast_polling,
         "events_connected": coordinator.events_connected,
-        "capabilities": asdict(entry.runtime_data.client.capabilities),
+        "capabilities": asdict(runtime.client.capabilities),
         # Home Assistant's Ollama agents at this address: their models and how they ask.
-        "agents": [asdict(agent) for agent in entry.runtime_data.agents.ollama],
+        "agents": [asdict(agent) for agent in runtime.agents.ollama],
         "openai_compatible_agents": [
             {"name": agent.name, "model": agent.model, "integration": agent.integration}
-            for agent in entry.runtime_data.agents.openai_compatible
+            for agent in runtime.agents.openai_compatible
         ],
         # What each feature keeps, as it is stored.
         "pins": runtime.pins.as_stored(),
@@ -66,25 +58,47 @@ async def async_get_config_entry_diagnostics(
         "guard": {
             "host": runtime.household.host,
             "protected": runtime.household.protected,
-            "clear_for_seconds": guard.guard.clear_for.total_seconds(),
+            "clear_for_seconds": runtime.guard.guard.clear_for.total_seconds(),
             "household": asdict(runtime.household.household()),
-            **guard.as_stored(),
+            **runtime.guard.as_stored(),
         },
-        "snapshot": {
-            "version": snapshot.version,
-            "polled_at": snapshot.polled_at.isoformat(),
-            "resident": [asdict(m) for m in snapshot.resident.values()],
-            "installed": [asdict(m) for m in snapshot.installed.values()],
-            "loading": sorted(snapshot.loading),
-            "timings": {name: t.as_dict() for name, t in snapshot.timings.items()},
-        },
-        "gpu": None
-        if gpu is None
-        else {
-            "source": gpu.source.description,
-            "last_update_success": gpu.last_update_success,
-            "unavailable_reason": gpu.unavailable_reason,
-            "reserve_bytes": gpu.reserve_bytes,
-            "gpus": [asdict(reading) for reading in gpu.data.gpus.values()] if gpu.data else [],
-        },
+        "snapshot": _snapshot(entry),
+        "gpu": _gpu(entry),
+    }
+
+
+def _entry(entry: LlmWarmthConfigEntry) -> dict[str, Any]:
+    """Return the entry's title, data and options, the key and URL credentials redacted."""
+    data = async_redact_data(dict(entry.data), TO_REDACT)
+    data[CONF_URL] = redact_url(entry.data[CONF_URL])
+    options = dict(entry.options)
+    if options.get(CONF_EXPORTER_URL):
+        options[CONF_EXPORTER_URL] = redact_url(options[CONF_EXPORTER_URL])
+    return {"title": entry.title, "data": data, "options": options}
+
+
+def _snapshot(entry: LlmWarmthConfigEntry) -> dict[str, Any]:
+    """Return the last poll: the server's version, the models resident and installed."""
+    snapshot = entry.runtime_data.coordinator.data
+    return {
+        "version": snapshot.version,
+        "polled_at": snapshot.polled_at.isoformat(),
+        "resident": [asdict(m) for m in snapshot.resident.values()],
+        "installed": [asdict(m) for m in snapshot.installed.values()],
+        "loading": sorted(snapshot.loading),
+        "timings": {name: t.as_dict() for name, t in snapshot.timings.items()},
+    }
+
+
+def _gpu(entry: LlmWarmthConfigEntry) -> dict[str, Any] | None:
+    """Return the GPU source's last reading (None: no source configured)."""
+    gpu = entry.runtime_data.gpu
+    if gpu is None:
+        return None
+    return {
+        "source": gpu.source.description,
+        "last_update_success": gpu.last_update_success,
+        "unavailable_reason": gpu.unavailable_reason,
+        "reserve_bytes": gpu.reserve_bytes,
+        "gpus": [asdict(reading) for reading in gpu.data.gpus.values()] if gpu.data else [],
     }

@@ -57,7 +57,6 @@ async def async_setup_entry(
     coordinator = entry.runtime_data.coordinator
     capabilities = entry.runtime_data.client.capabilities
     model_sensors = supported(MODEL_SENSORS, capabilities)
-    probe_sensors = supported(PROBE_SENSORS, capabilities)
     async_add_entities(
         [
             AssistantWarmth(coordinator, ASSISTANT_WARMTH),
@@ -81,6 +80,23 @@ async def async_setup_entry(
         lambda pipeline: (VoiceSensor(coordinator, d, pipeline) for d in VOICE_SENSORS),
     )
     async_add_usage_sensors(entry, async_add_entities)
+    _add_findings_sensors(hass, entry, async_add_entities)
+    _add_gpu_memory_sensors(hass, entry, async_add_entities)
+    async_add_gpu_entities(
+        entry,
+        async_add_entities,
+        lambda gpu, uuid: (GpuSensor(gpu, description, uuid) for description in GPU_SENSORS),
+    )
+
+
+def _add_findings_sensors(
+    hass: HomeAssistant,
+    entry: LlmWarmthConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add a model's probe, diagnosis and idle-profile sensors once it has such a figure."""
+    coordinator = entry.runtime_data.coordinator
+    probe_sensors = supported(PROBE_SENSORS, entry.runtime_data.client.capabilities)
     # Probe figures exist once a model was probed: no wall of "unknown" before that
     # (models whose probe sensors an earlier release registered keep them).
     registered = models_with_registered(hass, entry, {d.key for d in PROBE_SENSORS})
@@ -113,6 +129,16 @@ async def async_setup_entry(
         ),
         when_changes=[entry.runtime_data.profiler],
     )
+
+
+def _add_gpu_memory_sensors(
+    hass: HomeAssistant,
+    entry: LlmWarmthConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add the server's and each model's GPU memory sensors once the server used a GPU."""
+    coordinator = entry.runtime_data.coordinator
+    capabilities = entry.runtime_data.client.capabilities
     # GPU memory once the server used a GPU (or an earlier start registered its sensors).
     gpu_seen = bool(
         models_with_registered(hass, entry, {d.key for d in MODEL_GPU_SENSORS})
@@ -141,11 +167,6 @@ async def async_setup_entry(
             ModelSensor(coordinator, description, model) for description in model_gpu_sensors
         ),
         when=lambda snapshot, _model: uses_gpu(snapshot),
-    )
-    async_add_gpu_entities(
-        entry,
-        async_add_entities,
-        lambda gpu, uuid: (GpuSensor(gpu, description, uuid) for description in GPU_SENSORS),
     )
 
 
