@@ -10,6 +10,7 @@ import {
   durationMs,
   formatBytes,
   formatSeconds,
+  hiddenChanges,
   household,
   loadBars,
   loadWords,
@@ -24,6 +25,7 @@ import {
 } from "../../custom_components/llm_warmth/frontend/llm-warmth-card-data.js";
 import {
   MIN_CHART_SPAN_MS,
+  UNREPORTED_MIN_MS,
   asOf,
   chartStart,
   coldProbe,
@@ -536,6 +538,22 @@ describe("the last probe's waterfall", () => {
     ]);
   });
 
+  it("names no remainder the chart would show as 0.0 s", () => {
+    const stages = (ttft) =>
+      waterfall([
+        {
+          model: "m",
+          ttft: state(ttft, "ms", T0),
+          load: state(3000, "ms", T0),
+          prefill: state(970, "ms", T0),
+        },
+      ]).stages.map((s) => s.key);
+    // 30 ms over 4 s is more than 0.5 % of it, but it would read "0.0 s": not a stage
+    assert.deepEqual(stages(4000), ["load", "prefill"]);
+    assert.deepEqual(stages(3970 + UNREPORTED_MIN_MS), ["load", "prefill", "unreported"]);
+    assert.deepEqual(stages(3970 + UNREPORTED_MIN_MS - 1), ["load", "prefill"]);
+  });
+
   it("names the load 'queue and load' when the server does not split them", () => {
     const result = waterfall([
       {
@@ -793,11 +811,11 @@ describe("the waterfall's remainder", () => {
       (s) => s.key === "unreported",
     )?.ms ?? null;
 
-  it("is a stage past half a percent of the time to first token, and past 1 ms", () => {
-    assert.equal(rest(1000, 994), 6); // 0.6 %
-    assert.equal(rest(1000, 995), null); // 0.5 %: rounding
-    assert.equal(rest(100, 98.5), 1.5); // past 1 ms, though under 1 % of a short one
-    assert.equal(rest(100, 99), null);
+  it("is a stage past half a percent of the time to first token, and from 50 ms", () => {
+    assert.equal(rest(10000, 9930), 70); // 0.7 %
+    assert.equal(rest(20000, 19900), null); // 0.5 %: rounding
+    assert.equal(rest(1000, 950), 50); // it reads 0.1 s
+    assert.equal(rest(1000, 994), null); // 0.6 %, but it would read 0.0 s
   });
 
   it("takes the queue out of the load only where both are told", () => {
@@ -923,5 +941,12 @@ describe("household", () => {
       /household\[0\] must be an entity id/,
     );
     assert.throws(() => checkConfig({}), /models: list the models/);
+  });
+});
+
+describe("hiddenChanges", () => {
+  it("says one change in the singular", () => {
+    assert.equal(hiddenChanges(1), "1 change too short to draw");
+    assert.equal(hiddenChanges(3), "3 changes too short to draw");
   });
 });

@@ -213,12 +213,16 @@ export function waterfall(probes) {
     stages.push({ key, label: shown, startMs: at, ms });
     at += ms;
   }
-  // Rounding leaves tenths of a millisecond: only a real remainder is a stage.
-  if (ttftMs - at > Math.max(1, ttftMs * 0.005)) {
+  // Rounding leaves tenths of a millisecond: only a real remainder is a stage, and only
+  // one the chart can say (under 50 ms it would read "0.0 s").
+  if (ttftMs - at >= UNREPORTED_MIN_MS && ttftMs - at > ttftMs * 0.005) {
     stages.push({ key: "unreported", label: "not reported", startMs: at, ms: ttftMs - at });
   }
   return { model: probe.model, ttftMs, updated, stages };
 }
+
+/** The shortest remainder a waterfall names "not reported" (it reads 0.1 s). */
+export const UNREPORTED_MIN_MS = 50;
 
 /** Return a history's newest entry written at or before `t` (null: none by then). */
 export function asOf(history, t) {

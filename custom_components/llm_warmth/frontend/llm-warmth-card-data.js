@@ -285,6 +285,11 @@ export function coldStartWords(cold) {
     : { before: `polling saw ${cold.waitedBy} wait`, figure, after: "" };
 }
 
+/** Return how many changes a grouped segment hides, in words: "1 change too short to draw". */
+export function hiddenChanges(merged) {
+  return `${merged} ${merged === 1 ? "change" : "changes"} too short to draw`;
+}
+
 /** Return a memory size in words: "11.3 GiB", "512 MiB". */
 export function formatBytes(bytes) {
   if (bytes >= 1024 ** 3) return `${(bytes / 1024 ** 3).toFixed(1)} GiB`;

@@ -11,6 +11,7 @@ import {
   loadBars,
   coldStarts,
   formatSeconds,
+  hiddenChanges,
   loadWords,
   coldStartWords,
   checkConfig,
@@ -299,7 +300,7 @@ class LlmWarmthCard extends HTMLElement {
       for (const s of segments) {
         const known = STATE_COLORS[s.state] ? s.state : "unknown";
         const also = s.also ? ` (also ${STATE_LABELS[s.also] ?? s.also})` : "";
-        const hidden = s.merged ? `${also}, ${s.merged} changes too short to draw` : "";
+        const hidden = s.merged ? `${also}, ${hiddenChanges(s.merged)}` : "";
         const left = px(x(s.start));
         const w = px(Math.max(1, x(s.end) - x(s.start)));
         svg.push(
