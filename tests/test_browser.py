@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable
+import contextlib
 from dataclasses import dataclass
 from datetime import timedelta
 import os
@@ -642,3 +643,33 @@ async def test_the_warming_signals_in_the_card_and_the_learned_warming_card(
         ],
         "learned-warming",
     )
+
+
+
+# Opened cold again and again, as the newcomer did (about 20 opens): how many showed an error
+# card where the integration's card should be, once Home Assistant's wait was over.
+COLD_OPENS = 20
+
+
+async def test_the_card_is_defined_on_every_cold_open(
+    hass: HomeAssistant, browser: Browser, init_integration: MockConfigEntry
+) -> None:
+    """Each open with the browser's cache off: the card drawn, never "Configuration error"."""
+    dashboard = await hass.services.async_call(
+        DOMAIN, "dashboard", {}, blocking=True, return_response=True
+    )
+    assert dashboard is not None
+    await _save_dashboard(browser, "llm-warmth", dashboard["config"])
+    await browser.page.send("Network.enable")
+    await browser.page.send("Network.setCacheDisabled", {"cacheDisabled": True})
+    url = f"{browser.url}/llm-warmth/llm-warmth"
+    failed: list[tuple[int, list[str]]] = []
+    for number in range(COLD_OPENS):
+        await browser.page.goto(url)
+        with contextlib.suppress(TimeoutError):
+            await browser.page.wait_for_text(["Warmth, "], timeout=15)
+        await asyncio.sleep(2.5)  # past Home Assistant's wait for a custom element
+        errors = (await browser.page.report())["errors"]
+        if errors:
+            failed.append((number, errors))
+    assert failed == [], f"{len(failed)} of {COLD_OPENS} opens: {failed}"
