@@ -1,14 +1,22 @@
 """The dashboard card is served by the integration and loaded by the frontend, once."""
 
+from collections.abc import AsyncIterator
 import re
 
 from homeassistant.components.frontend import DATA_EXTRA_MODULE_URL
+from homeassistant.config_entries import SOURCE_USER, ConfigFlowResult
+from homeassistant.const import CONF_URL, CONF_VERIFY_SSL
 from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
 from homeassistant.setup import async_setup_component
+import pytest
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
-from custom_components.llm_warmth.card import CARD_DIRECTORY, CARD_MODULE, URL_BASE
+from custom_components.llm_warmth.card import CARD_DIRECTORY, CARD_MODULE, CARD_URL, URL_BASE
 from custom_components.llm_warmth.const import DOMAIN
+
+from .llama_server_emulator import EmulatedLlamaModel, LlamaServerEmulator
+from .ollama_emulator import OllamaEmulator
 
 
 async def test_the_frontend_loads_the_card_from_the_integration(
@@ -47,3 +55,36 @@ def test_the_card_is_plain_modules_without_dependencies() -> None:
     assert imported == {
         f"./{path.name}" for path in CARD_DIRECTORY.glob("*.js") if path.name != CARD_MODULE
     }
+
+
+async def test_the_first_server_added_says_to_reload_the_page_for_the_card(
+    hass: HomeAssistant, emulator: OllamaEmulator, llama_server: LlamaServerEmulator
+) -> None:
+    """A page opened before the integration's first setup never gets the card's module
+    (the frontend reads its modules when a page opens): the first server's success says
+    to reload; a second server, once the card is served, does not."""
+    assert await async_setup_component(hass, "frontend", {})
+    first = await _add_server(hass, emulator.url)
+    assert first["description"] == "reload_for_the_card"
+    assert hass.data[CARD_URL].endswith(f"/{CARD_MODULE}")
+    second = await _add_server(hass, llama_server.url)
+    assert second["type"] is FlowResultType.CREATE_ENTRY
+    assert second["description"] is None
+
+
+async def _add_server(hass: HomeAssistant, url: str) -> ConfigFlowResult:
+    result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_URL: url, CONF_VERIFY_SSL: True}
+    )
+    await hass.async_block_till_done()
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    return result
+
+
+@pytest.fixture
+async def llama_server(socket_enabled: None) -> AsyncIterator[LlamaServerEmulator]:
+    emulator = LlamaServerEmulator([EmulatedLlamaModel("tiny")])
+    await emulator.start()
+    yield emulator
+    await emulator.stop()

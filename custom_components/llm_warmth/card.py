@@ -14,12 +14,26 @@ from pathlib import Path
 from homeassistant.components.frontend import add_extra_js_url
 from homeassistant.components.http.server import StaticPathConfig
 from homeassistant.core import HomeAssistant
+from homeassistant.util.hass_dict import HassKey
 
 from .const import DOMAIN, LOGGER
 
 CARD_DIRECTORY = Path(__file__).parent / "frontend"
 CARD_MODULE = "llm-warmth-card.js"
 URL_BASE = f"/{DOMAIN}/frontend"
+# The card's URL once the frontend was told to load it on every page.
+CARD_URL: HassKey[str] = HassKey(f"{DOMAIN}_card_url")
+
+
+def card_needs_a_reload(hass: HomeAssistant) -> bool:
+    """Return True when pages open now were served before the card was added to them.
+
+    The frontend loads the card with each page it serves (its extra modules, read when the
+    page opens); a page opened before the integration's first setup in this run of Home
+    Assistant (a first server added from the UI) never loads it: it shows "Configuration
+    error" where the card is until it is reloaded.
+    """
+    return "frontend" in hass.config.components and CARD_URL not in hass.data
 
 
 def _fingerprint() -> str:
@@ -47,4 +61,5 @@ async def async_register_card(hass: HomeAssistant) -> str | None:
     )
     url = f"{url_path}/{CARD_MODULE}"
     add_extra_js_url(hass, url)
+    hass.data[CARD_URL] = url
     return url

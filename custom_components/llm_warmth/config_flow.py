@@ -36,6 +36,7 @@ from homeassistant.helpers.selector import (
 import probatio as vol
 
 from .assistant_flow import WarmAssistantFlow
+from .card import card_needs_a_reload
 from .const import (
     CONF_ASSISTANT_MODEL,
     CONF_EXPORTER_KIND,
@@ -194,6 +195,8 @@ class LlmWarmthConfigFlow(ConfigFlow, domain=DOMAIN):
                     data=data,
                     # The host whose GPU it uses: its URL's, until the user names it.
                     options={CONF_HOST: host_of(data[CONF_URL])},
+                    # The first server of this run: the open pages need a reload for the card.
+                    description="reload_for_the_card" if card_needs_a_reload(self.hass) else None,
                 )
         return self.async_show_form(
             step_id="user",
