@@ -9,7 +9,8 @@ or in the assistant's own sentence naming the servers, and its route event fires
 import asyncio
 from typing import Any
 
-from homeassistant.core import HomeAssistant
+from homeassistant.components import conversation
+from homeassistant.core import Context, HomeAssistant
 import pytest
 
 from custom_components.llm_warmth.core import assistant_route
@@ -17,6 +18,7 @@ from custom_components.llm_warmth.core import assistant_route
 from .conftest import LLAMA, QWEN
 from .held_answer import HeldAnswer
 from .test_warm_assistant import (  # noqa: F401
+    ASSISTANT,
     House,
     hass_config_dir_fixture,
     house_fixture,
@@ -147,3 +149,20 @@ async def test_no_agent_says_a_word_the_turn_names_the_servers(
             held.release()
     assert "Big box, NAS could not be reached" in result.response.speech["plain"]["speech"]
     assert [f["failure"] for f in last_route(house)["failures"]] == ["silent", "silent"]
+
+
+async def test_the_assistants_own_words_are_in_the_turns_language(
+    house: House, hass: HomeAssistant
+) -> None:
+    """A Dutch (Flemish) turn that no agent answers: the assistant's sentence in Dutch."""
+    await make_warm(house, house.big, QWEN)
+    await make_warm(house, house.nas, LLAMA)
+    for emulator in (house.big, house.nas):
+        emulator.inject("/api/chat", drop=True, times=None)
+    result = await conversation.async_converse(
+        hass, "hallo", None, Context(), language="nl-BE", agent_id=ASSISTANT
+    )
+    assert result.response.speech["plain"]["speech"] == (
+        "Sorry, ik kreeg geen antwoord, want ik kon Big box, NAS niet bereiken. "
+        "Probeer het zo nog eens."
+    )
