@@ -18,7 +18,7 @@ import aiohttp
 from tests.ollama_emulator import OllamaEmulator
 
 from . import home_assistant as ha, household_actors as actors
-from .household import ASSISTANT, CHAT, GpuExporter, Household, gpu_box, morning
+from .household import ASSISTANT, CHAT, NAS_MODEL, GpuExporter, Household, gpu_box, morning, nas_box
 
 
 def say(line: str) -> None:
@@ -37,6 +37,7 @@ async def run(args: argparse.Namespace) -> int:
     url = f"http://127.0.0.1:{args.port}"
     ha.write_config(state, args.port)
     server, exporter = (None, None) if args.server else await _start_gpu_box()
+    nas = None if args.server else await _start_nas()
     server_url = server.url if server else args.server
     exporter_url = exporter.url if exporter else None
     say(f"Starting Home Assistant on {url} (its log: {log}); the first start takes a while")
@@ -44,7 +45,9 @@ async def run(args: argparse.Namespace) -> int:
     household: asyncio.Task[None] | None = None
     try:
         async with aiohttp.ClientSession() as http:
-            setup = asyncio.create_task(_set_up(http, url, process, server_url, exporter_url))
+            setup = asyncio.create_task(
+                _set_up(http, url, process, server_url, exporter_url, nas=nas)
+            )
             waiting = asyncio.create_task(stopped.wait())
             await asyncio.wait({setup, waiting}, return_when=asyncio.FIRST_COMPLETED)
             if not setup.done():  # stopped while starting
@@ -75,6 +78,8 @@ async def run(args: argparse.Namespace) -> int:
         await _stop(process, server, household)
         if exporter is not None:
             await exporter.stop()
+        if nas is not None:
+            await nas.stop()
     return _stopped()
 
 
@@ -87,6 +92,18 @@ async def _start_gpu_box() -> tuple[OllamaEmulator, GpuExporter]:
     say(f"Emulated Ollama (8 GiB GPU; {', '.join(sorted(server.models))}) on {server.url}")
     say(f"Its GPU, as nvidia_gpu_exporter shows it, on {exporter.url}")
     return server, exporter
+
+
+async def _start_nas() -> OllamaEmulator:
+    """Start the household's NAS (another host) with its small model already loaded."""
+    nas = nas_box()
+    await nas.start()
+    async with aiohttp.ClientSession() as http:
+        load = {"model": NAS_MODEL, "keep_alive": -1}
+        async with http.post(f"{nas.url}/api/generate", json=load) as answer:
+            answer.raise_for_status()
+    say(f"Emulated NAS (another host: Ollama, 4 GiB GPU; {NAS_MODEL} kept loaded) on {nas.url}")
+    return nas
 
 
 def _household(session: ha.Session, entry_id: str) -> Household:
@@ -117,12 +134,16 @@ async def _set_up(
     process: asyncio.subprocess.Process,
     server_url: str,
     exporter_url: str | None,
+    *,
+    nas: OllamaEmulator | None = None,
 ) -> tuple[ha.Session, str, str, datetime | None]:
     """Wait for Home Assistant, create the owner, add the server, save the dashboard.
 
     On the emulated GPU box (its GPU read from the exporter at ``exporter_url``) the
-    household too: its voice (a satellite, an agent on the assistant model, a pipeline)
-    and its past (three weeks of uses); then its routine's next time is returned.
+    household too: its voice (a satellite, an agent on the assistant model, a pipeline),
+    its NAS (a second server, whose warm small model the warm assistant answers from while
+    the assistant model loads) and its past (three weeks of uses); then its routine's next
+    time is returned.
     """
     await ha.wait_until_up(http, url, process)
     session = await ha.onboard(http, url)
@@ -132,7 +153,10 @@ async def _set_up(
     )
     routine = None
     if emulated:
-        await actors.add_household(session, server_url, ASSISTANT)
+        pipeline = await actors.add_household(session, server_url, ASSISTANT)
+        if nas is not None:
+            await ha.add_server(session, nas.url, None)
+            await actors.add_warm_assistant(session, entry_id, nas.url, NAS_MODEL, pipeline)
         routine = await actors.learn_household(session, entry_id, ASSISTANT, CHAT)
     return session, entry_id, await ha.add_dashboard(session), routine
 

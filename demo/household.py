@@ -24,6 +24,8 @@ from tests.ollama_emulator import EmulatedModel, FakeClock, OllamaEmulator
 GIB = 1024**3
 ASSISTANT = "llama3.2:3b"
 CHAT = "qwen3:8b"
+# The household's always-on NAS: a small model it keeps loaded, for the warm assistant.
+NAS_MODEL = "llama3.2:1b"
 
 
 class WallClock(FakeClock):
@@ -56,6 +58,26 @@ def gpu_box() -> OllamaEmulator:
             load_delay=7.0,
             prefill_delay=0.3,
             token_delay=0.06,
+        )
+    )
+    return server
+
+
+def nas_box() -> OllamaEmulator:
+    """Return the household's NAS: an Ollama with a 4 GiB GPU and a small model, always warm.
+
+    The warm assistant's fall-back: it answers while the GPU box's assistant model loads.
+    """
+    server = OllamaEmulator(vram_budget=4 * GIB, clock=WallClock())
+    server.add_model(
+        EmulatedModel(
+            name=NAS_MODEL,
+            size=GIB + GIB // 4,
+            parameter_size="1.2B",
+            load_delay=1.5,
+            prefill_delay=0.05,
+            token_delay=0.02,
+            reply="It is 21 degrees and sunny, from the NAS.",
         )
     )
     return server
@@ -196,34 +218,36 @@ async def morning(
     scenes: list[tuple[float, str, Callable[[], Awaitable[object]]]] = [
         (
             3,
-            f"06:50  LLM Warmth probes the assistant model {ASSISTANT}: it is cold",
+            f"LLM Warmth probes the assistant model {ASSISTANT}: it is cold",
             lambda: probe(ASSISTANT),
         ),
         (
             6,
-            f"06:55  a second probe of {ASSISTANT}: warm now",
+            f"a second probe of {ASSISTANT}: warm now",
             lambda: probe(ASSISTANT),
         ),
         (
             6,
-            f"07:05  the kitchen's chat UI opens {CHAT}: it evicts {ASSISTANT} (8 GiB GPU)",
+            f"the kitchen's chat UI opens {CHAT}: it evicts {ASSISTANT} (8 GiB GPU)",
             lambda: ask(server, CHAT, "20s"),
         ),
         (
             6,
-            f"07:10  the kitchen satellite: 'okay nabu, what's the weather like?' "
-            f"({ASSISTANT}: a cold start, it evicts {CHAT})",
+            f"the kitchen satellite: 'okay nabu, what's the weather like?' ({ASSISTANT} is "
+            f"cold: the warm assistant answers from the NAS's {NAS_MODEL} while {ASSISTANT} "
+            f"loads, evicting {CHAT})",
             lambda: speak("What's the weather like?"),
         ),
         (
             4,
-            f"07:12  a probe of {ASSISTANT} right after: warm",
+            f"a probe of {ASSISTANT} right after: warm",
             lambda: probe(ASSISTANT),
         ),
     ]
     for number, (pause, line, action) in enumerate(scenes):
         await asyncio.sleep(pause)
-        say(line)
+        # The real clock's time: the charts beside it are on it (the morning is compressed).
+        say(f"{datetime.now().astimezone():%H:%M:%S}  {line}")
         result = await action()
         if isinstance(result, str):
             say(f"        {result}")

@@ -29,12 +29,27 @@ AGENT = {
 }
 
 
-async def add_household(session: Session, server_url: str, model: str) -> None:
+# What assist_pipeline/pipeline/update asks for (each field, as the pipeline has it).
+PIPELINE_FIELDS = (
+    "name",
+    "language",
+    "conversation_language",
+    "stt_engine",
+    "stt_language",
+    "tts_engine",
+    "tts_language",
+    "tts_voice",
+    "wake_word_entity",
+    "wake_word_id",
+)
+
+
+async def add_household(session: Session, server_url: str, model: str) -> dict[str, Any]:
     """Give the demo's household a voice: its satellite, an agent on ``model``, a pipeline.
 
     The household (its speech services and kitchen satellite), Home Assistant's Ollama
     integration at ``server_url`` with a voice assistant agent, and an Assist pipeline that
-    joins them, made the preferred one (the satellite's).
+    joins them, made the preferred one (the satellite's); return the pipeline.
     """
     await flow(session, "/api/config/config_entries/flow", "llm_warmth_demo")
     ollama = await flow(session, "/api/config/config_entries/flow", "ollama", {"url": server_url})
@@ -68,6 +83,50 @@ async def add_household(session: Session, server_url: str, model: str) -> None:
     await session.websocket(
         {"type": "assist_pipeline/pipeline/set_preferred", "pipeline_id": pipeline["id"]}
     )
+    return dict(pipeline)
+
+
+async def add_warm_assistant(
+    session: Session, entry_id: str, nas_url: str, nas_model: str, pipeline: dict[str, Any]
+) -> str:
+    """Answer the kitchen from what is warm: the NAS's agent beside the GPU box's.
+
+    Home Assistant's Ollama integration at the NAS with an agent on ``nas_model`` (kept
+    loaded), a warm assistant on the GPU box's entry (``entry_id``) whose primary is the
+    pipeline's agent and whose fall-back is the NAS's, and the pipeline answered by it.
+    Return the warm assistant's entity.
+    """
+    ollama = await flow(session, "/api/config/config_entries/flow", "ollama", {"url": nas_url})
+    nas_entry = ollama["result"]["entry_id"]
+    await flow(
+        session,
+        "/api/config/config_entries/subentries/flow",
+        [nas_entry, "conversation"],
+        {**AGENT, "name": "NAS assistant", "model": nas_model, "keep_alive": -1},
+    )
+    nas_agent = await _entity(session, "conversation", "ollama", nas_entry, timeout=60)
+    await flow(
+        session,
+        "/api/config/config_entries/subentries/flow",
+        [entry_id, "warm_assistant"],
+        {
+            "name": "House assistant",
+            "primary_agent": pipeline["conversation_engine"],
+            "fallback_agents": [nas_agent],
+            "max_wait_seconds": 2,
+        },
+    )
+    assistant = await _entity(session, "conversation", "llm_warmth", entry_id, timeout=60)
+    fields = {k: pipeline[k] for k in PIPELINE_FIELDS}
+    await session.websocket(
+        {
+            "type": "assist_pipeline/pipeline/update",
+            "pipeline_id": pipeline["id"],
+            **fields,
+            "conversation_engine": assistant,
+        }
+    )
+    return assistant
 
 
 async def _entity(
