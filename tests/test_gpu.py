@@ -397,3 +397,37 @@ async def test_gpu_devices_stay_while_their_source_is_configured_even_when_it_is
     await hass.config_entries.async_reload(ENTRY_ID)
     await hass.async_block_till_done()
     assert device_registry.async_get_device_by_identifier(identifier, ENTRY_ID)
+
+
+@pytest.mark.usefixtures("emulator", "nvml")
+async def test_a_reserve_that_leaves_no_room_for_models_is_refused(
+    hass: HomeAssistant, init_integration: MockConfigEntry
+) -> None:
+    """The smaller GPU has 12 GiB: a reserve must leave 1 GiB of it for the models."""
+    result = await hass.config_entries.options.async_init(init_integration.entry_id)
+    choice = {CONF_SCAN_INTERVAL: 10, CONF_GPU_SOURCE: "nvml", CONF_RESERVE_GIB: 11.5}
+    result = await hass.config_entries.options.async_configure(result["flow_id"], choice)
+    assert result["errors"] == {CONF_RESERVE_GIB: "reserve_too_large"}
+    assert result["description_placeholders"]["total"] == "12.0"
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {**choice, CONF_RESERVE_GIB: 11.0}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert init_integration.options[CONF_RESERVE_GIB] == 11.0
+
+
+@pytest.mark.usefixtures("emulator")
+async def test_an_exporters_gpu_too_small_for_the_reserve_is_said(
+    hass: HomeAssistant, init_integration: MockConfigEntry, exporter_url: str
+) -> None:
+    result = await hass.config_entries.options.async_init(init_integration.entry_id)
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"],
+        {CONF_SCAN_INTERVAL: 10, CONF_GPU_SOURCE: "exporter", CONF_RESERVE_GIB: 200},
+    )
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"],
+        {CONF_EXPORTER_KIND: "auto", CONF_EXPORTER_URL: f"{exporter_url}/dcgm/metrics"},
+    )
+    assert result["errors"] == {"base": "reserve_too_large"}
+    assert float(result["description_placeholders"]["total"]) < 200

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final, TypedDict, override
 
 import aiohttp
@@ -66,6 +67,7 @@ from .core.backends.detection import Detected, detect
 from .core.backends.errors import LlmServerError, LlmServerNotSupportedError
 from .core.gpu.errors import GpuSourceError
 from .core.gpu.exporter import ExporterKind
+from .core.headroom import reserve_too_large
 from .core.server_settings import (
     KIND_TITLES,
     InputRefused,
@@ -284,7 +286,7 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
     async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """Ask for the interval, the GPU source and the reserve; NVML is tried at once."""
         errors: dict[str, str] = {}
-        placeholders = {"reason": ""}
+        placeholders = {"reason": "", "total": ""}
         if user_input is not None:
             self._options = {
                 **_DEFAULT_OPTIONS,
@@ -299,9 +301,14 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
             }
             if self._options[CONF_GPU_SOURCE] == GPU_SOURCE_EXPORTER:
                 return await self.async_step_exporter()
-            if (reason := await self._gpu_source_fails(self._options)) is None:
+            check = await self._check_gpu_source(self._options)
+            if check.failed is not None:
+                errors["base"], placeholders["reason"] = "gpu_source_failed", check.failed
+            elif check.reserve_leaves_no_room_of is not None:
+                errors[CONF_RESERVE_GIB] = "reserve_too_large"
+                placeholders["total"] = check.reserve_leaves_no_room_of
+            else:
                 return self.async_create_entry(data=self._options)
-            errors["base"], placeholders["reason"] = "gpu_source_failed", reason
         current = {
             **_DEFAULT_OPTIONS,
             CONF_HOST: entry_host(self.config_entry),
@@ -329,7 +336,7 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
     ) -> ConfigFlowResult:
         """Ask for the exporter's URL and kind, and read it once before saving."""
         errors: dict[str, str] = {}
-        placeholders = {"reason": ""}
+        placeholders = {"reason": "", "total": ""}
         if user_input is not None:
             options = {
                 **self._options,
@@ -338,8 +345,11 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
             }
             if not options[CONF_EXPORTER_URL]:
                 errors[CONF_EXPORTER_URL] = "exporter_url_required"
-            elif (reason := await self._gpu_source_fails(options)) is not None:
-                errors["base"], placeholders["reason"] = "gpu_source_failed", reason
+            elif (check := await self._check_gpu_source(options)).failed is not None:
+                errors["base"], placeholders["reason"] = "gpu_source_failed", check.failed
+            elif check.reserve_leaves_no_room_of is not None:  # the reserve is on the first form
+                errors["base"] = "reserve_too_large"
+                placeholders["total"] = check.reserve_leaves_no_room_of
             else:
                 return self.async_create_entry(data=options)
         current = {**self._options, **(user_input or {})}
@@ -350,17 +360,32 @@ class LlmWarmthOptionsFlow(OptionsFlowWithReload):
             description_placeholders=placeholders,
         )
 
-    async def _gpu_source_fails(self, options: Mapping[str, object]) -> str | None:
-        """Read the GPU source the options ask for once; return why it failed, if it did."""
+    async def _check_gpu_source(self, options: Mapping[str, object]) -> _GpuCheck:
+        """Read the GPU source the options ask for once; say how it went.
+
+        Whether it failed, and whether the household reserve leaves room for the models on
+        the GPUs it read.
+        """
         if (source := gpu_source_from_options(self.hass, options)) is None:
-            return None
+            return _GpuCheck()
         try:
-            await source.read()
+            gpus = await source.read()
         except GpuSourceError as err:
-            return str(err)
+            return _GpuCheck(failed=str(err))
         finally:
             await source.close()
-        return None
+        reserve = round(float(str(options.get(CONF_RESERVE_GIB, 0))) * 1024**3)
+        if (total := reserve_too_large(reserve, gpus)) is None:
+            return _GpuCheck()
+        return _GpuCheck(reserve_leaves_no_room_of=f"{total / 1024**3:.1f}")
+
+
+@dataclass(frozen=True, slots=True)
+class _GpuCheck:
+    """A GPU source read once: why it failed, or the GiB of a GPU the reserve fills."""
+
+    failed: str | None = None
+    reserve_leaves_no_room_of: str | None = None
 
 
 _DEFAULT_OPTIONS: Final[Mapping[str, object]] = {

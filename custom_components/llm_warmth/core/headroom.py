@@ -4,7 +4,9 @@ Headroom is the free memory less the household reserve: what can still be given 
 before the other GPU users (transcodes, cameras, image tools) run short. It may be negative.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from .gpu.types import GpuProcess, GpuStatus
 
@@ -62,3 +64,19 @@ def memory_view(
     return GpuMemoryView(
         headroom=headroom, llm_used=llm_used, other_used=other_used, other_processes=others
     )
+
+
+# What a household reserve must leave of a GPU for the models: less is no room for one.
+MIN_ROOM_FOR_MODELS_BYTES: Final = 1024**3
+
+
+def reserve_too_large(reserve_bytes: int, gpus: Sequence[GpuStatus]) -> int | None:
+    """Return the smallest GPU's memory when a reserve leaves under 1 GiB of it for models.
+
+    The reserve is kept on each GPU; None when it leaves room on every GPU whose memory is
+    known (or none is known).
+    """
+    totals = [g.memory_total for g in gpus if g.memory_total is not None and g.memory_total > 0]
+    if not totals or reserve_bytes + MIN_ROOM_FOR_MODELS_BYTES <= min(totals):
+        return None
+    return min(totals)
