@@ -1,6 +1,8 @@
 """Config, reconfigure, reauth and options flows (100% of config_flow.py)."""
 
 from collections.abc import AsyncIterator, Callable
+import json
+from pathlib import Path
 from typing import Literal
 from unittest.mock import patch
 
@@ -11,11 +13,14 @@ from homeassistant.const import CONF_API_KEY, CONF_SCAN_INTERVAL, CONF_URL, CONF
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
 from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers.selector import NumberSelector
 from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from custom_components.llm_warmth import config_flow
 from custom_components.llm_warmth.const import DOMAIN
+from custom_components.llm_warmth.core.assistant_route import MAX_WAIT_SECONDS
 
 from .llama_server_emulator import EmulatedLlamaModel, LlamaServerEmulator
 from .ollama_emulator import OllamaEmulator
@@ -487,3 +492,24 @@ async def test_warm_assistant_flow_adds_then_reconfigures(
     state = hass.states.get("conversation.house_assistant")
     assert state is not None
     assert state.attributes["primary_agent"] == "conversation.nas"
+
+
+def test_every_number_field_says_its_range_beside_it() -> None:
+    """Home Assistant's own refusal of a number out of range names no range ("Value -5.0
+    is too small"): each number field's description says it, from the field's own bounds."""
+    strings = json.loads(
+        (Path(config_flow.__file__).parent / "translations" / "en.json").read_text()
+    )
+    descriptions = strings["options"]["step"]["init"]["data_description"]
+    numbers = {
+        str(key): selector.config
+        for key, selector in config_flow._OPTIONS_SCHEMA.schema.items()
+        if isinstance(selector, NumberSelector)
+    }
+    assert set(numbers) == {CONF_SCAN_INTERVAL, "reserve_gib", "guard_clear_minutes"}
+    for key, config in numbers.items():
+        low, high = (f"{config[bound]:g}" for bound in ("min", "max"))
+        assert f"({low}-{high}" in descriptions[key], key
+    wait = strings["config_subentries"]["warm_assistant"]["step"]
+    for step in ("user", "reconfigure"):
+        assert f"(0-{MAX_WAIT_SECONDS:g} s)" in wait[step]["data_description"]["max_wait_seconds"]
