@@ -674,3 +674,69 @@ async def test_home_assistants_own_agent_as_the_fall_back(
     await make_warm(house, house.big, QWEN)
     await house.turn("hello")
     assert last_route(house)["failed"] is False
+
+
+async def test_warm_assistants_come_and_go_without_a_reload(
+    house: House, hass: HomeAssistant
+) -> None:
+    """The big box gets its first warm assistant, then a second; one is reconfigured, one
+    removed: the entry is never reloaded (its coordinator stays, no entity of it goes
+    unavailable), and each change shows at once."""
+    entry = house.big_entry
+    coordinator = entry.runtime_data.coordinator
+    went_unavailable: list[str] = []
+
+    def watch(event: Event) -> None:
+        new = event.data["new_state"]
+        if new is not None and new.state == "unavailable":
+            went_unavailable.append(event.data["entity_id"])
+
+    hass.bus.async_listen("state_changed", watch)
+
+    async def add(name: str) -> str:
+        result = await hass.config_entries.subentries.async_init(
+            (entry.entry_id, "warm_assistant"), context={"source": "user"}
+        )
+        result = await hass.config_entries.subentries.async_configure(
+            result["flow_id"],
+            {
+                "name": name,
+                "primary_agent": house.primary,
+                "fallback_agents": [house.fallback],
+                "max_wait_seconds": 3.0,
+            },
+        )
+        assert result["type"] is FlowResultType.CREATE_ENTRY
+        await hass.async_block_till_done()
+        (subentry,) = [s for s in entry.subentries.values() if s.title == name]
+        return subentry.subentry_id
+
+    first = await add("Kitchen assistant")
+    assert hass.states.get("conversation.kitchen_assistant") is not None
+    second = await add("Office assistant")
+    assert hass.states.get("conversation.office_assistant") is not None
+    result = await hass.config_entries.subentries.async_init(
+        (entry.entry_id, "warm_assistant"),
+        context={"source": SOURCE_RECONFIGURE, "subentry_id": first},
+    )
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {"primary_agent": house.primary, "fallback_agents": [], "max_wait_seconds": 10.0},
+    )
+    assert result["type"] is FlowResultType.ABORT
+    await hass.async_block_till_done()
+    kitchen = hass.states.get("conversation.kitchen_assistant")
+    assert (kitchen.attributes["max_wait_seconds"], kitchen.attributes["fallback_agents"]) == (
+        10.0,
+        [],
+    )
+    assert hass.config_entries.async_remove_subentry(entry, second)
+    await hass.async_block_till_done()
+    assert hass.states.get("conversation.office_assistant") is None
+    assert entry.runtime_data.coordinator is coordinator
+    assert went_unavailable == []
+    # The new assistant answers at once: no reload stands between its flow and its first turn.
+    answer = await conversation.async_converse(
+        hass, "hello", None, Context(), agent_id="conversation.kitchen_assistant"
+    )
+    assert answer.response.error_code is None

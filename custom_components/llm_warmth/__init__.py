@@ -6,6 +6,7 @@ from homeassistant.config_entries import (
     SIGNAL_CONFIG_ENTRY_CHANGED,
     ConfigEntry,
     ConfigEntryChange,
+    ConfigEntryState,
 )
 from homeassistant.const import CONF_API_KEY, CONF_URL, CONF_VERIFY_SSL, Platform
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
@@ -120,7 +121,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     await hass.config_entries.async_forward_entry_setups(entry, data.platforms)
     coordinator.async_start_events()
     _start_features(hass, entry, data)
-    entry.async_on_unload(_reload_on_new_assistants(hass, entry))
+    entry.async_on_unload(_follow_new_assistants(hass, entry))
     # A house of two servers gets its household entry (one device showing them all).
     async_ensure_household(hass)
     return True
@@ -246,35 +247,39 @@ def _start_features(hass: HomeAssistant, entry: LlmWarmthConfigEntry, data: LlmW
         entry.async_on_unload(start())
 
 
-def _platforms(entry: LlmWarmthConfigEntry) -> tuple[Platform, ...]:
+def _has_assistants(entry: ConfigEntry) -> bool:
+    return any(s.subentry_type == SUBENTRY_WARM_ASSISTANT for s in entry.subentries.values())
+
+
+def _platforms(entry: LlmWarmthConfigEntry) -> list[Platform]:
     """Return the entry's platforms: a conversation agent only for its warm assistants."""
-    if any(s.subentry_type == SUBENTRY_WARM_ASSISTANT for s in entry.subentries.values()):
-        return (*PLATFORMS, Platform.CONVERSATION)
-    return tuple(PLATFORMS)
+    return [*PLATFORMS, Platform.CONVERSATION] if _has_assistants(entry) else list(PLATFORMS)
 
 
-def _reload_on_new_assistants(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> CALLBACK_TYPE:
-    """Reload the entry when its warm assistants (subentries) change; return what stops it.
+def _follow_new_assistants(hass: HomeAssistant, entry: LlmWarmthConfigEntry) -> CALLBACK_TYPE:
+    """Set up the conversation platform with the entry's first warm assistant, in place.
 
     (Through the config entry signal: an update listener would clash with the options
-    flow's own reload.) A model's warming signals change without a reload: the usage
-    feature follows them (``signal_sources.py``).
+    flow's own reload.) The platform then adds, reconfigures and drops the assistants as
+    their subentries change (``conversation.py``); nothing reloads the entry, whose
+    entities stay available.
     """
-
-    # Home Assistant changes a subentry in place: compare what it held at setup.
-    def held(entry: ConfigEntry) -> dict[str, tuple[str, str, dict[str, object]]]:
-        return {
-            i: (s.subentry_type, s.title, dict(s.data))
-            for i, s in entry.subentries.items()
-            if s.subentry_type == SUBENTRY_WARM_ASSISTANT
-        }
-
-    assistants = held(entry)
 
     @callback
     def changed(_change: ConfigEntryChange, changed_entry: ConfigEntry) -> None:
-        if changed_entry.entry_id == entry.entry_id and (held(changed_entry) != assistants):
-            hass.config_entries.async_schedule_reload(entry.entry_id)
+        platforms = entry.runtime_data.platforms
+        if (
+            changed_entry.entry_id == entry.entry_id
+            and entry.state is ConfigEntryState.LOADED
+            and Platform.CONVERSATION not in platforms
+            and _has_assistants(changed_entry)
+        ):
+            platforms.append(Platform.CONVERSATION)
+            entry.async_create_task(
+                hass,
+                hass.config_entries.async_forward_entry_setups(entry, [Platform.CONVERSATION]),
+                "llm_warmth: the first warm assistant",
+            )
 
     return async_dispatcher_connect(hass, SIGNAL_CONFIG_ENTRY_CHANGED, changed)
 

@@ -5,10 +5,16 @@ from __future__ import annotations
 from typing import Final, Literal, override
 
 from homeassistant.components import conversation
-from homeassistant.config_entries import ConfigSubentry
+from homeassistant.config_entries import (
+    SIGNAL_CONFIG_ENTRY_CHANGED,
+    ConfigEntry,
+    ConfigEntryChange,
+    ConfigSubentry,
+)
 from homeassistant.const import MATCH_ALL
-from homeassistant.core import HomeAssistant
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
+from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .const import SUBENTRY_WARM_ASSISTANT
@@ -36,13 +42,34 @@ async def async_setup_entry(
     entry: LlmWarmthConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
-    """Add the entry's warm assistants."""
-    for subentry in entry.subentries.values():
-        if subentry.subentry_type == SUBENTRY_WARM_ASSISTANT:
-            async_add_entities(
-                [WarmAssistantEntity(WarmAssistant(hass, subentry), subentry)],
-                config_subentry_id=subentry.subentry_id,
+    """Add the entry's warm assistants, and each one added later, without a reload.
+
+    A warm assistant reconfigured takes its new settings in place; one removed goes with
+    its subentry (Home Assistant removes the subentry's entities and device).
+    """
+    entities: dict[str, WarmAssistantEntity] = {}
+
+    @callback
+    def follow(_change: ConfigEntryChange, changed: ConfigEntry) -> None:
+        if changed.entry_id != entry.entry_id:
+            return
+        for subentry in changed.subentries.values():
+            if subentry.subentry_type != SUBENTRY_WARM_ASSISTANT:
+                continue
+            if (entity := entities.get(subentry.subentry_id)) is not None:
+                entity.follow(subentry)
+                continue
+            entities[subentry.subentry_id] = WarmAssistantEntity(
+                WarmAssistant(hass, subentry), subentry
             )
+            async_add_entities(
+                [entities[subentry.subentry_id]], config_subentry_id=subentry.subentry_id
+            )
+        for gone in entities.keys() - changed.subentries.keys():
+            del entities[gone]
+
+    follow(ConfigEntryChange.UPDATED, entry)
+    entry.async_on_unload(async_dispatcher_connect(hass, SIGNAL_CONFIG_ENTRY_CHANGED, follow))
 
 
 class WarmAssistantEntity(conversation.ConversationEntity):
@@ -67,6 +94,12 @@ class WarmAssistantEntity(conversation.ConversationEntity):
             model="Warm assistant",
             entry_type=DeviceEntryType.SERVICE,
         )
+
+    @callback
+    def follow(self, subentry: ConfigSubentry) -> None:
+        """Take a reconfigured subentry's settings (and its name) at once."""
+        if self.assistant.follow(subentry) and self.hass is not None:
+            self.async_write_ha_state()
 
     @property
     @override

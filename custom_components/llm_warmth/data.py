@@ -56,8 +56,9 @@ class LlmWarmthData:
     usage: UsageWatch
     # A llama-swap's peers' models, read from the entries that run them.
     peers: PeerWatch
-    # The platforms set up for it (a conversation agent only with warm assistants).
-    platforms: tuple[Platform, ...]
+    # The platforms set up for it (a conversation agent once it has a warm assistant: set
+    # up with the first one added, without a reload).
+    platforms: list[Platform]
 
 
 type LlmWarmthConfigEntry = ConfigEntry[LlmWarmthData]

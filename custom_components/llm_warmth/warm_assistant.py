@@ -234,6 +234,15 @@ class WarmAssistant:
         self._primary_down = False
 
     @callback
+    def follow(self, subentry: ConfigSubentry) -> bool:
+        """Take the settings of a reconfigured subentry; return True when they changed."""
+        settings = AssistantSettings.from_data(subentry.data)
+        if (settings, subentry.title) == (self.settings, self.name):
+            return False
+        self.settings, self.name = settings, subentry.title
+        return True
+
+    @callback
     def async_add_listener(self, listener: CALLBACK_TYPE) -> CALLBACK_TYPE:
         """Call ``listener`` after each turn's route; return what stops it."""
         self._listeners.append(listener)
