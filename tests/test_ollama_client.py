@@ -674,3 +674,58 @@ async def test_https_to_a_plain_http_server_is_a_tls_error_not_an_outage(
     with pytest.raises(LlmServerTlsError) as err:
         await client.running_models()
     assert not isinstance(err.value, LlmServerUnreachableError)  # no restart follows
+
+
+@pytest.mark.parametrize(
+    ("keep_seconds", "num_ctx", "sent"),
+    [
+        (None, None, {"model": LLAMA}),  # its keep_alive stays as it is
+        (-5, None, {"model": LLAMA, "keep_alive": -1}),  # for ever
+        (0, None, {"model": LLAMA, "keep_alive": 1}),  # never 0: that would unload it
+        (0.2, None, {"model": LLAMA, "keep_alive": 1}),
+        (30.5, None, {"model": LLAMA, "keep_alive": 31}),  # whole seconds, rounded up
+        (30, 8192, {"model": LLAMA, "keep_alive": 30, "options": {"num_ctx": 8192}}),
+    ],
+)
+async def test_a_preload_asks_for_what_it_was_given(
+    client: OllamaClient,
+    emulator: OllamaEmulator,
+    keep_seconds: float | None,
+    num_ctx: int | None,
+    sent: dict[str, object],
+) -> None:
+    await client.load(LLAMA, keep_seconds=keep_seconds, num_ctx=num_ctx)
+    request = emulator.requests[-1]
+    assert (request.path, request.json) == ("/api/generate", sent)
+
+
+@pytest.mark.parametrize(
+    ("api", "system", "think", "fields"),
+    [
+        ("generate", "Be brief.", None, {"prompt": "hi", "system": "Be brief."}),
+        ("generate", None, False, {"prompt": "hi", "think": False}),
+        (
+            "chat",
+            "Be brief.",
+            True,
+            {
+                "messages": [
+                    {"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "hi"},
+                ],
+                "think": True,
+            },
+        ),
+        ("chat", None, None, {"messages": [{"role": "user", "content": "hi"}]}),
+    ],
+)
+async def test_a_generation_sends_its_system_prompt_and_thinking_only_when_given(
+    client: OllamaClient,
+    emulator: OllamaEmulator,
+    api: str,
+    system: str | None,
+    think: bool | None,
+    fields: dict[str, object],
+) -> None:
+    await client.timed_generation(api, LLAMA, "hi", system=system, think=think)  # type: ignore[arg-type]
+    assert emulator.requests[-1].json == {"model": LLAMA, "stream": True, **fields}
