@@ -729,3 +729,64 @@ async def test_a_generation_sends_its_system_prompt_and_thinking_only_when_given
 ) -> None:
     await client.timed_generation(api, LLAMA, "hi", system=system, think=think)  # type: ignore[arg-type]
     assert emulator.requests[-1].json == {"model": LLAMA, "stream": True, **fields}
+
+
+async def test_an_unload_asks_for_keep_alive_0(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    await client.unload(LLAMA)
+    assert emulator.requests[-1].json == {"model": LLAMA, "keep_alive": 0}
+
+
+def _ps(**entry: object) -> str:
+    base = {"name": LLAMA, "model": LLAMA, "size": GIB, "size_vram": GIB, "digest": "d"}
+    base["expires_at"] = "2026-12-07T08:00:00Z"
+    return json.dumps({"models": [base | entry]})
+
+
+async def test_a_context_length_of_0_is_not_told(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    emulator.inject("/api/ps", status=200, body=_ps(context_length=0))
+    (resident,) = await client.running_models()
+    assert resident.context_length is None
+    emulator.inject("/api/ps", status=200, body=_ps(context_length=4096))
+    (resident,) = await client.running_models()
+    assert resident.context_length == 4096
+
+
+async def test_an_installed_model_without_a_size_has_size_0(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    emulator.inject("/api/tags", status=200, body=json.dumps({"models": [{"name": LLAMA}]}))
+    (installed,) = await client.installed_models()
+    assert installed.size == 0
+
+
+async def test_show_reads_the_first_from_line_and_a_context_of_one(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    body = {
+        "modelfile": "# made\nFROM /blobs/first\nFROM /blobs/second\n",
+        "model_info": {"general.architecture": "llama", "llama.context_length": 1},
+    }
+    emulator.inject("/api/show", status=200, body=json.dumps(body))
+    info = await client.show(LLAMA)
+    assert (info.model_file, info.context_length) == ("/blobs/first", 1)
+    body["model_info"] = {"general.architecture": "llama", "llama.context_length": 0}
+    emulator.inject("/api/show", status=200, body=json.dumps(body))
+    assert (await client.show(LLAMA)).context_length is None
+
+
+async def test_the_first_token_is_text_or_the_end_never_a_number(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    """A chunk whose response is a number carries no text: the first token is the end."""
+    lines = [
+        {"model": LLAMA, "response": 5, "done": False},
+        {"model": LLAMA, "response": "", "done": True, "done_reason": "stop"},
+    ]
+    body = "".join(json.dumps(line) + "\n" for line in lines)
+    emulator.inject("/api/generate", status=200, body=body, content_type=NDJSON)
+    timed = await client.timed_generation("generate", LLAMA, "hi")
+    assert timed.first_token_ns == timed.final_ns
