@@ -88,11 +88,11 @@ class HttpTransport:
             raise _tls_error(self.shown_url, err) from err
         except aiohttp.ClientConnectorError as err:
             raise LlmServerUnreachableError(
-                f"Cannot reach {self.shown_url}{path}: {err or type(err).__name__}"
+                f"Cannot reach {self.shown_url}{path}: {str(err) or type(err).__name__}"
             ) from err
         except aiohttp.ClientError as err:
             raise LlmServerConnectionError(
-                f"Cannot reach {self.shown_url}{path}: {err or type(err).__name__}"
+                f"Cannot reach {self.shown_url}{path}: {str(err) or type(err).__name__}"
             ) from err
         if status >= 400:
             raise self.error_for_status(status, error_message(body), path)
@@ -144,11 +144,11 @@ class HttpTransport:
             raise _tls_error(self.shown_url, err) from err
         except aiohttp.ClientConnectorError as err:
             raise LlmServerUnreachableError(
-                f"Cannot connect to {self.shown_url}{path}: {err or type(err).__name__}"
+                f"Cannot connect to {self.shown_url}{path}: {str(err) or type(err).__name__}"
             ) from err
         except aiohttp.ClientError as err:
             raise LlmServerConnectionError(
-                f"Connection to {self.shown_url}{path} failed: {err or type(err).__name__}"
+                f"Connection to {self.shown_url}{path} failed: {str(err) or type(err).__name__}"
             ) from err
 
 
@@ -216,7 +216,7 @@ class HttpClient:
 
 
 def _tls_error(url: str, err: aiohttp.ClientSSLError) -> LlmServerTlsError:
-    return LlmServerTlsError(f"TLS with {url} failed: {err or type(err).__name__}")
+    return LlmServerTlsError(f"TLS with {url} failed: {str(err) or type(err).__name__}")
 
 
 def error_message(body: bytes) -> str:
