@@ -444,6 +444,21 @@ describe("GPU memory", () => {
     assert.deepEqual(lost.total, [24 * GIB, null]);
   });
 
+  it("stops the stack and the scale at the GPU's memory, where it is known", () => {
+    // The model's 6 GiB and "other processes" that still counted it (3.3 GiB) on an 8 GiB
+    // GPU: 9.3 GiB stacked, more than the GPU holds. The axis reads 8.0 GiB.
+    const result = memory({
+      ...window,
+      models: [{ name: "qwen3:8b", history: [row(T0 - H, "6", gib())] }],
+      gpus: [{ total: [row(T0 - H, "8", gib())], other: [row(T0 - H, "3.3", gib())] }],
+    });
+    assert.equal(result.max, 8 * GIB);
+    assert.deepEqual(result.layers.at(-1).upper, [8 * GIB]);
+    assert.deepEqual(result.layers.at(-1).values.map((v) => v / GIB), [3.3]); // its figure
+    const untold = memory({ ...window, models: [{ name: "m", history: [row(T0 - H, "9", gib())] }] });
+    assert.equal(untold.max, 9 * GIB); // no GPU source: nothing to stop at
+  });
+
   it("never stacks two models that took each other's place within one interval", () => {
     // An 8 GiB GPU: the 3 GiB model loaded, pushed out by the 6 GiB one a minute later,
     // back again; all within one interval of a six-hour chart.

@@ -129,6 +129,17 @@ export function memory({ models = [], gpus = [], reserveBytes = 0, start, end, b
         true,
       )
     : edges.slice(1).map(() => null);
+  // A bucket's peaks come at different moments: stacked, they can pass the GPU's memory
+  // (a model's 6 GiB and the other processes' 3.3 GiB on an 8 GiB GPU). What a GPU holds
+  // never does: where its total is known the stack stops at it, and so does the scale.
+  total.forEach((cap, i) => {
+    if (cap === null) return;
+    for (const layer of layers) {
+      layer.lower[i] = Math.min(layer.lower[i], cap);
+      layer.upper[i] = Math.min(layer.upper[i], cap);
+    }
+    base[i] = Math.min(base[i], cap);
+  });
   const max = Math.max(0, ...base, ...total.filter((v) => v !== null));
   return { edges, layers, total, reserve: reserveBytes, max };
 }
