@@ -645,7 +645,6 @@ async def test_the_warming_signals_in_the_card_and_the_learned_warming_card(
     )
 
 
-
 # Opened cold again and again, as the newcomer did (about 20 opens): how many showed an error
 # card where the integration's card should be, once Home Assistant's wait was over.
 COLD_OPENS = 20

@@ -18,7 +18,7 @@ from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.llm_warmth import config_flow
+from custom_components.llm_warmth import config_flow, options_flow
 from custom_components.llm_warmth.const import DOMAIN
 from custom_components.llm_warmth.core.assistant_route import MAX_WAIT_SECONDS
 
@@ -503,7 +503,7 @@ def test_every_number_field_says_its_range_beside_it() -> None:
     descriptions = strings["options"]["step"]["init"]["data_description"]
     numbers = {
         str(key): selector.config
-        for key, selector in config_flow._OPTIONS_SCHEMA.schema.items()
+        for key, selector in options_flow._OPTIONS_SCHEMA.schema.items()
         if isinstance(selector, NumberSelector)
     }
     assert set(numbers) == {CONF_SCAN_INTERVAL, "reserve_gib", "guard_clear_minutes"}

@@ -106,19 +106,51 @@ def issue_keys(node: ast.expr) -> list[str]:
 
 
 def repairs() -> list[tuple[str, str, str, set[str] | None]]:
-    """Return the issues core/repair_issues.py raises: its (key, {placeholders}) pairs."""
+    """Return the issues core/repair_issues.py raises: its (key, {placeholders}) pairs.
+
+    The placeholders are a dict literal, or a call of ``_thrash_placeholders`` (the names
+    of the dict it returns and its keyword arguments).
+    """
     path = PACKAGE / "core" / "repair_issues.py"
+    tree = ast.parse(path.read_text())
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Tuple) and len(node.elts) == 2:
             key, placeholders = node.elts
-            if isinstance(placeholders, ast.Dict):
-                names = {k.value for k in placeholders.keys if isinstance(k, ast.Constant)}
+            names = _placeholder_names(tree, placeholders)
+            if names is not None:
                 found += [
                     ("issues", name, f"repair_issues.py:{node.lineno}", names)
                     for name in issue_keys(key)
                 ]
     return found
+
+
+def _placeholder_names(tree: ast.Module, node: ast.expr) -> set[str] | None:
+    """Return the names a placeholders expression holds (None: not placeholders)."""
+    if isinstance(node, ast.Dict):
+        return {k.value for k in node.keys if isinstance(k, ast.Constant)}
+    if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "_thrash_placeholders"):
+        return None
+    (helper,) = [
+        f
+        for f in ast.walk(tree)
+        if isinstance(f, ast.FunctionDef) and f.name == "_thrash_placeholders"
+    ]
+    common = next(n for n in ast.walk(helper) if isinstance(n, ast.Dict))
+    told = {k.arg for k in node.keywords if k.arg is not None}
+    spread = {
+        k.value
+        for kw in node.keywords
+        if kw.arg is None and isinstance(kw.value, ast.Name)
+        for assign in ast.walk(tree)
+        if isinstance(assign, ast.Assign)
+        and any(getattr(t, "id", None) == kw.value.id for t in assign.targets)
+        and isinstance(assign.value, ast.Dict)
+        for k in assign.value.keys
+        if isinstance(k, ast.Constant)
+    }
+    return {k.value for k in common.keys if isinstance(k, ast.Constant)} | told | spread
 
 
 def uses() -> list[tuple[str, str, str, set[str] | None]]:

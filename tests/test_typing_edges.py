@@ -86,9 +86,13 @@ ALLOWED: dict[str, tuple[str, frozenset[str]]] = {
                 "LlmWarmthConfigFlow.async_step_reconfigure",
                 "LlmWarmthConfigFlow.async_step_system",
                 "LlmWarmthConfigFlow.async_step_user",
-                "LlmWarmthOptionsFlow.async_step_exporter",
-                "LlmWarmthOptionsFlow.async_step_init",
             }
+        ),
+    ),
+    "options_flow.py": (
+        FORM_INPUT,
+        frozenset(
+            {"LlmWarmthOptionsFlow.async_step_exporter", "LlmWarmthOptionsFlow.async_step_init"}
         ),
     ),
     "assistant_flow.py": (
@@ -132,8 +136,8 @@ ALLOWED: dict[str, tuple[str, frozenset[str]]] = {
         ),
     ),
     "diagnostics.py": (
-        "Home Assistant's diagnostics signature (dict[str, Any])",
-        frozenset({"async_get_config_entry_diagnostics"}),
+        "Home Assistant's diagnostics signature (dict[str, Any]), in its parts",
+        frozenset({"async_get_config_entry_diagnostics", "_entry", "_snapshot", "_gpu"}),
     ),
     "services.py": (
         "services.yaml as Home Assistant's YAML loader reads it, kept in hass.data",

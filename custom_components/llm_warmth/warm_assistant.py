@@ -16,13 +16,11 @@ Every turn fires ``llm_warmth_assistant_route`` and is kept as the assistant's l
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final
 
 from homeassistant.components import conversation
-from homeassistant.components.conversation.chat_log import current_chat_log
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
@@ -65,6 +63,7 @@ from .core.backends.errors import LlmServerError
 from .core.voice import WAKE_KEEP
 from .core.warmth import model_warmth
 from .data import LlmWarmthConfigEntry
+from .first_words import first_words
 from .household_entry import server_entries
 from .sentences import async_say_in
 
@@ -90,36 +89,6 @@ _FIELDS: Final = {
     Setting.FALLBACKS: CONF_ASSISTANT_FALLBACKS,
     Setting.WAIT: CONF_ASSISTANT_WAIT,
 }
-
-
-@contextmanager
-def _first_words(heard: Callable[[], None]) -> Iterator[None]:
-    """Call ``heard`` once, at the first delta a delegate writes into the turn's chat log.
-
-    Inside an Assist pipeline the delegate writes into the pipeline's chat log, whose
-    listener streams the reply: the first delta (a word, a tool call) is the agent's first
-    sign of life. Elsewhere there is no chat log to watch, and the bound is on the reply.
-    """
-    chat_log = current_chat_log.get()
-    if chat_log is None:
-        yield
-        return
-    listener = chat_log.delta_listener
-    said = False
-
-    def delta(log: conversation.ChatLog, content: dict[str, object]) -> None:
-        nonlocal said
-        if not said:
-            said = True
-            heard()
-        if listener is not None:
-            listener(log, content)
-
-    chat_log.delta_listener = delta
-    try:
-        yield
-    finally:
-        chat_log.delta_listener = listener
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,7 +299,7 @@ class WarmAssistant:
         deadline = asyncio.timeout(due_in)
         try:
             async with deadline:
-                with _first_words(lambda: deadline.reschedule(None)):
+                with first_words(lambda: deadline.reschedule(None)):
                     result = await conversation.async_converse(
                         self.hass,
                         user_input.text,

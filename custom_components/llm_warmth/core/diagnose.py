@@ -137,18 +137,7 @@ def cold_vs_repeat(cold: Run, repeat: Run) -> Verdict:
         )
     stage, grew = expanded
     if stage is Stage.LOAD and cold.resident_before:
-        if cold.num_ctx_before and cold.num_ctx_after and cold.num_ctx_before != cold.num_ctx_after:
-            said = Sentence(
-                "diagnosis_context_reload",
-                {
-                    "num_ctx": cold.num_ctx_after,
-                    "previous_num_ctx": cold.num_ctx_before,
-                    "load": Duration(grew),
-                },
-            )
-        else:
-            said = Sentence("diagnosis_reloaded_in_place", {"load": Duration(grew)})
-        return Verdict(Pattern.CONTEXT_RELOAD, stage, grew, said, Recommendation.SAME_CONTEXT)
+        return _reloaded_in_place(cold, grew)
     if stage in (Stage.LOAD, Stage.QUEUE):
         load = _load(cold.sample) or grew
         return Verdict(
@@ -182,6 +171,22 @@ def cold_vs_repeat(cold: Run, repeat: Run) -> Verdict:
         Sentence("diagnosis_first_token_slower", {"more": Duration(grew)}),
         Recommendation.NOTHING_TO_WARM,
     )
+
+
+def _reloaded_in_place(cold: Run, grew: float) -> Verdict:
+    """Judge a load of a model that was resident: its context changed, or it was reloaded."""
+    if cold.num_ctx_before and cold.num_ctx_after and cold.num_ctx_before != cold.num_ctx_after:
+        said = Sentence(
+            "diagnosis_context_reload",
+            {
+                "num_ctx": cold.num_ctx_after,
+                "previous_num_ctx": cold.num_ctx_before,
+                "load": Duration(grew),
+            },
+        )
+    else:
+        said = Sentence("diagnosis_reloaded_in_place", {"load": Duration(grew)})
+    return Verdict(Pattern.CONTEXT_RELOAD, Stage.LOAD, grew, said, Recommendation.SAME_CONTEXT)
 
 
 def context_change(changed: Run, repeat: Run) -> Verdict:

@@ -149,50 +149,60 @@ def verdict(
         before = [r for r in resident if not evicted or r.minutes < evicted[0].minutes]
         if before:
             said.append(Sentence("idle_resident_through", {"minutes": before[-1].minutes}))
-    if evicted:
-        first = evicted[0]
-        if first.load_ms is None:
-            said.append(Sentence("idle_evicted_by", {"minutes": first.minutes}))
-        else:
-            said.append(
-                Sentence(
-                    "idle_evicted_by_load",
-                    {"minutes": first.minutes, "load": Duration(first.load_ms)},
-                )
-            )
-        slower = [
-            r
-            for r in evicted[1:]
-            if r.load_ms is not None
-            and first.load_ms is not None
-            and r.load_ms >= 2 * first.load_ms
-        ]
-        if slower:
-            r = slower[0]
-            said.append(
-                Sentence(
-                    "idle_load_grew",
-                    {
-                        "minutes": r.minutes,
-                        "load": Duration(r.load_ms or 0),
-                        "first_load": Duration(first.load_ms or 0),
-                        "first_minutes": first.minutes,
-                    },
-                )
-            )
+    said += _evicted(evicted)
     if target_ms is not None:
-        broken = next((r for r in results if r.ttft_ms > target_ms), None)
-        if broken is None:
-            said.append(Sentence("idle_within_target", {"target": Duration(target_ms)}))
-        else:
-            figures: dict[str, Figure] = {
-                "target": Duration(target_ms),
-                "minutes": broken.minutes,
-                "ttft": Duration(broken.ttft_ms),
-            }
-            if size is None:
-                said.append(Sentence("idle_target_breaks", figures))
-            else:
-                figures["gib_hours"] = Number(size / 1024**3 * broken.minutes / 60, 1)
-                said.append(Sentence("idle_target_breaks_cost", figures))
+        said.append(_against_target(results, target_ms, size))
     return tuple(said)
+
+
+def _evicted(evicted: list[IdleResult]) -> list[Sentence]:
+    """Say when the model was first found evicted, and when its load grew (from disk)."""
+    if not evicted:
+        return []
+    first = evicted[0]
+    if first.load_ms is None:
+        said = [Sentence("idle_evicted_by", {"minutes": first.minutes})]
+    else:
+        said = [
+            Sentence(
+                "idle_evicted_by_load",
+                {"minutes": first.minutes, "load": Duration(first.load_ms)},
+            )
+        ]
+    slower = [
+        r
+        for r in evicted[1:]
+        if r.load_ms is not None and first.load_ms is not None and r.load_ms >= 2 * first.load_ms
+    ]
+    if slower:
+        r = slower[0]
+        said.append(
+            Sentence(
+                "idle_load_grew",
+                {
+                    "minutes": r.minutes,
+                    "load": Duration(r.load_ms or 0),
+                    "first_load": Duration(first.load_ms or 0),
+                    "first_minutes": first.minutes,
+                },
+            )
+        )
+    return said
+
+
+def _against_target(
+    results: tuple[IdleResult, ...], target_ms: float, size: int | None
+) -> Sentence:
+    """Say whether every interval kept the target, or the first that broke it (its cost)."""
+    broken = next((r for r in results if r.ttft_ms > target_ms), None)
+    if broken is None:
+        return Sentence("idle_within_target", {"target": Duration(target_ms)})
+    figures: dict[str, Figure] = {
+        "target": Duration(target_ms),
+        "minutes": broken.minutes,
+        "ttft": Duration(broken.ttft_ms),
+    }
+    if size is None:
+        return Sentence("idle_target_breaks", figures)
+    figures["gib_hours"] = Number(size / 1024**3 * broken.minutes / 60, 1)
+    return Sentence("idle_target_breaks_cost", figures)

@@ -53,97 +53,72 @@ def context_mismatch_issue(found: ContextMismatch, server: str) -> Issue:
 def thrash_issue(thrash: Thrash, server: str) -> Issue:
     """Return the translation key and placeholders of a reload-thrash finding.
 
-    Every word is the translation's: the placeholders hold names and numbers only.
+    Every word is the translation's: the placeholders hold names and numbers only: those of
+    every finding (``_thrash_placeholders``), then what its cause tells.
     """
-    model, count, minutes = thrash.models[0], str(thrash.count), str(thrash.minutes)
     other = thrash.models[1] if len(thrash.models) > 1 else ""
     issue: Issue
     match thrash.cause:
         case ThrashCause.DO_NOT_FIT if thrash.sizes:
+            gib = {"model_gib": _gib(thrash.sizes[0]), "other_gib": _gib(thrash.sizes[1])}
             issue = (
                 "reload_thrash_do_not_fit",
-                {
-                    "server": server,
-                    "model": model,
-                    "other_model": other,
-                    "count": count,
-                    "minutes": minutes,
-                    "model_gib": _gib(thrash.sizes[0]),
-                    "other_gib": _gib(thrash.sizes[1]),
-                },
+                _thrash_placeholders(thrash, server, other_model=other, **gib),
             )
         case ThrashCause.DO_NOT_FIT:
             issue = (
                 "reload_thrash_do_not_fit_unsized",
-                {
-                    "server": server,
-                    "model": model,
-                    "other_model": other,
-                    "count": count,
-                    "minutes": minutes,
-                },
+                _thrash_placeholders(thrash, server, other_model=other),
             )
         case ThrashCause.AGENTS_DIFFER:
+            agents = ", ".join(f"{agent}: {num_ctx}" for agent, num_ctx in thrash.contexts)
             issue = (
                 "reload_thrash_agents_differ",
-                {
-                    "server": server,
-                    "model": model,
-                    "count": count,
-                    "minutes": minutes,
-                    "agents": ", ".join(
-                        f"{agent}: {num_ctx}" for agent, num_ctx in thrash.contexts
-                    ),
-                },
+                _thrash_placeholders(thrash, server, agents=agents),
             )
         case ThrashCause.CONTEXT_MISMATCH:
             issue = (
                 "reload_thrash_context_mismatch",
-                {
-                    "server": server,
-                    "model": model,
-                    "count": count,
-                    "minutes": minutes,
-                    "reloads": str(thrash.reloads),
-                },
+                _thrash_placeholders(thrash, server, reloads=str(thrash.reloads)),
             )
         case ThrashCause.PUSHED_OUT:
             issue = (
                 "reload_thrash_pushed_out",
-                {
-                    "server": server,
-                    "model": model,
-                    "count": count,
-                    "minutes": minutes,
-                    "pushed_out": str(thrash.pushed_out),
-                    "others": ", ".join(thrash.pushed_out_by),
-                    "expired": str(thrash.expired),
-                },
+                _thrash_placeholders(
+                    thrash,
+                    server,
+                    pushed_out=str(thrash.pushed_out),
+                    others=", ".join(thrash.pushed_out_by),
+                    expired=str(thrash.expired),
+                ),
             )
         case ThrashCause.LEFT_EARLY:
             issue = (
                 "reload_thrash_left_early",
-                {
-                    "server": server,
-                    "model": model,
-                    "count": count,
-                    "minutes": minutes,
-                    "left_early": str(thrash.left_early),
-                },
+                _thrash_placeholders(thrash, server, left_early=str(thrash.left_early)),
             )
         case ThrashCause.KEPT_TOO_SHORT:
             issue = (
                 "reload_thrash_kept_too_short",
-                {
-                    "server": server,
-                    "model": model,
-                    "count": count,
-                    "minutes": minutes,
-                    "expired": str(thrash.expired),
-                    "pushed_out": str(thrash.pushed_out),
-                },
+                _thrash_placeholders(
+                    thrash, server, expired=str(thrash.expired), pushed_out=str(thrash.pushed_out)
+                ),
             )
     return issue
+
+
+def _thrash_placeholders(thrash: Thrash, server: str, **told: str) -> dict[str, str]:
+    """Return a thrash finding's placeholders: every finding's, and what its cause tells.
+
+    Every finding names the server, the model, its loads and the minutes they came in.
+    """
+    common = {
+        "server": server,
+        "model": thrash.models[0],
+        "count": str(thrash.count),
+        "minutes": str(thrash.minutes),
+    }
+    return common | told
 
 
 def keep_alive_issue(

@@ -286,9 +286,7 @@ export function coldStartWords(cold) {
 }
 
 /** Return how many changes a grouped segment hides, in words: "1 change too short to draw". */
-export function hiddenChanges(merged) {
-  return `${merged} ${merged === 1 ? "change" : "changes"} too short to draw`;
-}
+export const hiddenChanges = (n) => `${n} ${n === 1 ? "change" : "changes"} too short to draw`;
 
 /** Return a memory size in words: "11.3 GiB", "512 MiB". */
 export function formatBytes(bytes) {
