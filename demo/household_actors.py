@@ -52,15 +52,7 @@ async def add_household(session: Session, server_url: str, model: str) -> dict[s
     joins them, made the preferred one (the satellite's); return the pipeline.
     """
     await flow(session, "/api/config/config_entries/flow", "llm_warmth_demo")
-    ollama = await flow(session, "/api/config/config_entries/flow", "ollama", {"url": server_url})
-    entry_id = ollama["result"]["entry_id"]
-    await flow(
-        session,
-        "/api/config/config_entries/subentries/flow",
-        [entry_id, "conversation"],
-        {**AGENT, "model": model},
-    )
-    agent = await _entity(session, "conversation", "ollama", entry_id, timeout=60)
+    agent = await _ollama_agent(session, server_url, {**AGENT, "model": model})
     stt, tts, wake = [
         await _entity(session, domain, "llm_warmth_demo") for domain in ("stt", "tts", "wake_word")
     ]
@@ -96,15 +88,8 @@ async def add_warm_assistant(
     pipeline's agent and whose fall-back is the NAS's, and the pipeline answered by it.
     Return the warm assistant's entity.
     """
-    ollama = await flow(session, "/api/config/config_entries/flow", "ollama", {"url": nas_url})
-    nas_entry = ollama["result"]["entry_id"]
-    await flow(
-        session,
-        "/api/config/config_entries/subentries/flow",
-        [nas_entry, "conversation"],
-        {**AGENT, "name": "NAS assistant", "model": nas_model, "keep_alive": -1},
-    )
-    nas_agent = await _entity(session, "conversation", "ollama", nas_entry, timeout=60)
+    nas = {**AGENT, "name": "NAS assistant", "model": nas_model, "keep_alive": -1}
+    nas_agent = await _ollama_agent(session, nas_url, nas)
     await flow(
         session,
         "/api/config/config_entries/subentries/flow",
@@ -127,6 +112,16 @@ async def add_warm_assistant(
         }
     )
     return assistant
+
+
+async def _ollama_agent(session: Session, url: str, agent: dict[str, Any]) -> str:
+    """Add Home Assistant's Ollama integration at ``url`` with one agent; return its entity."""
+    ollama = await flow(session, "/api/config/config_entries/flow", "ollama", {"url": url})
+    entry_id = ollama["result"]["entry_id"]
+    await flow(
+        session, "/api/config/config_entries/subentries/flow", [entry_id, "conversation"], agent
+    )
+    return await _entity(session, "conversation", "ollama", entry_id, timeout=60)
 
 
 async def _entity(

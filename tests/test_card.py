@@ -1,6 +1,5 @@
 """The dashboard card is served by the integration and loaded by the frontend, once."""
 
-from collections.abc import AsyncIterator
 import re
 
 from homeassistant.components.frontend import DATA_EXTRA_MODULE_URL
@@ -9,14 +8,14 @@ from homeassistant.const import CONF_URL, CONF_VERIFY_SSL
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
 from homeassistant.setup import async_setup_component
-import pytest
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.llm_warmth.card import CARD_DIRECTORY, CARD_MODULE, CARD_URL, URL_BASE
 from custom_components.llm_warmth.const import DOMAIN
 
-from .llama_server_emulator import EmulatedLlamaModel, LlamaServerEmulator
+from .llama_server_emulator import LlamaServerEmulator
 from .ollama_emulator import OllamaEmulator
+from .test_config_flow import llama  # noqa: F401 (a fixture)
 
 
 async def test_the_frontend_loads_the_card_from_the_integration(
@@ -58,7 +57,7 @@ def test_the_card_is_plain_modules_without_dependencies() -> None:
 
 
 async def test_the_first_server_added_says_to_reload_the_page_for_the_card(
-    hass: HomeAssistant, emulator: OllamaEmulator, llama_server: LlamaServerEmulator
+    hass: HomeAssistant, emulator: OllamaEmulator, llama: LlamaServerEmulator
 ) -> None:
     """A page opened before the integration's first setup never gets the card's module
     (the frontend reads its modules when a page opens): the first server's success says
@@ -67,7 +66,7 @@ async def test_the_first_server_added_says_to_reload_the_page_for_the_card(
     first = await _add_server(hass, emulator.url)
     assert first["description"] == "reload_for_the_card"
     assert hass.data[CARD_URL].endswith(f"/{CARD_MODULE}")
-    second = await _add_server(hass, llama_server.url)
+    second = await _add_server(hass, llama.url)
     assert second["type"] is FlowResultType.CREATE_ENTRY
     assert second["description"] is None
 
@@ -80,11 +79,3 @@ async def _add_server(hass: HomeAssistant, url: str) -> ConfigFlowResult:
     await hass.async_block_till_done()
     assert result["type"] is FlowResultType.CREATE_ENTRY
     return result
-
-
-@pytest.fixture
-async def llama_server(socket_enabled: None) -> AsyncIterator[LlamaServerEmulator]:
-    emulator = LlamaServerEmulator([EmulatedLlamaModel("tiny")])
-    await emulator.start()
-    yield emulator
-    await emulator.stop()

@@ -20,6 +20,12 @@ def _states(frame: object) -> list[tuple[str, str]]:
     return [(str(frame["model"]), str(frame["state"]))] if isinstance(frame, dict) else []
 
 
+def _transport(session: aiohttp.ClientSession, url: str) -> HttpTransport:
+    return HttpTransport(
+        session, url, api_key=None, timeout=5, error_for_status=lambda *_: LlmServerError("")
+    )
+
+
 @pytest.fixture
 async def stream(socket_enabled: None) -> AsyncIterator[tuple[str, asyncio.Event]]:
     """An SSE stream: one model's state now, a pause, a second frame, then silence."""
@@ -52,11 +58,8 @@ async def test_start_returns_once_the_frames_so_far_satisfy_until(
     """``until`` asks for two frames: start returns after the second, not at the first."""
     url, _finish = stream
     async with aiohttp.ClientSession() as session:
-        http = HttpTransport(
-            session, url, api_key=None, timeout=5, error_for_status=lambda *_: LlmServerError("")
-        )
         watch = StateWatch("m", "loaded", _states)
-        await watch.start(http, "/events", lambda frames: len(frames) >= 2, timeout=5)
+        await watch.start(_transport(session, url), "/events", lambda f: len(f) >= 2, timeout=5)
         assert len(watch.frames) == 2
         assert watch.ready_ns is not None  # the second frame said "loaded"
         assert watch.trustworthy
@@ -68,11 +71,8 @@ async def test_without_until_start_returns_at_the_connection(
 ) -> None:
     url, _finish = stream
     async with aiohttp.ClientSession() as session:
-        http = HttpTransport(
-            session, url, api_key=None, timeout=5, error_for_status=lambda *_: LlmServerError("")
-        )
         watch = StateWatch("m", "loaded", _states)
-        await watch.start(http, "/events", timeout=5)
+        await watch.start(_transport(session, url), "/events", timeout=5)
         assert watch.trustworthy
         assert watch.ready_ns is None  # "loaded" is 0.3 s away
         await watch.stop()
