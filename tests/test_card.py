@@ -15,7 +15,7 @@ from custom_components.llm_warmth.const import DOMAIN
 
 from .llama_server_emulator import LlamaServerEmulator
 from .ollama_emulator import OllamaEmulator
-from .test_config_flow import llama  # noqa: F401 (a fixture)
+from .test_config_flow import llama_fixture  # noqa: F401 (a fixture)
 
 
 async def test_the_frontend_loads_the_card_from_the_integration(

@@ -285,8 +285,8 @@ class _Nothing:
         return None
 
 
-@pytest.fixture
-async def llama(socket_enabled: None) -> AsyncIterator[LlamaServerEmulator]:
+@pytest.fixture(name="llama")
+async def llama_fixture(socket_enabled: None) -> AsyncIterator[LlamaServerEmulator]:
     emulator = LlamaServerEmulator([EmulatedLlamaModel("tiny")])
     await emulator.start()
     yield emulator
