@@ -244,3 +244,25 @@ def test_a_constant_or_a_default_runs_only_the_tests_that_can_see_it() -> None:
     clamp_body = mutate._observers(mutator.tree, low.extra.ctx)
     assert lines.index("    if value < low:") + 1 in clamp_body
     assert triple_reads not in clamp_body
+
+
+def test_a_part_no_test_names_is_tested_through_the_module_that_imports_it(
+    tmp_path: Path,
+) -> None:
+    from .project_scripts import load_script  # noqa: PLC0415
+
+    package = tmp_path / "custom_components" / "llm_warmth"
+    package.mkdir(parents=True)
+    (package / "first_words.py").write_text("def first_words() -> None: ...\n")
+    (package / "warm_assistant.py").write_text("from .first_words import first_words\n")
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_warm_assistant.py").write_text("def test_it(): ...\n")
+    (tests / "test_demo.py").write_text("# first_words warm_assistant\n")
+    chosen = dict(
+        load_script("mutate")._tests_for_python(
+            tmp_path, "custom_components/llm_warmth/first_words.py"
+        )
+    )
+    # the demo's Home Assistant runs in its own process: no mutant reaches it
+    assert chosen == {"tests/test_warm_assistant.py": "through warm_assistant"}
