@@ -25,9 +25,11 @@ async def test_the_frontend_loads_the_card_from_the_integration(
     assert await async_setup_component(hass, DOMAIN, {})
     await hass.async_block_till_done()
     urls = [u for u in hass.data[DATA_EXTRA_MODULE_URL].urls if u.startswith(URL_BASE)]
-    # One module for every dashboard, under a path that changes with the card's files.
+    # One module for every dashboard, under a path that changes with the card's files:
+    # their fingerprint, 16 hex digits.
     assert len(urls) == 1
-    assert urls[0].endswith(f"/{CARD_MODULE}")
+    assert re.fullmatch(rf"{URL_BASE}/[0-9a-f]{{16}}/{CARD_MODULE}", urls[0]), urls[0]
+    assert hass.data[CARD_URL] == urls[0]
     client = await hass_client()
     for name in (CARD_MODULE, "llm-warmth-card-data.js"):
         response = await client.get(urls[0].replace(CARD_MODULE, name))

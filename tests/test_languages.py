@@ -13,10 +13,19 @@ import re
 from typing import Any
 
 from homeassistant.core import HomeAssistant
+from homeassistant.util import dt as dt_util
 import pytest
 
 from custom_components.llm_warmth.core.sentence import Sentence
-from custom_components.llm_warmth.sentences import LANGUAGES, async_say_in, translation_for
+from custom_components.llm_warmth.sentences import (
+    LANGUAGES,
+    async_load_sentences,
+    async_say_in,
+    local_time,
+    local_timestamp,
+    say,
+    translation_for,
+)
 
 TRANSLATIONS = Path(__file__).resolve().parent.parent / "custom_components/llm_warmth/translations"
 ENGLISH = json.loads((TRANSLATIONS / "en.json").read_text())
@@ -107,3 +116,35 @@ async def test_the_assistants_words_follow_the_turns_language(hass: HomeAssistan
     english = ENGLISH["common"]["assistant_unanswered"].replace("{servers}", "NAS")
     assert await async_say_in(hass, "pt-BR", sentence) == english
     assert dutch != ENGLISH["common"]["assistant_unanswered"]
+
+
+async def test_home_assistants_language_speaks_the_findings(hass: HomeAssistant) -> None:
+    """``say`` (a diagnosis, an action's summary) in Home Assistant's language, each
+    sentence after the other; a language not loaded: English."""
+    hass.config.language = "de-AT"
+    gone = Sentence("assistant_agent_gone", {"agent": "conversation.x"})
+    await async_load_sentences(hass)
+    german = json.loads((TRANSLATIONS / "de.json").read_text())["common"]
+    said = say(
+        hass,
+        Sentence("assistant_unanswered", {"servers": "NAS"}),
+        Sentence("assistant_agent_gone", {"agent": "conversation.x"}),
+    )
+    assert said == "; ".join(
+        [
+            german["assistant_unanswered"].replace("{servers}", "NAS"),
+            german["assistant_agent_gone"].replace("{agent}", "conversation.x"),
+        ]
+    )
+    hass.config.language = "fr"  # not loaded: English, loaded at setup
+    english = ENGLISH["common"]["assistant_agent_gone"].replace("{agent}", "conversation.x")
+    assert say(hass, gone) == english
+
+
+@pytest.mark.freeze_time("2026-07-01 06:30:00+00:00")
+async def test_times_are_said_in_home_assistants_zone(hass: HomeAssistant) -> None:
+    await hass.config.async_set_time_zone("Europe/Amsterdam")
+    when = dt_util.utcnow()
+    assert local_time(when) == "2026-07-01 08:30"
+    assert local_timestamp(when) == "2026-07-01T08:30:00+02:00"
+    assert local_timestamp(None) is None

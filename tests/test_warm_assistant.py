@@ -291,6 +291,7 @@ async def test_primary_server_down_fall_back_without_a_wait(
     issues = ir.async_get(house.hass).issues
     (issue,) = [i for (domain, _), i in issues.items() if domain == DOMAIN]
     assert issue.translation_key == "assistant_primary_down"
+    assert issue.is_fixable is False  # nothing to do in a form: the server must come back
     assert issue.translation_placeholders == {
         "assistant": "House assistant",
         "agent": house.primary,

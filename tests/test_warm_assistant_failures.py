@@ -7,13 +7,16 @@ or in the assistant's own sentence naming the servers, and its route event fires
 """
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
 from homeassistant.components import conversation
+from homeassistant.components.conversation.const import DATA_COMPONENT as CONVERSATION_AGENTS
 from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import entity_registry as er
 import pytest
 
 from custom_components.llm_warmth.core import assistant_route
+from custom_components.llm_warmth.warm_assistant import assistant_primary
 
 from .conftest import LLAMA, QWEN
 from .held_answer import HeldAnswer
@@ -166,3 +169,58 @@ async def test_the_assistants_own_words_are_in_the_turns_language(
         "Sorry, ik kreeg geen antwoord, want ik kon Big box, NAS niet bereiken. "
         "Probeer het zo nog eens."
     )
+
+
+class TimingOut(conversation.ConversationEntity):
+    """An agent whose own code runs into a timeout (not the assistant's bound)."""
+
+    _attr_unique_id = "timing_out"
+    entity_id = "conversation.timing_out"
+
+    @property
+    def supported_languages(self) -> Literal["*"]:
+        return "*"
+
+    async def async_process(
+        self, user_input: conversation.ConversationInput
+    ) -> conversation.ConversationResult:
+        raise TimeoutError
+
+
+async def test_a_delegates_own_timeout_is_a_failure_it_raised_not_silence(
+    house: House, hass: HomeAssistant
+) -> None:
+    """Only the assistant's own bound makes an agent "silent"."""
+    await make_warm(house, house.nas, LLAMA)
+    await hass.data[CONVERSATION_AGENTS].async_add_entities([TimingOut()])
+    (subentry,) = house.nas_entry.subentries.values()
+    hass.config_entries.async_update_subentry(
+        house.nas_entry,
+        subentry,
+        data={**subentry.data, "primary_agent": "conversation.timing_out"},
+    )
+    await hass.async_block_till_done()
+    result = await house.turn("hello")
+    assert result.response.speech["plain"]["speech"] == "From the NAS"
+    assert last_route(house)["failures"] == [
+        {"agent": "conversation.timing_out", "server": None, "failure": "raised"}
+    ]
+
+
+async def test_only_a_warm_assistants_conversation_entity_has_a_primary(
+    house: House, hass: HomeAssistant
+) -> None:
+    registry = er.async_get(hass)
+    ours = registry.async_get(ASSISTANT)
+    assert ours is not None
+    assert assistant_primary(hass, ours) == house.primary
+    # Another entity of the integration, and another integration's agent: none.
+    sensor = next(
+        e
+        for e in er.async_entries_for_config_entry(registry, house.nas_entry.entry_id)
+        if e.domain == "sensor"
+    )
+    assert assistant_primary(hass, sensor) is None
+    theirs = registry.async_get(house.fallback)
+    assert theirs is not None
+    assert assistant_primary(hass, theirs) is None

@@ -45,8 +45,8 @@ def _fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-async def async_register_card(hass: HomeAssistant) -> str | None:
-    """Serve the card and have the frontend load it on every page; return its URL.
+async def async_register_card(hass: HomeAssistant) -> None:
+    """Serve the card and have the frontend load it on every page (its URL: ``CARD_URL``).
 
     Called once per Home Assistant, from ``async_setup``. Without the frontend (which
     depends on the HTTP server) there is no dashboard to show the card on: nothing is
@@ -54,7 +54,7 @@ async def async_register_card(hass: HomeAssistant) -> str | None:
     """
     if "frontend" not in hass.config.components:
         LOGGER.debug("No frontend loaded: the dashboard card is not served")
-        return None
+        return
     url_path = f"{URL_BASE}/{await hass.async_add_executor_job(_fingerprint)}"
     await hass.http.async_register_static_paths(
         [StaticPathConfig(url_path, str(CARD_DIRECTORY), cache_headers=True)]
@@ -62,4 +62,3 @@ async def async_register_card(hass: HomeAssistant) -> str | None:
     url = f"{url_path}/{CARD_MODULE}"
     add_extra_js_url(hass, url)
     hass.data[CARD_URL] = url
-    return url
