@@ -397,3 +397,32 @@ async def test_a_service_added_on_a_host_mate_is_followed_at_once(
     assert [(e.data["model"], e.data["entity"], e.data["host"]) for e in released] == [
         (LLAMA, PLEX, "pc")
     ]
+
+
+async def test_the_guards_record_outlives_a_restart_and_a_damaged_one_is_said(
+    hass: HomeAssistant,
+    mock_config_entry: MockConfigEntry,
+    hass_storage: dict[str, Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Its contended time and releases come back from the store and go back to it; a
+    record that does not read is set aside with a warning (never an error)."""
+    key = f"{DOMAIN}.{mock_config_entry.entry_id}"
+    record = {"contended_seconds": 90.5, "releases": ["2026-12-06T08:00:00+00:00"]}
+    hass_storage[key] = {"version": 1, "minor_version": 8, "key": key, "data": {"guard": record}}
+    mock_config_entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    await hass.async_block_till_done()
+    guard = mock_config_entry.runtime_data.guard
+    assert guard.as_stored() == record
+    assert guard.guard.contended_minutes == pytest.approx(90.5 / 60)
+    await hass.config_entries.async_unload(mock_config_entry.entry_id)
+    assert hass_storage[key]["data"]["guard"] == record
+    hass_storage[key]["data"]["guard"] = {"contended_seconds": "lots"}
+    assert await hass.config_entries.async_setup(mock_config_entry.entry_id)
+    await hass.async_block_till_done()
+    assert "Ignoring the household guard's stored record" in caplog.text
+    assert mock_config_entry.runtime_data.guard.as_stored() == {
+        "contended_seconds": 0.0,
+        "releases": [],
+    }
