@@ -374,8 +374,11 @@ async def test_the_card_draws_loads_cold_starts_memory_and_the_last_probe(
     # leaves first, so that the pin loads it again (a third load, exact) in every run.
     await hass.services.async_call(DOMAIN, "evict", {**entry, "model": LLAMA}, blocking=True)
     # Another length than the probe's load: the load sensor's state changes (the same
-    # figure to the millisecond, seen once in CI, is no new state: one bar fewer).
-    emulator.models[LLAMA].load_delay = 0.8
+    # figure to the millisecond, seen once in CI, is no new state: one bar fewer). Longer
+    # than the card's window of one probe's writes (SAME_PROBE_MS, 1 s), so that the warm
+    # probe after it is never read as part of the cold one (a 0.8 s load left the two
+    # probes 0.9-1.0 s apart: the cold probe's panel missing in one run of several).
+    emulator.models[LLAMA].load_delay = 1.5
     # A pin with an end, as a blueprint's: the model reads "warm", the pin shows as a band.
     await hass.services.async_call(
         DOMAIN, "pin", {**entry, "model": LLAMA, "for": {"hours": 1}}, blocking=True
