@@ -23,6 +23,7 @@ from custom_components.llm_warmth.core.model_readings import (
     last_figure,
     load_figure_attrs,
     load_figure_unknown,
+    lower_bound_unknown,
     make,
     make_attrs,
     model_details,
@@ -172,6 +173,9 @@ def test_load_figure_attributes_and_why_it_is_unknown() -> None:
     # A lower bound of 0 seconds is a lower bound all the same.
     assert load_figure_unknown(0.0) is Unknown.LOWER_BOUND_ONLY
     assert load_figure_unknown(12.5) is Unknown.LOWER_BOUND_ONLY
+    # The lower bound's own sensor: unknown only while there is none (0 s is one).
+    assert lower_bound_unknown(None) is Unknown.NO_PARTLY_SEEN_LOAD
+    assert lower_bound_unknown(0.0) is None
 
 
 @given(st.lists(st.one_of(st.none(), st.integers(min_value=0, max_value=2**40))))

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from custom_components.llm_warmth.core.signal_learning import SignalLead
 from custom_components.llm_warmth.core.usage import UsageRecord
 from custom_components.llm_warmth.core.usage_readings import (
+    RHYTHMS,
     NoSignalActs,
     NoUseExpected,
     auto_warm_attributes,
@@ -18,6 +19,7 @@ from custom_components.llm_warmth.core.usage_readings import (
     score_shown,
     signal_row,
     signals_reading,
+    usage_rhythm,
 )
 from custom_components.llm_warmth.core.warm_contest import WarmMode
 from custom_components.llm_warmth.core.warm_hold import Hold, HoldAction, HoldReason
@@ -36,6 +38,15 @@ PLAN = Plan(
     used=False,
     mode=WarmMode.CLOCK,
 )
+
+
+def test_the_usage_rhythm_says_the_reason_or_that_a_use_is_expected() -> None:
+    assert usage_rhythm(None) is None  # never used: no sensor reads it yet
+    assert usage_rhythm(replace(PLAN, pattern=PatternClass.NEW)) == "learning"
+    assert usage_rhythm(PLAN) == "none_within_a_day"
+    assert usage_rhythm(replace(PLAN, next_use=T)) == "use_expected"
+    assert usage_rhythm(replace(PLAN, mode=WarmMode.SIGNALS)) == "warmed_by_signals"
+    assert ("use_expected", *(r.value for r in NoUseExpected)) == RHYTHMS
 
 
 def test_why_no_use_is_expected() -> None:

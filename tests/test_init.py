@@ -687,6 +687,12 @@ async def test_a_polled_figure_stored_before_1_7_becomes_a_lower_bound(
     assert (cold.state, cold.attributes["source"]) == ("16.5", "client")
     cold = hass.states.get("sensor.ollama_test_qwen3_8b_last_cold_request_duration")
     assert (cold.state, cold.attributes["at_least_seconds"]) == (STATE_UNKNOWN, 3.5)
+    # The lower bounds, each on a sensor of its own; none where the newest was exact.
+    partly = "sensor.ollama_test_{}_last_partly_seen_{}_at_least"
+    assert hass.states.get(partly.format("llama3_2_3b", "load")).state == "0.5"
+    assert hass.states.get(partly.format("qwen3_8b", "cold_request")).state == "3.5"
+    exact = hass.states.get(partly.format("llama3_2_3b", "cold_request"))
+    assert (exact.state, exact.attributes["reason"]) == (STATE_UNKNOWN, "no_partly_seen_load")
     await hass.config_entries.async_unload(ENTRY_ID)
     stored = hass_storage[key]
     assert stored["minor_version"] == 8  # type: ignore[index]

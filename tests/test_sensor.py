@@ -124,9 +124,23 @@ async def test_model_sensors_through_a_load(
     assert cold.attributes["at_least_seconds"] >= 0.2  # a 0.4 s load, seen right after start
     assert cold.attributes["source"] is None
     assert cold.attributes["reason"] == "lower_bound_only"
+    # The lower bound as a sensor of its own, named for what it measures: the device page
+    # and the Load times graph tell the figure the card tells ("at least 0.3 s").
+    partly = hass.states.get(
+        "sensor.ollama_test_llama3_2_3b_last_partly_seen_cold_request_at_least"
+    )
+    assert float(partly.state) == pytest.approx(cold.attributes["at_least_seconds"], abs=0.05)
+    assert partly.attributes["unit_of_measurement"] == "s"
+    assert "reason" not in partly.attributes
     # A load polling saw is no load the server measured.
     load_figure = hass.states.get("sensor.ollama_test_llama3_2_3b_last_measured_load_duration")
     assert (load_figure.state, load_figure.attributes["reason"]) == (STATE_UNKNOWN, "not_timed_yet")
+    assert load_figure.attributes["at_least_seconds"] is None
+    partly_load = hass.states.get("sensor.ollama_test_llama3_2_3b_last_partly_seen_load_at_least")
+    assert (partly_load.state, partly_load.attributes["reason"]) == (
+        STATE_UNKNOWN,
+        "no_partly_seen_load",
+    )
     # Once seen on a GPU, the GPU memory sensors stay, also across a restart with nothing
     # resident (a model not resident holds 0 GiB there, none of it: a share of 0 %).
     await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})

@@ -259,6 +259,9 @@ async def test_a_learnt_morning_shows_in_the_usage_sensors(
     assert state.state == "unknown"
     assert state.attributes["reason"] == "learning"
     assert state.attributes["days_learnt"] == 0
+    # The same words as a state of their own, where the device page shows it.
+    rhythm = model_id(mock_config_entry, "sensor.llama3_2_3b_usage_rhythm")
+    assert hass.states.get(rhythm).state == "learning"
     # A Monday after today (the minute timer fires only forward).
     monday = dt_util.start_of_local_day(datetime(2026, 12, 7))
     await learn_mornings(hass, usage, emulator, monday)
@@ -273,6 +276,7 @@ async def test_a_learnt_morning_shows_in_the_usage_sensors(
     assert dt_util.parse_datetime(state.state) == expected
     assert "reason" not in state.attributes  # it has a value
     assert state.attributes["days_learnt"] >= 14
+    assert hass.states.get(rhythm).state == "use_expected"
     assert hass.states.get(in_window).state == "off"
     assert hass.states.get(today).state == "0"
     # The entities look again every minute: at 06:41 the window is on.

@@ -28,6 +28,7 @@ from .core.model_readings import (
     last_figure,
     load_figure_attrs,
     load_figure_unknown,
+    lower_bound_unknown,
     make,
     make_attrs,
     timing,
@@ -135,6 +136,31 @@ def _load_figure_sensor(
     )
 
 
+def _lower_bound_sensor(
+    key: str,
+    at_least_fn: Callable[[ModelTiming], float | None],
+    has_fn: Callable[[Capabilities], bool] = lambda _: True,
+) -> ModelSensorDescription:
+    """Describe what a load figure's newest load lasted at least: polls saw part of it.
+
+    Named for what it measures, beside the exact figure's sensor (whose state it never
+    replaces), so that the device page and the graphs tell the load as the card does
+    ("at least 4.6 s"). Unknown while the newest load was timed exactly, or none was seen.
+    """
+    return ModelSensorDescription(
+        key=key,
+        translation_key=key,
+        device_class=SensorDeviceClass.DURATION,
+        state_class=SensorStateClass.MEASUREMENT,
+        native_unit_of_measurement=UnitOfTime.SECONDS,
+        suggested_display_precision=1,
+        value_fn=lambda s, m: at_least_fn(timing(s, m)),
+        has_fn=has_fn,
+        reason_fn=lambda s, m: lower_bound_unknown(at_least_fn(timing(s, m))),
+        reasons=(Unknown.NO_PARTLY_SEEN_LOAD,),
+    )
+
+
 def _reports_memory(capabilities: Capabilities) -> bool:
     return capabilities.reports_memory
 
@@ -218,6 +244,12 @@ MODEL_SENSORS: tuple[ModelSensorDescription, ...] = (
         lambda t: t.cold_request_source,
         lambda t: t.cold_request_at_least_seconds,
     ),
+    _lower_bound_sensor(
+        "last_load_at_least",
+        lambda t: t.load_at_least_seconds,
+        has_fn=lambda c: c.reports_load_duration or c.reports_loading,
+    ),
+    _lower_bound_sensor("last_cold_request_at_least", lambda t: t.cold_request_at_least_seconds),
 )
 # What a probe measures: created for a model once it has been probed.
 PROBE_SENSORS: tuple[ModelSensorDescription, ...] = (

@@ -29,6 +29,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from .coordinator import LlmWarmthCoordinator
 from .core.usage import COLD, GIB_HOURS, HELPED, SIGNAL_HELPED
 from .core.usage_readings import (
+    RHYTHMS,
     NoUseExpected,
     auto_warm_attributes,
     in_usage_window,
@@ -37,6 +38,7 @@ from .core.usage_readings import (
     no_use_expected,
     score_shown,
     signals_reading,
+    usage_rhythm,
 )
 from .core.warm_plan import Plan
 from .data import LlmWarmthConfigEntry
@@ -57,6 +59,12 @@ NEXT_USE = UsageSensorDescription(
     translation_key="next_expected_use",
     device_class=SensorDeviceClass.TIMESTAMP,
     reason_fn=no_use_expected,
+)
+USAGE_RHYTHM = SensorEntityDescription(
+    key="usage_rhythm",
+    translation_key="usage_rhythm",
+    device_class=SensorDeviceClass.ENUM,
+    options=list(RHYTHMS),
 )
 USES_TODAY = SensorEntityDescription(
     key="uses_today",
@@ -138,6 +146,16 @@ class NextExpectedUse(UsageEntity, SensorEntity):
             self.usage.get(self.model),
             self.entity_description.reason_fn,
         )
+
+
+class UsageRhythm(UsageEntity, SensorEntity):
+    """What the planner makes of the model's uses: a use expected, or why none is."""
+
+    @property
+    @override
+    def native_value(self) -> str | None:
+        """Return the rhythm (the next expected use's reason, or that one is expected)."""
+        return usage_rhythm(self.usage.plan(self.model))
 
 
 class UsesToday(UsageEntity, SensorEntity):
@@ -247,6 +265,7 @@ def async_add_usage_sensors(
         async_add_entities,
         lambda coordinator, model: [
             NextExpectedUse(coordinator, NEXT_USE, model),
+            UsageRhythm(coordinator, USAGE_RHYTHM, model),
             UsesToday(coordinator, USES_TODAY, model),
             *(ScoreSensor(coordinator, description, model) for description in SCOREBOARD),
             WarmingSignals(coordinator, WARMING_SIGNALS, model),

@@ -24,6 +24,8 @@ class Unknown(StrEnum):
     # A load figure: none timed yet; or only lower bounds, which are never the state.
     NOT_TIMED_YET = "not_timed_yet"
     LOWER_BOUND_ONLY = "lower_bound_only"
+    # A lower bound: none since the last exact figure (or none at all).
+    NO_PARTLY_SEEN_LOAD = "no_partly_seen_load"
     # When the server unloads the model: it is not in memory, is loading, or has no end.
     NOT_LOADED = "not_loaded"
     LOADING = "loading"
@@ -90,6 +92,11 @@ def load_figure_attrs(
 def load_figure_unknown(at_least_seconds: float | None) -> Unknown:
     """Return why a load figure is unknown: none timed yet, or polls saw part of a load."""
     return Unknown.NOT_TIMED_YET if at_least_seconds is None else Unknown.LOWER_BOUND_ONLY
+
+
+def lower_bound_unknown(at_least_seconds: float | None) -> Unknown | None:
+    """Return why a lower bound is unknown: no load since the last exact one was partly seen."""
+    return Unknown.NO_PARTLY_SEEN_LOAD if at_least_seconds is None else None
 
 
 def total(values: list[int | None]) -> int | None:

@@ -44,6 +44,23 @@ def no_use_expected(plan: Plan) -> NoUseExpected | None:
     return NoUseExpected.NONE_WITHIN_A_DAY
 
 
+# The usage rhythm sensor's state while a next use is expected (the others: NoUseExpected).
+USE_EXPECTED = "use_expected"
+RHYTHMS = (USE_EXPECTED, *(reason.value for reason in NoUseExpected))
+
+
+def usage_rhythm(plan: Plan | None) -> str | None:
+    """Return what the planner makes of the model's uses: a use expected, or why none is.
+
+    The words of the next expected use's ``reason`` as a state of its own, so that the
+    device page says "Still learning" where the timestamp can only say Unknown.
+    """
+    if plan is None:
+        return None
+    reason = no_use_expected(plan)
+    return USE_EXPECTED if reason is None else reason.value
+
+
 def next_use(plan: Plan | None) -> datetime | None:
     """Return the start of the expected stretch ahead (or now's, before its use)."""
     return plan.next_use if plan else None
