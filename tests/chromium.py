@@ -50,6 +50,31 @@ _PAGE_REPORT_JS = """
 """
 
 
+# The texts a card cuts short ("Next exp..."): an element inside a card, shadow roots
+# included, that ends its text in an ellipsis because its text is wider than its box.
+_CUT_LABELS_JS = """
+(() => {
+  const cut = [];
+  const walk = (root, inCard) => {
+    for (const node of root.childNodes) {
+      if (node.nodeType !== Node.ELEMENT_NODE) continue;
+      const tag = node.localName;
+      if (tag === 'style' || tag === 'script') continue;
+      const card = inCard || tag === 'ha-card';
+      if (card && getComputedStyle(node).textOverflow === 'ellipsis'
+          && node.scrollWidth > node.clientWidth + 1 && node.textContent.trim()) {
+        cut.push(node.textContent.trim().replace(/\\s+/g, ' '));
+      }
+      if (node.shadowRoot) walk(node.shadowRoot, card);
+      walk(node, card);
+    }
+  };
+  walk(document, false);
+  return JSON.stringify(cut);
+})()
+"""
+
+
 # The page's text through every shadow root, as one string (for waiting on it).
 _TEXT_JS = """(() => {
   const parts = [];
@@ -215,6 +240,10 @@ class Page:
     async def report(self) -> dict[str, list[str]]:
         """Return the page's error cards, warnings and visible text (shadow roots included)."""
         return json.loads(await self.evaluate(_PAGE_REPORT_JS))
+
+    async def cut_labels(self) -> list[str]:
+        """Return the texts the page's cards cut short with an ellipsis (each in full)."""
+        return json.loads(await self.evaluate(_CUT_LABELS_JS))
 
     async def text(self) -> str:
         """Return the page's text, shadow roots included, one piece per line."""

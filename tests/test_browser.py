@@ -211,10 +211,13 @@ async def test_dashboard_and_device_pages_in_a_browser(
             "Loads, unloads, cold starts and pins",
             "(a cold start)",
             "Learned warming",
-            "Still learning (under 5 days of uses)",
+            "Learning (under 5 days)",
         ],
         "dashboard",
     )
+    # Nothing cut short at a desktop's width: a newcomer read "Next exp..." and
+    # "Assistant (llama3.2..." beside their states.
+    assert await browser.page.cut_labels() == []
 
     devices = dr.async_get(hass)
     server = devices.async_get_device_by_identifier(server_device_identifier(ENTRY_ID), ENTRY_ID)
@@ -263,6 +266,8 @@ async def test_the_voice_silence_graphed_in_the_dashboard(
         "voice",
     )
     assert "Harness agent's first words" in text
+    # The assistant's row beside "Warm, no expiry", the voice rows: none cut short.
+    assert await browser.page.cut_labels() == []
 
 
 # The card's parts, read from its shadow root wherever the dashboard put it.
@@ -675,3 +680,26 @@ async def test_the_card_is_defined_on_every_cold_open(
         if errors:
             failed.append((number, errors))
     assert failed == [], f"{len(failed)} of {COLD_OPENS} opens: {failed}"
+
+
+async def test_the_card_speaks_the_users_language(
+    hass: HomeAssistant, browser: Browser, init_integration: MockConfigEntry
+) -> None:
+    """A German profile: the card's headings, states and legend in German, no English left."""
+    dashboard = await hass.services.async_call(
+        DOMAIN, "dashboard", {}, blocking=True, return_response=True
+    )
+    assert dashboard is not None
+    await _save_dashboard(browser, "llm-warmth", dashboard["config"])
+    url = f"{browser.url}/llm-warmth/llm-warmth"
+    await browser.page.goto(url)
+    # Where the frontend keeps the language a user picked in their profile.
+    await browser.page.evaluate("localStorage.setItem('selectedLanguage', '\"de\"')")
+    await browser.page.goto(url)
+    await browser.page.wait_for_text(["Wärme, seit", "Laden (seine Dauer)"], timeout=30)
+    card = await browser.page.evaluate(
+        f"(() => {{ const card = {_FIND_CARD}; return card.shadowRoot.textContent; }})()"
+    )
+    for english in ("Warmth, since", "load (its length)", "cold start", "GPU memory"):
+        assert english not in card, (english, card)
+    assert "Kaltstart" in card

@@ -112,7 +112,8 @@ def test_a_model_without_its_warmth_has_no_card_of_its_own() -> None:
 
 def test_the_assistant_row_needs_a_model_and_its_sensor() -> None:
     found = [("", "assistant_warmth", S)]
-    row = {"entity": "sensor.server_assistant_warmth", "name": "Assistant (llama3.2)"}
+    # "Assistant" alone: the model's row follows (a longer name was cut at 1280 px).
+    row = {"entity": "sensor.server_assistant_warmth", "name": "Assistant"}
     assert cards(server(found, models=(), assistant="llama3.2:latest"))[0] == {
         "type": "entities",
         "title": "Box",
@@ -239,6 +240,15 @@ def test_learned_warming_says_why_a_sensor_is_unknown() -> None:
         ],
     }
     assert STATE_UNKNOWN == "unknown"
+    # With its usage rhythm sensor, the row says why in its few words (the reason's
+    # sentence cut the row's name to "Next exp..." in a 1280 px dashboard's column).
+    card = by_title(server([*found, (MODEL, "usage_rhythm", S)], models=(MODEL,)))
+    rhythm = {"entity": "sensor.qwen3:latest_usage_rhythm", "name": "Next expected use"}
+    assert card["Learned warming"]["entities"][3] == {
+        "type": "conditional",
+        "conditions": [{"entity": expected_use["entity"], "state": STATE_UNKNOWN}],
+        "row": rhythm,
+    }
 
 
 def test_voice_per_pipeline_sorted_by_name() -> None:

@@ -203,7 +203,7 @@ async def test_the_assistant_row_names_its_model_and_the_logbook_the_models(
     cards = (await build(hass))["views"][0]["cards"]
     assert cards[0]["entities"][0] == {
         "entity": "sensor.ollama_test_assistant_warmth",
-        "name": "Assistant (llama3.2:3b)",
+        "name": "Assistant",
     }
     logbook = next(card for card in cards if card["type"] == "logbook")
     assert logbook["target"]["entity_id"] == [

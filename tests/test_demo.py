@@ -149,7 +149,6 @@ async def test_the_demo_shows_warmth_and_events_in_a_browser(
             f"{url}{path}",
             [
                 "Assistant",
-                "Assistant (llama3.2:3b)",
                 "qwen3:8b",
                 "Time to first token (probes)",
                 "(a cold start)",
@@ -161,7 +160,7 @@ async def test_the_demo_shows_warmth_and_events_in_a_browser(
                 "Auto-warm",
                 "Cold starts (7 days)",
                 # The chat model's few days of uses: it says why no use is expected.
-                "Still learning (under 5 days of uses)",
+                "Learning (under 5 days)",
                 "Voice",
                 "Voice: the silence before the reply",
                 "Kitchen silence",

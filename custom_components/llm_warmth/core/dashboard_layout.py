@@ -19,6 +19,7 @@ from .dashboard_cards import (
     EntitiesCard,
     HistoryGraph,
     NamedRow,
+    ReasonRow,
     Row,
     WarmthCard,
 )
@@ -111,8 +112,15 @@ _VOICE_ROWS = (
     ("voice_warm_helped", Platform.SENSOR, "Turns warmed in time"),
     ("voice_warm_too_late", Platform.SENSOR, "Turns warmed too late"),
 )
-# Rows whose sensor can be unknown: then the row says why (its reason attribute).
-_SAYS_WHY = {"next_expected_use", "voice_silence", "voice_dominant_stage"}
+# Rows whose sensor can be unknown: then the row says why, by the key of a sensor of the
+# same subject that says it in a few words (a narrow column has no room for the reason
+# attribute's sentence: the row's name was cut to "Next exp..." at 1280 px), or by its
+# reason attribute (None).
+_SAYS_WHY: dict[str, str | None] = {
+    "next_expected_use": "usage_rhythm",
+    "voice_silence": None,
+    "voice_dominant_stage": None,
+}
 
 # The card's options (custom:llm-warmth-card) by the sensor's key: a model's, its last
 # probe's stages, a GPU's.
@@ -235,9 +243,9 @@ def _add_server(parts: _Parts, server: ServerView, hours: float, prefix: str) ->
     # Each model's warmth is its main entity: the row reads as the model's name.
     model_warmth = [e for m in models if (e := server.find(m, "warmth"))]
     assistant_row: list[str | Row] = (
-        [{"entity": server_warmth, "name": f"Assistant ({display_name(assistant)})"}]
-        if server_warmth and assistant
-        else []
+        # "Assistant" alone: the model's own row follows, and "Assistant (<model>)" beside
+        # "Warm, no expiry" was cut at 1280 px.
+        [{"entity": server_warmth, "name": "Assistant"}] if server_warmth and assistant else []
     )
     parts.cards.append(
         {"type": "entities", "title": server.title, "entities": [*assistant_row, *model_warmth]}
@@ -332,8 +340,9 @@ def _section(
     """Return an entities card's rows for one subject (a model, a pipeline), under a label.
 
     None when the subject has none of them (a model never used has no usage entities). A
-    sensor that can be unknown shows, while it is, why (its ``reason`` attribute, in the
-    user's language) instead of "Unknown".
+    sensor that can be unknown shows, while it is, why (a sensor of the same subject that
+    says it in a few words, or its ``reason`` attribute; in the user's language) instead
+    of "Unknown".
     """
     found = [
         (key, entity_id, name)
@@ -348,6 +357,12 @@ def _section(
         if key not in _SAYS_WHY:
             shown.append(row)
             continue
+        words = _SAYS_WHY[key]
+        says_why: NamedRow | ReasonRow = (
+            {"entity": short, "name": name}
+            if words is not None and (short := server.find(subject, words, Platform.SENSOR))
+            else {"type": "attribute", "attribute": "reason", **row}
+        )
         shown += [
             {
                 "type": "conditional",
@@ -357,7 +372,7 @@ def _section(
             {
                 "type": "conditional",
                 "conditions": [{"entity": entity_id, "state": STATE_UNKNOWN}],
-                "row": {"type": "attribute", "attribute": "reason", **row},
+                "row": says_why,
             },
         ]
     return shown
