@@ -4,6 +4,7 @@
 // (tests/frontend/). Times are milliseconds since the epoch, memory bytes.
 
 import { durationMs, numeric, toBytes, toEntries, unitOf } from "./llm-warmth-card-data.js";
+import { t } from "./llm-warmth-card-words.js";
 
 /** Return a series' values as steps `{t, value}` (value null where unavailable). */
 export function steps(history, convert) {
@@ -112,7 +113,7 @@ export function memory({ models = [], gpus = [], reserveBytes = 0, start, end, b
   ];
   if (gpus.length) {
     layers.push({
-      name: "other processes",
+      name: t("other_processes"),
       kind: "other",
       values: sum(stacked.slice(models.length), false),
     });
@@ -168,13 +169,7 @@ export function chartStart(histories, { start, end, minSpanMs }) {
 }
 
 // The stages of a time to first token, in the order they happen.
-const STAGES = [
-  ["queue", "queue"],
-  ["load", "load"],
-  ["prefill", "prefill"],
-  ["first_decode", "first decode"],
-  ["overhead", "overhead"],
-];
+const STAGES = ["queue", "load", "prefill", "first_decode", "overhead"];
 
 /**
  * Return the most recent probe's time to first token as a waterfall, or null.
@@ -217,17 +212,17 @@ export function waterfall(probes) {
   }
   const stages = [];
   let at = 0;
-  for (const [key, label] of STAGES) {
+  for (const key of STAGES) {
     const ms = figures[key];
     if (ms === null) continue;
-    const shown = key === "load" && figures.queue === null ? "queue and load" : label;
+    const shown = t(key === "load" && figures.queue === null ? "stage_queue_and_load" : `stage_${key}`);
     stages.push({ key, label: shown, startMs: at, ms });
     at += ms;
   }
   // Rounding leaves tenths of a millisecond: only a real remainder is a stage, and only
   // one the chart can say (under 50 ms it would read "0.0 s").
   if (ttftMs - at >= UNREPORTED_MIN_MS && ttftMs - at > ttftMs * 0.005) {
-    stages.push({ key: "unreported", label: "not reported", startMs: at, ms: ttftMs - at });
+    stages.push({ key: "unreported", label: t("stage_unreported"), startMs: at, ms: ttftMs - at });
   }
   return { model: probe.model, ttftMs, updated, stages };
 }

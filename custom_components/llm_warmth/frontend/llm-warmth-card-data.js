@@ -3,6 +3,8 @@
 // (tests/frontend/). Times are milliseconds since the epoch, durations seconds unless
 // a name says otherwise, memory bytes.
 
+import { decimal, t } from "./llm-warmth-card-words.js";
+
 /** The states of a model's Warmth sensor, in the order the legend lists them. */
 export const WARMTH_STATES = ["cold", "loading", "warm", "kept_warm", "unloading"];
 
@@ -14,8 +16,9 @@ export const ABSENT_STATES = ["unavailable", "unknown"];
 const LOWER_BOUND_SOURCES = new Set(["polling"]);
 
 // Who waited for a cold request, by who timed it: the integration times only the
-// requests of its own probes ("client"); polling saw another client's request.
-const WAITED_BY = { client: "probe", polling: "a client", events: "a client", server: "a client" };
+// requests of its own probes ("client"); polling saw another client's request (words:
+// llm-warmth-card-words.js).
+const WAITED_BY = { client: "who_probe", polling: "who_client", events: "who_client", server: "who_client" };
 
 const MS_PER = { ms: 1, s: 1000, min: 60_000, h: 3_600_000, d: 86_400_000 };
 const BYTES_PER = {
@@ -245,18 +248,18 @@ export function loadBars(history, window) {
 export function coldStarts(history, window) {
   return figures(history, window).map((f) => ({
     ...f,
-    waitedBy: WAITED_BY[f.source] ?? "a request",
+    waitedBy: t(WAITED_BY[f.source] ?? "who_request"),
   }));
 }
 
 /** Return a figure in words: "7.5 s", "at least 7.5 s", "1 min 5 s". */
 export function formatSeconds(seconds, exact = true) {
-  const bound = exact ? "" : "at least ";
-  if (seconds < 10) return `${bound}${seconds.toFixed(1)} s`;
-  if (seconds < 60) return `${bound}${Math.round(seconds)} s`;
+  const bounded = (figure) => (exact ? figure : t("at_least", { figure }));
+  if (seconds < 10) return bounded(`${decimal(seconds, 1)} s`);
+  if (seconds < 60) return bounded(`${Math.round(seconds)} s`);
   const minutes = Math.floor(seconds / 60);
   const rest = Math.round(seconds - minutes * 60);
-  return `${bound}${minutes} min${rest ? ` ${rest} s` : ""}`;
+  return bounded(`${minutes} min${rest ? ` ${rest} s` : ""}`);
 }
 
 /**
@@ -268,8 +271,8 @@ export function formatSeconds(seconds, exact = true) {
 export function loadWords(load) {
   const figure = formatSeconds(load.seconds, load.exact);
   return load.exact
-    ? { before: "last timed load", figure, after: "" }
-    : { before: "last load", figure, after: "(polls saw part of it)" };
+    ? { before: t("last_timed_load"), figure, after: "" }
+    : { before: t("last_load"), figure, after: t("polls_saw_part") };
 }
 
 /**
@@ -281,16 +284,17 @@ export function loadWords(load) {
 export function coldStartWords(cold) {
   const figure = formatSeconds(cold.seconds, cold.exact);
   return cold.exact
-    ? { before: `${cold.waitedBy} waited`, figure, after: "" }
-    : { before: `polling saw ${cold.waitedBy} wait`, figure, after: "" };
+    ? { before: t("waited", { who: cold.waitedBy }), figure, after: "" }
+    : { before: t("polling_saw_wait", { who: cold.waitedBy }), figure, after: "" };
 }
 
 /** Return how many changes a grouped segment hides, in words: "1 change too short to draw". */
-export const hiddenChanges = (n) => `${n} ${n === 1 ? "change" : "changes"} too short to draw`;
+export const hiddenChanges = (n) =>
+  n === 1 ? t("hidden_change") : t("hidden_changes", { count: n });
 
 /** Return a memory size in words: "11.3 GiB", "512 MiB". */
 export function formatBytes(bytes) {
-  if (bytes >= 1024 ** 3) return `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
+  if (bytes >= 1024 ** 3) return `${decimal(bytes / 1024 ** 3, 1)} GiB`;
   return `${Math.round(bytes / 1024 ** 2)} MiB`;
 }
 
@@ -375,24 +379,17 @@ export function modelName(model, states) {
 export function modelHost(model, states) {
   const attributes = states?.[model.warmth]?.attributes ?? {};
   if (!attributes.peer) return "";
-  const why = {
-    read: attributes.peer_server ? `shown by ${attributes.peer_server}` : "",
-    not_added: "add it as an entry to see its warmth",
-    ambiguous: "several entries serve that model",
-    unreachable: "its entry cannot reach it",
-  }[attributes.peer_reading];
-  return `on peer ${attributes.peer}${why ? ` (${why})` : ""}`;
+  const reading = attributes.peer_reading;
+  let why = ["not_added", "ambiguous", "unreachable"].includes(reading) ? t(`peer_${reading}`) : "";
+  if (reading === "read" && attributes.peer_server) why = t("peer_shown_by", { server: attributes.peer_server });
+  return why ? t("on_peer_why", { peer: attributes.peer, why }) : t("on_peer", { peer: attributes.peer });
 }
 
-const REASONS = {
-  primary_warm: "primary warm",
-  primary_within_wait: "primary ready within the wait",
-  primary_not_followed: "primary not followed",
-  fallback_primary_cold: "fall-back: primary cold",
-  fallback_primary_down: "fall-back: primary's server down",
-  primary_no_ready_fallback: "primary: no fall-back ready",
-  nothing_reachable: "no agent's server reachable",
-};
+// A warm assistant's route reasons the card has words for ("route_<reason>").
+const REASONS = new Set([
+  "primary_warm", "primary_within_wait", "primary_not_followed", "fallback_primary_cold",
+  "fallback_primary_down", "primary_no_ready_fallback", "nothing_reachable",
+]);
 
 /**
  * The household section: each server's Household sensor grouped by its host (reach, warm
@@ -404,7 +401,7 @@ export function household(config, states) {
   for (const id of config.household?.servers ?? []) {
     const state = states?.[id];
     const a = state?.attributes ?? {};
-    const host = a.host ?? "unknown host";
+    const host = a.host ?? t("unknown_host");
     const models = Object.entries(a.models ?? {}).map(([name, m]) => ({
       name,
       warmth: m?.warmth ?? "unknown",
@@ -434,7 +431,7 @@ export function household(config, states) {
       primary: agentName(a.primary_agent),
       fallbacks: (a.fallback_agents ?? []).map(agentName),
       agent: agentName(a.agent),
-      reason: a.reason ? REASONS[a.reason] ?? a.reason : null,
+      reason: a.reason ? (REASONS.has(a.reason) ? t(`route_${a.reason}`) : a.reason) : null,
       server: a.agent_server ?? null,
       model: a.agent_model ?? null,
       at: a.routed_at ? Date.parse(a.routed_at) : null,

@@ -5,6 +5,7 @@
 import { formatBytes, formatSeconds, modelName } from "./llm-warmth-card-data.js";
 import { coldProbe, memory, waterfall } from "./llm-warmth-card-charts.js";
 import { STAGE_COLORS, escape, modelColor, px } from "./llm-warmth-card-style.js";
+import { t } from "./llm-warmth-card-words.js";
 
 export function memoryPanel(card, range, inner) {
   const gpus = card._config.gpus;
@@ -32,9 +33,9 @@ export function memoryPanel(card, range, inner) {
     reserveBytes: reserve,
     buckets: Math.max(20, Math.floor(inner / 2)),
   });
-  const title = `<h2>GPU memory${gpus.length > 1 ? ` (${gpus.length} GPUs)` : ""}</h2>`;
+  const title = `<h2>${escape(gpus.length > 1 ? t("gpu_memory_of", { count: gpus.length }) : t("gpu_memory"))}</h2>`;
   if (data.max <= 0) {
-    return `<section class="memory">${title}<p class="note">No memory figures in this span yet.</p></section>`;
+    return `<section class="memory">${title}<p class="note">${escape(t("no_memory"))}</p></section>`;
   }
   const height = 120;
   const top = data.max * 1.1;
@@ -60,14 +61,14 @@ export function memoryPanel(card, range, inner) {
       `<path class="reserve" d="${area(
         data.total.map((t, i) => (ok[i] ? t : 0)),
         lower.map((l, i) => (ok[i] ? l : 0)),
-      )}"><title>household reserve ${escape(formatBytes(reserve))}</title></path>`,
+      )}"><title>${escape(t("household_reserve", { size: formatBytes(reserve) }))}</title></path>`,
     );
   }
   data.layers.forEach((layer, i) => {
     const fill = layer.kind === "other" ? "var(--secondary-text-color)" : modelColor(i);
     const peak = Math.max(...layer.values);
     svg.push(
-      `<path class="memory-layer ${layer.kind}" d="${area(layer.upper, layer.lower)}" fill="${fill}"><title>${escape(layer.name)}: up to ${escape(formatBytes(peak))}</title></path>`,
+      `<path class="memory-layer ${layer.kind}" d="${area(layer.upper, layer.lower)}" fill="${fill}"><title>${escape(t("up_to", { name: layer.name, size: formatBytes(peak) }))}</title></path>`,
     );
   });
   let totalLine = "";
@@ -76,7 +77,7 @@ export function memoryPanel(card, range, inner) {
     const move = i === 0 || data.total[i - 1] === null ? "M" : "L";
     totalLine += `${move}${px(x(data.edges[i]))} ${px(y(t))} L${px(x(data.edges[i + 1]))} ${px(y(t))} `;
   });
-  if (totalLine) svg.push(`<path class="total" d="${totalLine}"><title>total</title></path>`);
+  if (totalLine) svg.push(`<path class="total" d="${totalLine}"><title>${escape(t("total"))}</title></path>`);
   // The scale: the highest figure, just below its level (the total's line, usually).
   svg.push(
     `<text class="scale" x="2" y="${px(y(data.max) + 12)}">${escape(formatBytes(data.max))}</text><text class="scale" x="2" y="${height - 3}">0</text>`,
@@ -87,15 +88,15 @@ export function memoryPanel(card, range, inner) {
       return `<span><i style="background:${fill}"></i>${escape(layer.name)}</span>`;
     })
     .concat(
-      reserve > 0 ? [`<span><i class="reserve-key"></i>reserve ${escape(formatBytes(reserve))}</span>`] : [],
-      totalLine ? [`<span><i class="total-key"></i>total</span>`] : [],
+      reserve > 0 ? [`<span><i class="reserve-key"></i>${escape(t("reserve", { size: formatBytes(reserve) }))}</span>`] : [],
+      totalLine ? [`<span><i class="total-key"></i>${escape(t("total"))}</span>`] : [],
     )
     .join("");
   const offset = -new Date().getTimezoneOffset() * 60_000;
   return `
     <section class="memory">
       ${title}
-      <svg class="chart" width="${inner}" height="${height}" role="img" aria-label="GPU memory">
+      <svg class="chart" width="${inner}" height="${height}" role="img" aria-label="${escape(t("gpu_memory"))}">
         <defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6"></line></pattern></defs>
         ${svg.join("")}
       </svg>
@@ -122,9 +123,9 @@ export function waterfallPanel(card, inner) {
     });
   if (!card._config.models.some((m) => m.probe)) return "";
   const result = waterfall(probes);
-  const title = `<h2>Last probe: time to first token</h2>`;
+  const title = `<h2>${escape(t("last_probe"))}</h2>`;
   if (!result) {
-    return `<section class="waterfall">${title}<p class="note">No probe yet (llm_warmth.probe measures one).</p></section>`;
+    return `<section class="waterfall">${title}<p class="note">${escape(t("no_probe"))}</p></section>`;
   }
   // The last cold probe too, once warm probes came after it: its load stays in sight.
   const cold = coldProbe(
@@ -143,7 +144,7 @@ export function waterfallPanel(card, inner) {
   );
   const sections = [stagesPanel(card, result, title, inner)];
   if (cold && cold.updated < result.updated - 1000) {
-    sections.push(stagesPanel(card, cold, `<h2>Last cold probe: time to first token</h2>`, inner));
+    sections.push(stagesPanel(card, cold, `<h2>${escape(t("last_cold_probe"))}</h2>`, inner));
   }
   return sections.join("");
 }
@@ -176,7 +177,7 @@ function stagesPanel(card, result, title, inner) {
   return `
     <section class="waterfall">
       ${title}
-      <div class="facts"><span class="name">${escape(result.model)}</span>, ${escape(when)}: first token after <b>${escape(formatSeconds(result.ttftMs / 1000))}</b></div>
-      <svg class="chart" width="${inner}" height="${result.stages.length * 22 + 4}" role="img" aria-label="time to first token by stage">${rows.join("")}</svg>
+      <div class="facts"><span class="name">${escape(result.model)}</span>, ${escape(when)}: ${t("first_token_after", { figure: `<b>${escape(formatSeconds(result.ttftMs / 1000))}</b>` })}</div>
+      <svg class="chart" width="${inner}" height="${result.stages.length * 22 + 4}" role="img" aria-label="${escape(t("ttft_aria"))}">${rows.join("")}</svg>
     </section>`;
 }

@@ -3,20 +3,15 @@
 // how often it led and was wrong) and how the model is warmed. `signalsView` is the data
 // (tested alone, in Node); `signalsSection` the HTML the card shows.
 
-// How a model is warmed (the Auto-warm switch's `warmed_by`), as the card says it.
-export const WARMED_BY = {
-  clock: "by the clock",
-  idle: "by its idle times",
-  clock_and_signals: "by the clock and the house's signals",
-  idle_and_signals: "by its idle times and the house's signals",
-  signals: "by the house's signals",
-};
-// Why no signal warms it (the sensor's `reason`).
-export const NO_SIGNAL = {
-  none_chosen: "no signals chosen: add warming signals to the server (Settings → Devices & services)",
-  learning: "still learning: no signal leads its uses yet",
-  time_only_cheaper: "the clock alone costs less",
-};
+import { EN, t } from "./llm-warmth-card-words.js";
+
+// How a model is warmed (the Auto-warm switch's `warmed_by`) and why no signal warms it
+// (the sensor's `reason`): the values the card has words for, with their English words.
+const WARMED_BY_KEYS = ["clock", "idle", "clock_and_signals", "idle_and_signals", "signals"];
+const NO_SIGNAL_KEYS = ["none_chosen", "learning", "time_only_cheaper"];
+export const WARMED_BY = Object.fromEntries(WARMED_BY_KEYS.map((k) => [k, EN[`warmed_by_${k}`]]));
+export const NO_SIGNAL = Object.fromEntries(NO_SIGNAL_KEYS.map((k) => [k, EN[`no_signal_${k}`]]));
+const said = (keys, prefix, value) => (keys.includes(value) ? t(`${prefix}${value}`) : null);
 
 /** Return each model's signals as the card shows them (models without the option left out). */
 export function signalsView(models, states) {
@@ -43,8 +38,8 @@ export function signalsView(models, states) {
         name,
         missing: false,
         acting: Number.isFinite(acting) ? acting : 0,
-        reason: NO_SIGNAL[sensor.attributes.reason] ?? null,
-        warmedBy: WARMED_BY[sensor.attributes.warmed_by] ?? null,
+        reason: said(NO_SIGNAL_KEYS, "no_signal_", sensor.attributes.reason),
+        warmedBy: said(WARMED_BY_KEYS, "warmed_by_", sensor.attributes.warmed_by),
         rows,
       };
     });
@@ -52,9 +47,9 @@ export function signalsView(models, states) {
 
 /** Return what one signal leads, in words. */
 export function leadWords(row) {
-  const edge = row.edge === "alarm" ? "its time comes" : `→ ${row.edge}`;
+  const edge = row.edge === "alarm" ? t("edge_alarm") : `→ ${row.edge}`;
   if (!Number.isFinite(row.within) || !Number.isFinite(row.share)) return edge;
-  return `${edge}: a use follows within ${row.within} min ${row.share} % of the time`;
+  return t("lead_follows", { edge, within: row.within, share: row.share });
 }
 
 /** Return the card's section (HTML) for the models' signals; "" when none has the option. */
@@ -63,24 +58,26 @@ export function signalsSection(models, states, escape) {
   if (!view.length) return "";
   const blocks = view.map((model) => {
     if (model.missing) {
-      return `<div class="signals-model"><span class="name">${escape(model.name)}</span><p class="note warning">Its Warming signals sensor is not there.</p></div>`;
+      return `<div class="signals-model"><span class="name">${escape(model.name)}</span><p class="note warning">${escape(t("signals_missing"))}</p></div>`;
     }
     const lines = model.rows.map(
       (row) =>
         `<li class="${row.acts ? "acts" : "learnt"}"><b>${escape(row.name)}</b> ${escape(leadWords(row))}` +
-        ` <span class="counts">(led ${row.led}, wrong ${row.wrong}${row.acts ? ", warms it" : ""})</span></li>`,
+        ` <span class="counts">(${escape(t("led_wrong", { led: row.led, wrong: row.wrong }))}${row.acts ? escape(t("warms_it")) : ""})</span></li>`,
     );
     const summary = [
       model.acting
-        ? `${model.acting} signal${model.acting === 1 ? "" : "s"} warm${model.acting === 1 ? "s" : ""} it`
-        : model.reason ?? "no signal warms it",
-      ...(model.warmedBy ? [`warmed ${model.warmedBy}`] : []),
+        ? model.acting === 1
+          ? t("signal_warms")
+          : t("signals_warm", { count: model.acting })
+        : model.reason ?? t("no_signal_warms"),
+      ...(model.warmedBy ? [t("warmed", { how: model.warmedBy })] : []),
     ].join(" · ");
     return `<div class="signals-model"><span class="name">${escape(model.name)}</span> <span class="now">${escape(summary)}</span>` +
       (lines.length ? `<ul class="signals">${lines.join("")}</ul>` : "") +
       `</div>`;
   });
-  return `<section class="warming-signals"><h2>Warming signals</h2>${blocks.join("")}</section>`;
+  return `<section class="warming-signals"><h2>${escape(t("warming_signals"))}</h2>${blocks.join("")}</section>`;
 }
 
 export const SIGNALS_STYLE = `

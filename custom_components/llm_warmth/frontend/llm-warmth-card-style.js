@@ -1,5 +1,7 @@
-// How the LLM Warmth card looks: its colours (each one a theme may set), its state labels,
+// How the LLM Warmth card looks: its colours (each one a theme may set), its state labels (in the card's language),
 // its style sheet, and the two helpers every panel writes HTML with.
+
+import { t } from "./llm-warmth-card-words.js";
 
 // Each colour can be set by a theme (--llm-warmth-<state>-color), else follows HA's.
 export const STATE_COLORS = {
@@ -11,15 +13,8 @@ export const STATE_COLORS = {
   unavailable: "var(--disabled-color, #bdbdbd)",
   unknown: "var(--divider-color, rgba(0, 0, 0, 0.12))",
 };
-export const STATE_LABELS = {
-  cold: "cold",
-  loading: "loading",
-  warm: "warm",
-  kept_warm: "warm, no expiry",
-  unloading: "unloading",
-  unavailable: "unavailable",
-  unknown: "unknown",
-};
+// A warmth state in the card's language ("cold", "warm, no expiry"); an unknown one as is.
+export const stateLabel = (state) => (state in STATE_COLORS ? t(`state_${state}`) : state);
 export const MODEL_COLORS = ["#4e79a7", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#e15759"];
 export const modelColor = (i) =>
   `var(--llm-warmth-model-${i + 1}-color, ${MODEL_COLORS[i % MODEL_COLORS.length]})`;

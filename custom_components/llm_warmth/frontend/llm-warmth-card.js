@@ -22,7 +22,8 @@ import {
 } from "./llm-warmth-card-data.js";
 import { MIN_CHART_SPAN_MS, chartStart, timeTicks } from "./llm-warmth-card-charts.js";
 import { memoryPanel, waterfallPanel } from "./llm-warmth-card-panels.js";
-import { escape, px, STATE_COLORS, STATE_LABELS, STYLE } from "./llm-warmth-card-style.js";
+import { escape, px, STATE_COLORS, stateLabel, STYLE } from "./llm-warmth-card-style.js";
+import { setLanguage, t } from "./llm-warmth-card-words.js";
 import { SIGNALS_STYLE, signalsSection } from "./llm-warmth-card-signals.js";
 
 const CARD = "llm-warmth-card";
@@ -191,8 +192,10 @@ class LlmWarmthCard extends HTMLElement {
     const inner = Math.max(200, width - 32);
     const title = this._config.title;
     const parts = [];
+    // Home Assistant's language (the user's profile, else the server's): the card's words.
+    setLanguage(this._hass?.locale?.language ?? this._hass?.language);
     if (!this._hass) {
-      parts.push(`<p class="note">Waiting for Home Assistant…</p>`);
+      parts.push(`<p class="note">${escape(t("waiting"))}</p>`);
     } else {
       if (this._config.household) parts.push(this._household());
       if (this._config.models.length) {
@@ -213,34 +216,44 @@ class LlmWarmthCard extends HTMLElement {
 
   _household() {
     const view = household(this._config, this._hass.states);
-    const warmth = (w) => STATE_LABELS[w] ?? w;
     const hosts = view.hosts.map(({ host, servers }) => {
       const rows = servers.map((s) => {
-        const reach = s.up === null ? "no such entity" : s.up ? "up" : "down";
+        const reach = s.up === null ? "none" : s.up ? "up" : "down";
+        const reachText = reach === "none" ? t("no_such_entity") : t(`reach_${reach}`);
         const models = s.models
-          .map((m) => `<span class="state-${escape(m.warmth)}">${escape(m.name)}${m.peer ? ` (on peer ${escape(m.peer)})` : ""}: ${escape(warmth(m.warmth))}</span>`)
+          .map((m) => `<span class="state-${escape(m.warmth)}">${escape(m.name)}${m.peer ? ` (${escape(t("on_peer", { peer: m.peer }))})` : ""}: ${escape(stateLabel(m.warmth))}</span>`)
           .join(", ");
         const gpus = s.gpus
-          .map((g) => `${escape(g.name)}: ${g.headroom_gib ?? "?"} GiB headroom of ${g.total_gib ?? "?"} GiB`)
+          .map((g) => escape(t("gpu_headroom", { gpu: g.name, headroom: g.headroom_gib ?? "?", total: g.total_gib ?? "?" })))
           .join("; ");
         const agents = s.agents.map((a) => `${escape(a.agent)} → ${escape(a.model)}`).join(", ");
-        return `<div class="household-server"><span class="name">${escape(s.name)}</span> <span class="reach reach-${reach.replace(/ /g, "-")}">${escape(reach)}</span>
-          <div class="facts">${models || "no models"}${gpus ? ` · ${gpus}` : ""}${agents ? ` · agents: ${agents}` : ""}</div></div>`;
+        return `<div class="household-server"><span class="name">${escape(s.name)}</span> <span class="reach reach-${reach}">${escape(reachText)}</span>
+          <div class="facts">${models || escape(t("no_models"))}${gpus ? ` · ${gpus}` : ""}${agents ? ` · ${t("agents", { agents })}` : ""}</div></div>`;
       });
-      return `<div class="household-host"><h2>Host ${escape(host)}</h2>${rows.join("")}</div>`;
+      return `<div class="household-host"><h2>${escape(t("host", { host }))}</h2>${rows.join("")}</div>`;
     });
     const time = new Intl.DateTimeFormat(this._hass.locale?.language ?? undefined, {
       hour: "2-digit",
       minute: "2-digit",
     });
     const assistants = view.assistants.map((a) => {
-      if (!a.exists) return `<div class="household-assistant">${escape(a.id)}: no such entity</div>`;
+      if (!a.exists) return `<div class="household-assistant">${escape(a.id)}: ${escape(t("no_such_entity"))}</div>`;
+      const model = a.model ? t("model_on_server", { model: escape(a.model), server: escape(a.server ?? "?") }) : "";
       const last = a.agent
-        ? `last turn ${a.at ? escape(time.format(a.at)) : ""}: answered by <b>${escape(a.agent)}</b>${a.model ? ` (${escape(a.model)} on ${escape(a.server ?? "?")})` : ""}, ${escape(a.reason ?? "")}`
-        : "no turn yet";
-      return `<div class="household-assistant"><span class="name">${escape(a.name)}</span>: primary ${escape(a.primary ?? "?")}, then ${escape(a.fallbacks.join(", ") || "none")}<div class="facts">${last}</div></div>`;
+        ? t("last_turn", {
+            time: a.at ? escape(time.format(a.at)) : "",
+            agent: `<b>${escape(a.agent)}</b>`,
+            model,
+            reason: escape(a.reason ?? ""),
+          })
+        : escape(t("no_turn_yet"));
+      const route = t("assistant_line", {
+        primary: escape(a.primary ?? "?"),
+        fallbacks: escape(a.fallbacks.join(", ") || t("none")),
+      });
+      return `<div class="household-assistant"><span class="name">${escape(a.name)}</span>: ${route}<div class="facts">${last}</div></div>`;
     });
-    const heading = assistants.length ? `<h2>Warm assistants</h2>` : "";
+    const heading = assistants.length ? `<h2>${escape(t("warm_assistants"))}</h2>` : "";
     return `<div class="household">${hosts.join("")}${heading}${assistants.join("")}</div>`;
   }
 
@@ -281,30 +294,30 @@ class LlmWarmthCard extends HTMLElement {
       });
       const pins = pinSpans(this._rows(model.keep_warm), range);
       const now = this._hass.states[model.warmth];
-      const nowText = now ? STATE_LABELS[now.state] ?? now.state : "no such entity";
+      const nowText = now ? stateLabel(now.state) : t("no_such_entity");
       const svg = [];
       if (!segments.length) {
-        svg.push(`<text class="empty" x="4" y="17">no history in this span</text>`);
+        svg.push(`<text class="empty" x="4" y="17">${escape(t("no_history"))}</text>`);
       }
       // Pinned (its Keep warm switch on, by the switch, an action or an automation): a band
       // over the warmth, whatever the server's keep says (a pin with an end reads "warm").
       for (const pin of pins) {
         const left = px(x(pin.start));
         const w = px(Math.max(2, x(pin.end) - x(pin.start)));
-        const until = pin.until ? `, until ${time.format(pin.until)}` : ", until unpinned";
-        const label = `pinned ${time.format(pin.start)} – ${time.format(pin.end)}${until}`;
+        const until = pin.until ? t("until_time", { time: time.format(pin.until) }) : t("until_unpinned");
+        const label = t("pinned_span", { start: time.format(pin.start), end: time.format(pin.end), until });
         svg.push(
           `<rect class="pin" x="${left}" y="0" width="${w}" height="3"><title>${escape(label)}</title></rect>`,
         );
       }
       for (const s of segments) {
         const known = STATE_COLORS[s.state] ? s.state : "unknown";
-        const also = s.also ? ` (also ${STATE_LABELS[s.also] ?? s.also})` : "";
+        const also = s.also ? t("also", { state: stateLabel(s.also) }) : "";
         const hidden = s.merged ? `${also}, ${hiddenChanges(s.merged)}` : "";
         const left = px(x(s.start));
         const w = px(Math.max(1, x(s.end) - x(s.start)));
         svg.push(
-          `<rect class="segment state-${escape(known)}" x="${left}" y="4" width="${w}" height="18" fill="${STATE_COLORS[known]}"><title>${escape(STATE_LABELS[s.state] ?? s.state)}${escape(hidden)}: ${escape(time.format(s.start))} – ${escape(time.format(s.end))}</title></rect>`,
+          `<rect class="segment state-${escape(known)}" x="${left}" y="4" width="${w}" height="18" fill="${STATE_COLORS[known]}"><title>${escape(stateLabel(s.state))}${escape(hidden)}: ${escape(time.format(s.start))} – ${escape(time.format(s.end))}</title></rect>`,
         );
         // A group of short states: a band in the colour of the one it spent next most in.
         if (s.also) {
@@ -317,12 +330,12 @@ class LlmWarmthCard extends HTMLElement {
       for (const load of loads) {
         const left = x(load.start);
         const w = Math.max(2, x(load.end) - left);
-        const label = `load ${formatSeconds(load.seconds, load.exact)}, ended ${time.format(load.end)}`;
+        const label = t("load_label", { figure: formatSeconds(load.seconds, load.exact), time: time.format(load.end) });
         // A lower bound: an open bar with an arrow to the left (it began earlier).
         svg.push(
           load.exact
             ? `<rect class="load exact" x="${px(left)}" y="26" width="${px(w)}" height="8" rx="1"><title>${escape(label)}</title></rect>`
-            : `<g class="load lower-bound"><rect x="${px(left)}" y="26.5" width="${px(w)}" height="7" rx="1"></rect><path d="M${px(left - 4)} 30 l4 -3.5 v7 z"></path><title>${escape(label)} (polling saw it from its first sighting on)</title></g>`,
+            : `<g class="load lower-bound"><rect x="${px(left)}" y="26.5" width="${px(w)}" height="7" rx="1"></rect><path d="M${px(left - 4)} 30 l4 -3.5 v7 z"></path><title>${escape(label + t("polled_from_first_sighting"))}</title></g>`,
         );
       }
       const words = (w, bold) =>
@@ -331,7 +344,7 @@ class LlmWarmthCard extends HTMLElement {
           .join(" ");
       for (const cold of colds) {
         const cx = x(cold.t);
-        const label = `cold start ${escape(time.format(cold.t))}: ${words(coldStartWords(cold), false)}`;
+        const label = t("cold_start_at", { time: escape(time.format(cold.t)), words: words(coldStartWords(cold), false) });
         svg.push(
           `<g class="cold-start"><path d="M${px(cx - 5)} 38 h10 l-5 -7 z"></path><title>${label}</title></g>`,
         );
@@ -342,32 +355,32 @@ class LlmWarmthCard extends HTMLElement {
         lastLoad &&
           `${words(loadWords(lastLoad), true)} (${escape(time.format(lastLoad.end))})`,
         lastCold &&
-          `<span class="cold-text">cold start ${escape(time.format(lastCold.t))}: ${words(coldStartWords(lastCold), true)}</span>`,
-        colds.length > 1 && `${colds.length} cold starts in this span`,
+          `<span class="cold-text">${t("cold_start_at", { time: escape(time.format(lastCold.t)), words: words(coldStartWords(lastCold), true) })}</span>`,
+        colds.length > 1 && escape(t("cold_starts_in_span", { count: colds.length })),
       ].filter(Boolean);
       return `
         <div class="model-row">
           <div class="model-head"><span class="name">${escape(name)}${host ? `<span class="host"> · ${escape(host)}</span>` : ""}</span><span class="now state-${escape(now?.state ?? "none")}">${escape(nowText)}</span></div>
-          <svg class="lane" width="${inner}" height="40" role="img" aria-label="${escape(name)} warmth">${svg.join("")}</svg>
+          <svg class="lane" width="${inner}" height="40" role="img" aria-label="${escape(t("warmth_aria", { name }))}">${svg.join("")}</svg>
           ${facts.length ? `<div class="facts">${facts.join(" · ")}</div>` : ""}
         </div>`;
     });
     const offset = -new Date().getTimezoneOffset() * 60_000;
     const legend = [...WARMTH_STATES, "unavailable"]
-      .map((s) => `<span><i style="background:${STATE_COLORS[s]}"></i>${STATE_LABELS[s]}</span>`)
+      .map((s) => `<span><i style="background:${STATE_COLORS[s]}"></i>${escape(stateLabel(s))}</span>`)
       .concat([
-        `<span><i class="load-key"></i>load (its length)</span>`,
-        `<span><i class="load-key lower-bound"></i>load, at least</span>`,
-        `<span><i class="cold-key"></i>cold start</span>`,
-        ...(this._config.models.some((m) => m.keep_warm) ? [`<span><i class="pin-key"></i>pinned</span>`] : []),
+        `<span><i class="load-key"></i>${escape(t("legend_load"))}</span>`,
+        `<span><i class="load-key lower-bound"></i>${escape(t("legend_load_at_least"))}</span>`,
+        `<span><i class="cold-key"></i>${escape(t("legend_cold_start"))}</span>`,
+        ...(this._config.models.some((m) => m.keep_warm) ? [`<span><i class="pin-key"></i>${escape(t("legend_pinned"))}</span>`] : []),
       ])
       .join("");
     const note = this._historyError
-      ? `<p class="note warning">History could not be read (${escape(this._historyError)}): the current states only.</p>`
+      ? `<p class="note warning">${escape(t("history_error", { error: this._historyError }))}</p>`
       : "";
     return `
       <section class="timelines">
-        <h2>Warmth, ${range.since ? `since ${escape(time.format(range.start))}` : `last ${escape(spanText(this._config.hours_to_show))}`}</h2>
+        <h2>${escape(range.since ? t("warmth_since", { time: time.format(range.start) }) : t("warmth_last", { span: spanText(this._config.hours_to_show) }))}</h2>
         ${note}${rows.join("")}
         ${this._axis(range, inner, offset)}
         <div class="legend">${legend}</div>
@@ -377,9 +390,9 @@ class LlmWarmthCard extends HTMLElement {
 }
 
 function spanText(hours) {
-  if (hours % 24 === 0 && hours >= 48) return `${hours / 24} days`;
-  if (hours === 1) return "hour";
-  return `${hours} hours`;
+  if (hours % 24 === 0 && hours >= 48) return t("span_days", { count: hours / 24 });
+  if (hours === 1) return t("span_hour");
+  return t("span_hours", { count: hours });
 }
 
 
