@@ -266,3 +266,31 @@ def test_a_part_no_test_names_is_tested_through_the_module_that_imports_it(
     )
     # the demo's Home Assistant runs in its own process: no mutant reaches it
     assert chosen == {"tests/test_warm_assistant.py": "through warm_assistant"}
+
+
+def test_a_flows_tests_are_those_that_start_it_wherever_they_live(tmp_path: Path) -> None:
+    from .project_scripts import load_script  # noqa: PLC0415
+
+    package = tmp_path / "custom_components" / "llm_warmth"
+    package.mkdir(parents=True)
+    (package / "options_flow.py").write_text(
+        "from homeassistant.config_entries import OptionsFlowWithReload\n\n\n"
+        "class Options(OptionsFlowWithReload):\n    pass\n"
+    )
+    (package / "gpu.py").write_text("def read() -> None: ...\n")
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    starts = "await hass.config_entries.options.async_init(entry.entry_id)\n"
+    (tests / "test_gpu.py").write_text(starts)
+    (tests / "test_e2e_gpu.py").write_text(starts)
+    (tests / "test_config_flow.py").write_text("await hass.config_entries.flow.async_init(D)\n")
+    mutate = load_script("mutate")
+    chosen = dict(
+        mutate._tests_for_python(tmp_path, "custom_components/llm_warmth/options_flow.py")
+    )
+    # the options flow's steps tested in test_gpu.py; a config flow's start is not its own
+    assert chosen == {"tests/test_gpu.py": "starts its flow"}
+    # a module with no flow gets none this way
+    assert dict(mutate._tests_for_python(tmp_path, "custom_components/llm_warmth/gpu.py")) == {
+        "tests/test_gpu.py": "by name"
+    }
