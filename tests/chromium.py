@@ -51,25 +51,34 @@ _PAGE_REPORT_JS = """
 
 
 # The texts a card cuts short ("Next exp..."): an element inside a card, shadow roots
-# included, that ends its text in an ellipsis because its text is wider than its box.
+# included, that ends its text in an ellipsis because its text is wider than its box, or
+# whose own text runs past the card's right edge (the card hides what is beyond it). Not
+# the logbook card's rows: Home Assistant writes their names ("Server ▸ model") itself.
 _CUT_LABELS_JS = """
 (() => {
   const cut = [];
-  const walk = (root, inCard) => {
+  const ownText = (node) => [...node.childNodes]
+    .filter((c) => c.nodeType === Node.TEXT_NODE).map((c) => c.textContent).join('').trim();
+  const walk = (root, card) => {
     for (const node of root.childNodes) {
       if (node.nodeType !== Node.ELEMENT_NODE) continue;
       const tag = node.localName;
       if (tag === 'style' || tag === 'script') continue;
-      const card = inCard || tag === 'ha-card';
-      if (card && getComputedStyle(node).textOverflow === 'ellipsis'
-          && node.scrollWidth > node.clientWidth + 1 && node.textContent.trim()) {
-        cut.push(node.textContent.trim().replace(/\\s+/g, ' '));
+      // The logbook card's rows are Home Assistant's own words and names, not ours.
+      if (tag === 'hui-logbook-card') continue;
+      const inCard = tag === 'ha-card' ? node : card;
+      if (inCard && node !== inCard && node.textContent.trim()) {
+        const ellipsis = getComputedStyle(node).textOverflow === 'ellipsis'
+          && node.scrollWidth > node.clientWidth + 1;
+        const past = ownText(node) && !(node instanceof SVGElement)
+          && node.getBoundingClientRect().right > inCard.getBoundingClientRect().right + 1;
+        if (ellipsis || past) cut.push(node.textContent.trim().replace(/\\s+/g, ' '));
       }
-      if (node.shadowRoot) walk(node.shadowRoot, card);
-      walk(node, card);
+      if (node.shadowRoot) walk(node.shadowRoot, inCard);
+      walk(node, inCard);
     }
   };
-  walk(document, false);
+  walk(document, null);
   return JSON.stringify(cut);
 })()
 """

@@ -139,8 +139,9 @@ async def browser(
     access_token = hass.auth.async_create_access_token(refresh)
     sign_in = sign_in_script(frontend, access_token, refresh.token)
     screenshots = Path(os.environ.get("LLM_WARMTH_SCREENSHOTS") or tmp_path)
-    # Tall enough for the whole dashboard: the logbook card renders its rows only in view.
-    async with chromium_page(tmp_path / "profile", height=1500, init_script=sign_in) as page:
+    # Tall enough for the whole dashboard: the logbook card renders its rows only in view
+    # (at 1500 px the Load times graph's lower bounds pushed its rows out of view).
+    async with chromium_page(tmp_path / "profile", height=2400, init_script=sign_in) as page:
         yield Browser(page, frontend, access_token, screenshots, tmp_path)
 
 
@@ -424,6 +425,9 @@ async def test_the_card_draws_loads_cold_starts_memory_and_the_last_probe(
         assert "Last cold probe: time to first token" in card["text"], card["text"]
         # A new installation: the charts begin with its first recorded minutes.
         assert "Warmth, since" in card["text"], card["text"]
+        # No word cut short or hidden past the card's edge, at a desktop's and a phone's width.
+        cut = await browser.page.cut_labels()
+        assert cut == [], (name, cut)
 
     # Live: loads while the card is open are drawn from the state changes, each of them:
     # not from a history fetch (the periodic one, a minute on this span), and not only
@@ -651,6 +655,8 @@ async def test_the_warming_signals_in_the_card_and_the_learned_warming_card(
         ],
         "learned-warming",
     )
+    # The signals' rows and summaries wrap: none runs past its card's edge.
+    assert await browser.page.cut_labels() == []
 
 
 # Opened cold again and again, as the newcomer did (about 20 opens): how many showed an error

@@ -7,12 +7,14 @@ from custom_components.llm_warmth.core.dashboard_layout import (
     CARD_HOURS,
     STATE_UNKNOWN,
     WEEK_HOURS,
+    dashboard,
+    household_card,
+)
+from custom_components.llm_warmth.core.dashboard_views import (
     EntityLookup,
     PipelineView,
     Platform,
     ServerView,
-    dashboard,
-    household_card,
 )
 
 S, B, W = Platform.SENSOR, Platform.BINARY_SENSOR, Platform.SWITCH
@@ -36,6 +38,7 @@ def server(
     pipelines: Iterable[PipelineView] = (),
     household_lines: Iterable[str] = (),
     assistants: Iterable[str] = (),
+    gpu_names: dict[str, str] | None = None,
 ) -> ServerView:
     """Return a server's view with the entities ``found``."""
     return ServerView(
@@ -47,6 +50,7 @@ def server(
         entity=lookup(*found),
         household_lines=tuple(household_lines),
         assistants=tuple(assistants),
+        gpu_names=gpu_names or {},
     )
 
 
@@ -112,12 +116,17 @@ def test_a_model_without_its_warmth_has_no_card_of_its_own() -> None:
 
 def test_the_assistant_row_needs_a_model_and_its_sensor() -> None:
     found = [("", "assistant_warmth", S)]
-    # "Assistant" alone: the model's row follows (a longer name was cut at 1280 px).
-    row = {"entity": "sensor.server_assistant_warmth", "name": "Assistant"}
+    # Under a heading of its own, named by its model ("Assistant (llama3.2)" as one name
+    # was cut beside its state at 1280 px); the models under theirs.
+    row = {"entity": "sensor.server_assistant_warmth", "name": "llama3.2"}
     assert cards(server(found, models=(), assistant="llama3.2:latest"))[0] == {
         "type": "entities",
         "title": "Box",
-        "entities": [row],
+        "entities": [
+            {"type": "section", "label": "Assistant"},
+            row,
+            {"type": "section", "label": "Models"},
+        ],
     }
     # No assistant model: no "Assistant (Unknown)" row, though its sensor exists.
     assert cards(server(found, models=()))[0]["entities"] == []
@@ -187,15 +196,22 @@ def test_gpus_on_the_card_need_their_total() -> None:
             "headroom_low": "binary_sensor.gpu_a_gpu_headroom_low",
         }
     ]
-    assert shown["GPU headroom (after the reserve)"] == {
+    # Each row under the GPU's short name (its device's, with the make, was cut at 1280 px).
+    assert shown["GPU headroom"] == {
         "type": "entities",
-        "title": "GPU headroom (after the reserve)",
+        "title": "GPU headroom",
         "entities": [
-            "sensor.gpu_a_gpu_headroom",
-            "binary_sensor.gpu_a_gpu_headroom_low",
-            "binary_sensor.gpu_b_gpu_headroom_low",
+            {"entity": "sensor.gpu_a_gpu_headroom", "name": "GPU after the reserve"},
+            {"entity": "binary_sensor.gpu_a_gpu_headroom_low", "name": "GPU low"},
+            {"entity": "binary_sensor.gpu_b_gpu_headroom_low", "name": "GPU low"},
         ],
     }
+    named = by_title(server(found, gpus=("b", "a"), gpu_names={"a": "GPU 0", "b": "GPU 1"}))
+    assert [row["name"] for row in named["GPU headroom"]["entities"]] == [
+        "GPU 0 after the reserve",
+        "GPU 0 low",
+        "GPU 1 low",
+    ]
     # Without a GPU's total: no gpus on the card at all.
     alone = by_title(server([(MODEL, "warmth", S), ("gpu_b", "gpu_memory_other", S)], gpus=["b"]))
     assert "gpus" not in alone["Box: warmth, loads and memory"]
@@ -216,7 +232,7 @@ def test_learned_warming_says_why_a_sensor_is_unknown() -> None:
     found = [(MODEL, "auto_warm", W), (MODEL, "next_expected_use", S), (MODEL, "uses_today", S)]
     found += [(MODEL, "in_usage_window", B), ("llama", "uses_today", W)]
     card = by_title(server(found, models=(MODEL, "llama")))["Learned warming"]
-    expected_use = {"entity": "sensor.qwen3:latest_next_expected_use", "name": "Next expected use"}
+    expected_use = {"entity": "sensor.qwen3:latest_next_expected_use", "name": "Next use"}
     assert card == {
         "type": "entities",
         "title": "Learned warming",
@@ -243,7 +259,7 @@ def test_learned_warming_says_why_a_sensor_is_unknown() -> None:
     # With its usage rhythm sensor, the row says why in its few words (the reason's
     # sentence cut the row's name to "Next exp..." in a 1280 px dashboard's column).
     card = by_title(server([*found, (MODEL, "usage_rhythm", S)], models=(MODEL,)))
-    rhythm = {"entity": "sensor.qwen3:latest_usage_rhythm", "name": "Next expected use"}
+    rhythm = {"entity": "sensor.qwen3:latest_usage_rhythm", "name": "Next use"}
     assert card["Learned warming"]["entities"][3] == {
         "type": "conditional",
         "conditions": [{"entity": expected_use["entity"], "state": STATE_UNKNOWN}],
@@ -304,7 +320,7 @@ def test_the_order_of_the_cards() -> None:
         "Time to first token (probes)",
         "Voice",
         "Voice: the silence before the reply",
-        "GPU headroom (after the reserve)",
+        "GPU headroom",
         "Loads, unloads, cold starts and pins",
     ]
 

@@ -77,7 +77,7 @@ async def test_the_dashboard_shows_what_exists(
         "Load times",
         f"{mock_config_entry.title}: the last 7 days",
         "Time to first token (probes)",
-        "GPU headroom (after the reserve)",
+        "GPU headroom",
         "Loads, unloads, cold starts and pins",
     ]
     entities = referenced(config)
@@ -201,10 +201,12 @@ async def test_the_assistant_row_names_its_model_and_the_logbook_the_models(
         hass, mock_config_entry, {**mock_config_entry.options, CONF_ASSISTANT_MODEL: LLAMA}
     )
     cards = (await build(hass))["views"][0]["cards"]
-    assert cards[0]["entities"][0] == {
-        "entity": "sensor.ollama_test_assistant_warmth",
-        "name": "Assistant",
-    }
+    # Under its own heading, named by its model: the row follows the assistant's model.
+    assert cards[0]["entities"][:3] == [
+        {"type": "section", "label": "Assistant"},
+        {"entity": "sensor.ollama_test_assistant_warmth", "name": "llama3.2:3b"},
+        {"type": "section", "label": "Models"},
+    ]
     logbook = next(card for card in cards if card["type"] == "logbook")
     assert logbook["target"]["entity_id"] == [
         "sensor.ollama_test_llama3_2_3b",
@@ -255,17 +257,13 @@ async def test_learned_warming_has_a_section_that_says_why_nothing_is_expected(
         {
             "type": "conditional",
             "conditions": [{"entity": next_use, "state_not": "unknown"}],
-            "row": {"entity": next_use, "name": "Next expected use"},
+            "row": {"entity": next_use, "name": "Next use"},
         },
         {
             "type": "conditional",
             "conditions": [{"entity": next_use, "state": "unknown"}],
-            "row": {
-                "type": "attribute",
-                "attribute": "reason",
-                "entity": next_use,
-                "name": "Next expected use",
-            },
+            # The usage rhythm's few words (the reason's sentence cut the row's name).
+            "row": {"entity": f"sensor.{prefix}_usage_rhythm", "name": "Next use"},
         },
     ]
     assert hass.states.get(next_use).attributes["reason"] == "learning"

@@ -156,7 +156,7 @@ async def test_the_demo_shows_warmth_and_events_in_a_browser(
                 "pushed out of memory by",
                 # The sections a household turns on, each with its values.
                 "Learned warming",
-                "Next expected use",
+                "Next use",
                 "Auto-warm",
                 "Cold starts (7 days)",
                 # The chat model's few days of uses: it says why no use is expected.

@@ -50,6 +50,10 @@ def _server_view(
         models=entry.runtime_data.coordinator.data.models,
         assistant=assistant_model(entry)[0],
         gpus=list(gpu.data.gpus) if gpu is not None and gpu.data is not None else [],
+        gpu_names={
+            uuid: f"GPU {reading.status.index}"
+            for uuid, reading in (gpu.data.gpus.items() if gpu and gpu.data else ())
+        },
         pipelines=[
             PipelineView(voice_subject(pipeline.id), pipeline.name)
             for pipeline in entry.runtime_data.voice.pipelines.values()

@@ -7,9 +7,8 @@ composes the Lovelace dashboard (one view) from what exists: a card per server, 
 learned warming and voice sections, the graphs, the week, the logbook.
 """
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Final
 
 from .dashboard_cards import (
@@ -23,52 +22,11 @@ from .dashboard_cards import (
     Row,
     WarmthCard,
 )
+from .dashboard_views import PipelineView, Platform, ServerView
 from .model_readings import display_name
 
-
-class Platform(StrEnum):
-    """The platforms of the entities the dashboard shows (as Home Assistant names them)."""
-
-    SENSOR = "sensor"
-    BINARY_SENSOR = "binary_sensor"
-    SWITCH = "switch"
-
-
-# The entity id of a subject's entity (a model, ``gpu_<uuid>``, a pipeline's subject, ""
-# for the server's own) of a key on a platform; None when there is none to show.
-type EntityLookup = Callable[[str, str, Platform], str | None]
-
-
-@dataclass(frozen=True, slots=True)
-class PipelineView:
-    """An Assist pipeline whose agent uses a model of the server: its entities' subject."""
-
-    subject: str
-    name: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class ServerView:
-    """One server as the dashboard shows it, read from its entry and the entity registry.
-
-    ``assistant``: its assistant model (None: no agent found, none chosen). ``entity``:
-    its enabled entities (a sensor the user disabled would only show "not available").
-    ``household_lines``: the household device's sensors of this server; ``assistants``:
-    its warm assistants' conversation entities.
-    """
-
-    title: str
-    models: Collection[str]
-    assistant: str | None
-    gpus: Collection[str]
-    pipelines: Collection[PipelineView]
-    entity: EntityLookup
-    household_lines: Sequence[str] = ()
-    assistants: Sequence[str] = ()
-
-    def find(self, subject: str, key: str, platform: Platform = Platform.SENSOR) -> str | None:
-        """Return the entity id of ``subject``'s ``key`` on ``platform``, if it is shown."""
-        return self.entity(subject, key, platform)
+# The views are the layout's input: named here too, where the shell and the tests take them.
+__all__ = ["CARD_HOURS", "PipelineView", "Platform", "ServerView", "dashboard", "household_card"]
 
 
 # Home Assistant's state of an entity that has no value.
@@ -95,7 +53,8 @@ _PROBE_KEYS = {"last_ttft": "TTFT", "load_stage": "queue and load", "prefill_sta
 # Learned warming, per model once used: what the planner expects, auto-warm, the scoreboard.
 _USAGE_ROWS = (
     ("auto_warm", Platform.SWITCH, "Auto-warm"),
-    ("next_expected_use", Platform.SENSOR, "Next expected use"),
+    # "Next use": "Next expected use" beside "Learning (under 5 days)" was cut at 1280 px.
+    ("next_expected_use", Platform.SENSOR, "Next use"),
     ("in_usage_window", Platform.BINARY_SENSOR, "In a usage window"),
     ("uses_today", Platform.SENSOR, "Uses today"),
     ("warming_signals", Platform.SENSOR, "Warming signals"),
@@ -169,7 +128,7 @@ class _Parts:
     loads: list[NamedRow] = field(default_factory=list)
     probes: list[NamedRow] = field(default_factory=list)
     voice_graph: list[NamedRow] = field(default_factory=list)
-    gpus: list[str] = field(default_factory=list)
+    gpus: list[NamedRow] = field(default_factory=list)
     keep_warm: list[str] = field(default_factory=list)
     usage: list[Row] = field(default_factory=list)
     voice: list[Row] = field(default_factory=list)
@@ -215,7 +174,8 @@ def dashboard(servers: Sequence[ServerView], hours: float = CARD_HOURS) -> Dashb
         cards.append(
             {
                 "type": "entities",
-                "title": "GPU headroom (after the reserve)",
+                # "(after the reserve)" made the title too long for its column.
+                "title": "GPU headroom",
                 "entities": parts.gpus,
             }
         )
@@ -237,18 +197,14 @@ def dashboard(servers: Sequence[ServerView], hours: float = CARD_HOURS) -> Dashb
 def _add_server(parts: _Parts, server: ServerView, hours: float, prefix: str) -> None:
     """Gather one server's part of each card (``prefix``: its name, in a house of several)."""
     models = sorted(server.models)
-    # Without an assistant model (no agent found, none chosen) the row would read "Unknown".
-    assistant = server.assistant
-    server_warmth = server.find("", "assistant_warmth") if assistant else None
     # Each model's warmth is its main entity: the row reads as the model's name.
     model_warmth = [e for m in models if (e := server.find(m, "warmth"))]
-    assistant_row: list[str | Row] = (
-        # "Assistant" alone: the model's own row follows, and "Assistant (<model>)" beside
-        # "Warm, no expiry" was cut at 1280 px.
-        [{"entity": server_warmth, "name": "Assistant"}] if server_warmth and assistant else []
-    )
     parts.cards.append(
-        {"type": "entities", "title": server.title, "entities": [*assistant_row, *model_warmth]}
+        {
+            "type": "entities",
+            "title": server.title,
+            "entities": [*_assistant_rows(server), *model_warmth],
+        }
     )
     # The logbook of the models, and of the server's outages and restarts (its
     # connectivity): the assistant's warmth would repeat one of the models' lines.
@@ -282,14 +238,34 @@ def _add_server(parts: _Parts, server: ServerView, hours: float, prefix: str) ->
     parts.loads += _graphed(models, _LOAD_KEYS, server)
     parts.probes += _graphed(models, _PROBE_KEYS, server)
     for uuid in gpu_uuids:
+        gpu = server.gpu_names.get(uuid, "GPU")
         parts.gpus += [
-            e
-            for key, platform in (
-                ("gpu_headroom", Platform.SENSOR),
-                ("gpu_headroom_low", Platform.BINARY_SENSOR),
+            {"entity": e, "name": f"{prefix}{gpu} {label}"}
+            for key, platform, label in (
+                ("gpu_headroom", Platform.SENSOR, "after the reserve"),
+                ("gpu_headroom_low", Platform.BINARY_SENSOR, "low"),
             )
             if (e := server.find(f"gpu_{uuid}", key, platform))
         ]
+
+
+def _assistant_rows(server: ServerView) -> list[str | Row]:
+    """Return the server's assistant row, named by its model, under a heading of its own.
+
+    The server's Assistant warmth follows whichever model the assistant uses; "Assistant
+    (llama3.2:3b)" as one row's name was cut beside "Warm, no expiry" in a 1280 px column.
+    Without an assistant model (no agent found, none chosen) the row would read "Unknown":
+    none.
+    """
+    assistant = server.assistant
+    server_warmth = server.find("", "assistant_warmth") if assistant else None
+    if not server_warmth or not assistant:
+        return []
+    return [
+        {"type": "section", "label": "Assistant"},
+        {"entity": server_warmth, "name": display_name(assistant)},
+        {"type": "section", "label": "Models"},
+    ]
 
 
 def _switches_apart(title: str, rows: list[Row]) -> EntitiesCard:

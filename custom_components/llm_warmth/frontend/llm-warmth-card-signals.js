@@ -73,7 +73,7 @@ export function signalsSection(models, states, escape) {
         : model.reason ?? t("no_signal_warms"),
       ...(model.warmedBy ? [t("warmed", { how: model.warmedBy })] : []),
     ].join(" · ");
-    return `<div class="signals-model"><span class="name">${escape(model.name)}</span> <span class="now">${escape(summary)}</span>` +
+    return `<div class="signals-model"><span class="name">${escape(model.name)}</span> <span class="signals-summary">${escape(summary)}</span>` +
       (lines.length ? `<ul class="signals">${lines.join("")}</ul>` : "") +
       `</div>`;
   });
@@ -82,6 +82,7 @@ export function signalsSection(models, states, escape) {
 
 export const SIGNALS_STYLE = `
   .signals-model { margin-bottom: 6px; font-size: 14px; }
+  .signals-summary { color: var(--secondary-text-color); overflow-wrap: anywhere; }
   ul.signals { margin: 2px 0 0; padding-left: 18px; font-size: 12px; color: var(--secondary-text-color); }
   ul.signals li.acts b { color: var(--primary-text-color); }
   ul.signals .counts { white-space: nowrap; }
