@@ -659,6 +659,16 @@ async def test_the_warming_signals_in_the_card_and_the_learned_warming_card(
     assert await browser.page.cut_labels() == []
 
 
+async def _ready_dashboard(hass: HomeAssistant, browser: Browser) -> str:
+    """Save what llm_warmth.dashboard returns as a dashboard; return its URL."""
+    dashboard = await hass.services.async_call(
+        DOMAIN, "dashboard", {}, blocking=True, return_response=True
+    )
+    assert dashboard is not None
+    await _save_dashboard(browser, "llm-warmth", dashboard["config"])
+    return f"{browser.url}/llm-warmth/llm-warmth"
+
+
 # Opened cold again and again, as the newcomer did (about 20 opens): how many showed an error
 # card where the integration's card should be, once Home Assistant's wait was over.
 COLD_OPENS = 20
@@ -668,14 +678,9 @@ async def test_the_card_is_defined_on_every_cold_open(
     hass: HomeAssistant, browser: Browser, init_integration: MockConfigEntry
 ) -> None:
     """Each open with the browser's cache off: the card drawn, never "Configuration error"."""
-    dashboard = await hass.services.async_call(
-        DOMAIN, "dashboard", {}, blocking=True, return_response=True
-    )
-    assert dashboard is not None
-    await _save_dashboard(browser, "llm-warmth", dashboard["config"])
+    url = await _ready_dashboard(hass, browser)
     await browser.page.send("Network.enable")
     await browser.page.send("Network.setCacheDisabled", {"cacheDisabled": True})
-    url = f"{browser.url}/llm-warmth/llm-warmth"
     failed: list[tuple[int, list[str]]] = []
     for number in range(COLD_OPENS):
         await browser.page.goto(url)
@@ -692,12 +697,7 @@ async def test_the_card_speaks_the_users_language(
     hass: HomeAssistant, browser: Browser, init_integration: MockConfigEntry
 ) -> None:
     """A German profile: the card's headings, states and legend in German, no English left."""
-    dashboard = await hass.services.async_call(
-        DOMAIN, "dashboard", {}, blocking=True, return_response=True
-    )
-    assert dashboard is not None
-    await _save_dashboard(browser, "llm-warmth", dashboard["config"])
-    url = f"{browser.url}/llm-warmth/llm-warmth"
+    url = await _ready_dashboard(hass, browser)
     await browser.page.goto(url)
     # Where the frontend keeps the language a user picked in their profile.
     await browser.page.evaluate("localStorage.setItem('selectedLanguage', '\"de\"')")

@@ -107,6 +107,31 @@ def _stage_sensor(
     )
 
 
+def _seconds_sensor(
+    key: str,
+    value_fn: Callable[[ModelTiming], float | None],
+    has_fn: Callable[[Capabilities], bool],
+    *,
+    reason_fn: Callable[[ServerSnapshot, str], Unknown | None],
+    reasons: tuple[Unknown, ...],
+    attrs_fn: Callable[[ServerSnapshot, str], Mapping[str, object]] | None = None,
+) -> ModelSensorDescription:
+    """Describe a model's figure in seconds, to a tenth (a load's or a cold request's)."""
+    return ModelSensorDescription(
+        key=key,
+        translation_key=key,
+        device_class=SensorDeviceClass.DURATION,
+        state_class=SensorStateClass.MEASUREMENT,
+        native_unit_of_measurement=UnitOfTime.SECONDS,
+        suggested_display_precision=1,
+        value_fn=lambda s, m: value_fn(timing(s, m)),
+        attrs_fn=attrs_fn,
+        has_fn=has_fn,
+        reason_fn=reason_fn,
+        reasons=reasons,
+    )
+
+
 def _load_figure_sensor(
     key: str,
     value_fn: Callable[[ModelTiming], float | None],
@@ -120,16 +145,11 @@ def _load_figure_sensor(
     ``at_least_seconds``, and never as the state (the state stays the last exact figure,
     Unknown until there is one).
     """
-    return ModelSensorDescription(
-        key=key,
-        translation_key=key,
-        device_class=SensorDeviceClass.DURATION,
-        state_class=SensorStateClass.MEASUREMENT,
-        native_unit_of_measurement=UnitOfTime.SECONDS,
-        suggested_display_precision=1,
-        value_fn=lambda s, m: value_fn(timing(s, m)),
+    return _seconds_sensor(
+        key,
+        value_fn,
+        has_fn,
         attrs_fn=lambda s, m: load_figure_attrs(source_fn(timing(s, m)), at_least_fn(timing(s, m))),
-        has_fn=has_fn,
         # Unknown until an exact figure: none timed yet, or polls saw only part of a load.
         reason_fn=lambda s, m: load_figure_unknown(at_least_fn(timing(s, m))),
         reasons=(Unknown.NOT_TIMED_YET, Unknown.LOWER_BOUND_ONLY),
@@ -147,15 +167,10 @@ def _lower_bound_sensor(
     replaces), so that the device page and the graphs tell the load as the card does
     ("at least 4.6 s"). Unknown while the newest load was timed exactly, or none was seen.
     """
-    return ModelSensorDescription(
-        key=key,
-        translation_key=key,
-        device_class=SensorDeviceClass.DURATION,
-        state_class=SensorStateClass.MEASUREMENT,
-        native_unit_of_measurement=UnitOfTime.SECONDS,
-        suggested_display_precision=1,
-        value_fn=lambda s, m: at_least_fn(timing(s, m)),
-        has_fn=has_fn,
+    return _seconds_sensor(
+        key,
+        at_least_fn,
+        has_fn,
         reason_fn=lambda s, m: lower_bound_unknown(at_least_fn(timing(s, m))),
         reasons=(Unknown.NO_PARTLY_SEEN_LOAD,),
     )
