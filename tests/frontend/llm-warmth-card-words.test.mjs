@@ -72,6 +72,8 @@ describe("the card's words", () => {
     assert.equal(formatSeconds(75), "1 min 15 s");
     assert.equal(formatBytes(6 * 1024 ** 3), "6,0 GiB");
     assert.equal(decimal(0.25, 1), "0,3");
+    // No thousands separator: "1234,0 GiB", never "1.234,0 GiB".
+    assert.equal(formatBytes(1234 * 1024 ** 3), "1234,0 GiB");
     setLanguage("en");
     assert.equal(formatSeconds(7.5, false), "at least 7.5 s");
     assert.equal(formatBytes(1.5 * 1024 ** 3), "1.5 GiB");
