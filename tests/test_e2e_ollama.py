@@ -103,6 +103,9 @@ async def test_a_cold_request_by_another_client(
     # A lower bound: the sensor says "at least", its state stays for an exact figure.
     assert cold.state == "unknown"
     assert cold.attributes["at_least_seconds"] == pytest.approx(event["cold_request_seconds"])
+    # The same lower bound on its own sensor, the one the device page and the graph show.
+    partly = hass.states.get(model_id(entry, "sensor.big_last_partly_seen_cold_request_at_least"))
+    assert float(partly.state) == pytest.approx(event["cold_request_seconds"], abs=0.05)
 
     # What the integration sent meanwhile: spaced fast polls, never back to back.
     polls = proxy.sent("/api/ps", started, ended)
