@@ -90,7 +90,11 @@ describe("the card's words", () => {
       figure: "au moins 3,0 s",
       after: "(les interrogations en ont vu une partie)",
     });
+    // The span agrees with its heading: one hour, several, days.
+    assert.equal(t("warmth_last", { span: t("span_hour") }), "Chaleur sur la dernière heure");
+    assert.equal(t("warmth_last", { span: t("span_days", { count: 7 }) }), "Chaleur sur les 7 derniers jours");
     setLanguage("es");
+    assert.equal(t("warmth_last", { span: t("span_hour") }), "Calor en la última hora");
     assert.equal(coldStartWords({ seconds: 7.8, exact: true, waitedBy: "la prueba" }).before, "la prueba esperó");
   });
 
