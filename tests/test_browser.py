@@ -47,6 +47,7 @@ from custom_components.llm_warmth.const import (
     SUBENTRY_WARMING_SIGNALS,
 )
 from custom_components.llm_warmth.devices import server_device_identifier
+from custom_components.llm_warmth.voice import voice_subject
 from demo.home_assistant import http_storage
 
 from .assist import hass_config_dir_fixture, setup_assist  # noqa: F401 (a fixture)
@@ -269,6 +270,19 @@ async def test_the_voice_silence_graphed_in_the_dashboard(
     assert "Harness agent's first words" in text
     # The assistant's row beside "Warm, no expiry", the voice rows: none cut short.
     assert await browser.page.cut_labels() == []
+    # The pipeline's device page says what it is, connected via the server; as a child
+    # device of the server it read "Ollama server by Ollama, Firmware 0.12.6".
+    device = dr.async_get(hass).async_get_device_by_identifier(
+        (DOMAIN, f"{init_integration.entry_id}_{voice_subject(assist.pipeline_id)}"),
+        init_integration.entry_id,
+    )
+    assert device is not None
+    page = await _look(
+        browser, f"/config/devices/device/{device.id}", ["Assist pipeline"], "voice-device"
+    )
+    assert "Connected via" in page
+    assert "Ollama server" not in page
+    assert "Firmware" not in page
 
 
 # The card's parts, read from its shadow root wherever the dashboard put it.

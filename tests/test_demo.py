@@ -212,10 +212,10 @@ async def _the_household_features_have_values(
 
     # The pipeline's voice device: its last turn, stage by stage. The warm assistant
     # answered it from the NAS's warm model: no wait for the assistant model's 4 s load.
-    silence = one("_assist_kitchen_silence_before_the_reply")
+    silence = one(".assist_kitchen_silence_before_the_reply")
     assert float(silence["state"]) < 4.0, silence
-    assert float(one("_assist_kitchen_speech_to_text")["state"]) >= 0.5
-    assert one("_assist_kitchen_warm_on_wake")["state"] == "on"
+    assert float(one(".assist_kitchen_speech_to_text")["state"]) >= 0.5
+    assert one(".assist_kitchen_warm_on_wake")["state"] == "on"
     assistant = states["conversation.house_assistant"]["attributes"]
     assert (assistant["reason"], assistant["agent_model"]) == (
         "fallback_primary_cold",

@@ -13,7 +13,12 @@ from types import SimpleNamespace
 from homeassistant.components.recorder.history import get_significant_states
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers import device_registry as dr, entity_registry as er, issue_registry as ir
+from homeassistant.helpers import (
+    area_registry as ar,
+    device_registry as dr,
+    entity_registry as er,
+    issue_registry as ir,
+)
 from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import (
@@ -73,7 +78,10 @@ def stamped(assist: Assist, kind: str) -> datetime:
 
 
 async def test_a_cold_turn_explained_stage_by_stage(
-    hass: HomeAssistant, assist: Assist, emulator: OllamaEmulator
+    hass: HomeAssistant,
+    assist: Assist,
+    emulator: OllamaEmulator,
+    mock_config_entry: MockConfigEntry,
 ) -> None:
     """The figures are the pipeline's own timestamps; the model's load is the costliest."""
     turns = async_capture_events(hass, EVENT_VOICE_TURN)
@@ -82,11 +90,23 @@ async def test_a_cold_turn_explained_stage_by_stage(
     await settle(hass)
     assert len(turns) == 1
     data = turns[0].data
-    # The pipeline's device, a child of the server's, names the pipeline.
-    device = dr.async_get(hass).async_get_child_device_by_identifier(
+    # The pipeline's device names the pipeline and says what it is, connected via the server
+    # (as a child device, its page described it by the server: "Ollama server, Firmware").
+    devices = dr.async_get(hass)
+    device = devices.async_get_device_by_identifier(
         (DOMAIN, f"{ENTRY_ID}_{voice_subject(assist.pipeline_id)}"), ENTRY_ID
     )
-    assert device is not None
+    assert isinstance(device, dr.DeviceEntry)
+    assert (device.name, device.model, device.entry_type) == (
+        "Assist Harness",
+        "Assist pipeline",
+        dr.DeviceEntryType.SERVICE,
+    )
+    assert (device.manufacturer, device.sw_version) == (None, None)
+    assert device.via_device_id == mock_config_entry.runtime_data.server_device_id
+    assert voice_entity(hass, assist, "voice_silence") == (
+        "sensor.assist_harness_silence_before_the_reply"
+    )
     assert data["pipeline"] == assist.pipeline_id
     assert (data["model"], data["agent"]) == (LLAMA, assist.agent_entity_id)
     # Each figure, against the run's own stamps.
@@ -318,7 +338,7 @@ async def test_a_pipelines_device_is_removable_once_its_agent_no_longer_uses_a_m
     await assist.turn()
     await settle(hass)
     devices = dr.async_get(hass)
-    device = devices.async_get_child_device_by_identifier(
+    device = devices.async_get_device_by_identifier(
         (DOMAIN, f"{ENTRY_ID}_{voice_subject(assist.pipeline_id)}"), ENTRY_ID
     )
     assert device is not None
@@ -331,6 +351,70 @@ async def test_a_pipelines_device_is_removable_once_its_agent_no_longer_uses_a_m
     await hass.async_block_till_done()
     assert mock_config_entry.runtime_data.voice.pipelines == {}
     assert await async_remove_config_entry_device(hass, mock_config_entry, device)
+
+
+async def test_a_pipelines_child_device_of_an_earlier_release_becomes_its_own(
+    hass: HomeAssistant, assist: Assist, mock_config_entry: MockConfigEntry
+) -> None:
+    """Upgrading from 0.3.0: same device id, area, name, entities, ids and history."""
+    await assist.turn()
+    await settle(hass)
+    devices, entities = dr.async_get(hass), er.async_get(hass)
+    identifier = (DOMAIN, f"{ENTRY_ID}_{voice_subject(assist.pipeline_id)}")
+    silence = voice_entity(hass, assist, "voice_silence")
+    switch = voice_entity(hass, assist, "voice_warm_on_wake", "switch")
+    await hass.services.async_call("switch", "turn_on", {"entity_id": switch}, blocking=True)
+    assert await hass.config_entries.async_unload(ENTRY_ID)
+    await hass.async_block_till_done()
+    # The registry as 0.3.0 left it: the pipeline a child device of the server, placed
+    # and renamed by the user, its entities under the ids 0.3.0 gave them.
+    server = devices.async_get_device_by_identifier((DOMAIN, ENTRY_ID), ENTRY_ID)
+    assert server is not None
+    child = devices.async_get_or_create_child(
+        config_entry_id=ENTRY_ID,
+        identifiers={identifier},
+        name="Assist Harness",
+        parent_device_id=server.id,
+    )
+    old_ids = {}
+    for entity in er.async_entries_for_device(entities, child.id, include_disabled_entities=True):
+        old_id = entity.entity_id.replace(".assist_", ".ollama_test_assist_")
+        entities.async_update_entity(entity.entity_id, new_entity_id=old_id)
+        old_ids[entity.unique_id] = old_id
+    assert f"{ENTRY_ID}_{voice_subject(assist.pipeline_id)}_voice_silence" in old_ids
+    kitchen = ar.async_get(hass).async_create("Kitchen")
+    devices.async_update_child_device(child.id, area_id=kitchen.id, name_by_user="Kitchen voice")
+
+    assert await hass.config_entries.async_setup(ENTRY_ID)
+    await hass.async_block_till_done()
+    device = devices.async_get_device_by_identifier(identifier, ENTRY_ID)
+    assert isinstance(device, dr.DeviceEntry)
+    assert devices.async_get_child_device_by_identifier(identifier, ENTRY_ID) is None
+    assert (device.id, device.area_id, device.name_by_user) == (
+        child.id,
+        kitchen.id,
+        "Kitchen voice",
+    )
+    assert (device.model, device.via_device_id) == ("Assist pipeline", server.id)
+    mine = er.async_entries_for_device(entities, device.id, include_disabled_entities=True)
+    assert {e.unique_id: e.entity_id for e in mine} == old_ids
+    # What was kept is on the ids the household's history and dashboards know.
+    old_switch = old_ids[f"{ENTRY_ID}_{voice_subject(assist.pipeline_id)}_voice_warm_on_wake"]
+    assert hass.states.get(old_switch).state == "on"
+    assert hass.states.get(old_ids[silence_unique_id(assist)]) is not None
+    assert hass.states.get(silence) is None
+    assert hass.states.get(switch) is None
+    # A second start finds nothing to adopt.
+    await hass.config_entries.async_reload(ENTRY_ID)
+    await hass.async_block_till_done()
+    again = devices.async_get_device_by_identifier(identifier, ENTRY_ID)
+    assert again is not None
+    assert (again.id, again.modified_at) == (device.id, device.modified_at)
+
+
+def silence_unique_id(assist: Assist) -> str:
+    """Return the unique id of the pipeline's silence sensor."""
+    return f"{ENTRY_ID}_{voice_subject(assist.pipeline_id)}_voice_silence"
 
 
 async def test_the_server_down_mid_turn_and_an_aborted_run(

@@ -39,6 +39,7 @@ from .core.backends.detection import create_client
 from .core.server_url import host_of
 from .data import LlmWarmthConfigEntry, LlmWarmthData
 from .devices import (
+    async_adopt_voice_devices,
     async_register_server,
     async_sync_devices,
     gpu_device_identifier,
@@ -46,6 +47,7 @@ from .devices import (
     is_voice_device,
     model_device_identifier,
     server_device_identifier,
+    voice_device_identifier,
 )
 from .diagnoses import Diagnoses
 from .gpu_coordinator import GpuCoordinator, gpu_issue_id, gpu_source_from_options
@@ -104,6 +106,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: LlmWarmthConfigEntry) ->
     own_requests = OwnRequests(coordinator, monitor, store)
     await coordinator.async_config_entry_first_refresh()
     server_device_id = async_register_server(hass, entry, kind, coordinator.data.version)
+    async_adopt_voice_devices(hass, entry, server_device_id)
     gpu = await _async_gpu(hass, entry, coordinator)
     data = entry.runtime_data = _runtime_data(
         hass,
@@ -367,7 +370,7 @@ async def async_remove_config_entry_device(
     if is_voice_device(entry.entry_id, device.identifiers):
         pipelines = entry.runtime_data.voice.pipelines
         return not any(
-            (DOMAIN, f"{entry.entry_id}_{voice_subject(p)}") in device.identifiers
+            voice_device_identifier(entry.entry_id, voice_subject(p)) in device.identifiers
             for p in pipelines
         )
     models = entry.runtime_data.coordinator.data.models

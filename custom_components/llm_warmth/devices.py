@@ -19,6 +19,7 @@ MANUFACTURERS: Final = {
     ServerKind.LLAMA_SERVER: "llama.cpp",
     ServerKind.LLAMA_SWAP: "llama-swap",
 }
+PIPELINE_MODEL: Final = "Assist pipeline"
 SERVER_MODELS: Final = {
     ServerKind.OLLAMA: "Ollama server",
     ServerKind.LLAMA_SERVER: "llama-server (router mode)",
@@ -95,6 +96,59 @@ def is_voice_device(entry_id: str, identifiers: set[tuple[str, str]]) -> bool:
     return any(
         domain == DOMAIN and name.startswith(f"{entry_id}_voice_") for domain, name in identifiers
     )
+
+
+def voice_device_identifier(entry_id: str, subject: str) -> tuple[str, str]:
+    """Return the identifier of an Assist pipeline's device (``subject``: ``voice_<id>``)."""
+    return (DOMAIN, f"{entry_id}_{subject}")
+
+
+def voice_device_info(entry: LlmWarmthConfigEntry, subject: str, name: str) -> dr.DeviceInfo:
+    """Return the device of an Assist pipeline whose agent uses this server's models.
+
+    A device of its own, connected via the server, and a service (no firmware): as a
+    child device of the server, Home Assistant's device page described it by its parent
+    ("Ollama server, Firmware 0.12.6"), which a pipeline is not.
+    """
+    return dr.DeviceInfo(
+        identifiers={voice_device_identifier(entry.entry_id, subject)},
+        name=name,
+        model=PIPELINE_MODEL,
+        entry_type=dr.DeviceEntryType.SERVICE,
+        via_device_id=entry.runtime_data.server_device_id,
+    )
+
+
+@callback
+def async_adopt_voice_devices(
+    hass: HomeAssistant, entry: LlmWarmthConfigEntry, server_device_id: str
+) -> None:
+    """Make the pipelines' child devices (builds before 0.3.0) devices of their own.
+
+    The registry cannot turn a child device into a device, so each is removed and made
+    again from the registry's memory of it: the same device id, area, labels, name given
+    by the user and disabled state; its entities are set aside first (a removed device's
+    entities go with it) and attached again, so every entity keeps its id and history.
+    """
+    devices = dr.async_get(hass)
+    entities = er.async_get(hass)
+    for child in dr.async_child_entries_for_config_entry(devices, entry.entry_id):
+        if not is_voice_device(entry.entry_id, child.identifiers):
+            continue
+        own = er.async_entries_for_device(entities, child.id, include_disabled_entities=True)
+        for entity in own:
+            entities.async_update_entity(entity.entity_id, device_id=None)
+        devices.async_remove_device(child.id)
+        device = devices.async_get_or_create(
+            config_entry_id=entry.entry_id,
+            identifiers=set(child.identifiers),
+            name=child.name,
+            model=PIPELINE_MODEL,
+            entry_type=dr.DeviceEntryType.SERVICE,
+            via_device_id=server_device_id,
+        )
+        for entity in own:
+            entities.async_update_entity(entity.entity_id, device_id=device.id)
 
 
 @callback

@@ -20,11 +20,9 @@ from homeassistant.components.sensor import (
 from homeassistant.components.switch import SwitchEntity, SwitchEntityDescription
 from homeassistant.const import EntityCategory, UnitOfTime
 from homeassistant.core import callback
-from homeassistant.helpers.device_registry import ChildDeviceInfo
 from homeassistant.helpers.entity import Entity
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
-from .const import DOMAIN
 from .coordinator import LlmWarmthCoordinator
 from .core.voice import VoiceStage
 from .core.voice_readings import (
@@ -39,6 +37,7 @@ from .core.voice_readings import (
 )
 from .core.voice_record import VoiceRecord, WakeCounts
 from .data import LlmWarmthConfigEntry
+from .devices import voice_device_info
 from .entity import Followed, LlmWarmthEntity
 from .voice import VoiceWatch, voice_subject
 from .voice_wake import VoicePipeline
@@ -138,7 +137,7 @@ def async_add_voice_entities(
 
 
 class VoiceEntity(LlmWarmthEntity[LlmWarmthCoordinator]):
-    """An entity of a pipeline's device (a child device of the server)."""
+    """An entity of a pipeline's device (connected via the server)."""
 
     def __init__(
         self,
@@ -152,11 +151,7 @@ class VoiceEntity(LlmWarmthEntity[LlmWarmthCoordinator]):
         super().__init__(
             coordinator,
             description,
-            ChildDeviceInfo(
-                identifiers={(DOMAIN, f"{entry.entry_id}_{subject}")},
-                name=f"Assist {pipeline.name}",
-                parent_device_id=entry.runtime_data.server_device_id,
-            ),
+            voice_device_info(entry, subject, f"Assist {pipeline.name}"),
             entry.entry_id,
             subject,
         )
