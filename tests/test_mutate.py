@@ -52,6 +52,22 @@ PAIR_A, PAIR_B = 2, 3
 def pair_sum() -> int:
     """Return the pair's sum."""
     return PAIR_A + PAIR_B
+
+
+def _sizes(base: int) -> tuple[int, ...]:
+    """Build the sizes, at import."""
+    return (base, base * 2)
+
+
+SIZES = _sizes(4)
+
+
+def _label(name: str) -> str:
+    """Build a label, at import (no test reads it)."""
+    return name.upper()
+
+
+LABEL = _label("box")
 '''
 
 # Imported by name, after the patch: a mutant of clamp or of Box.big is what they call.
@@ -72,6 +88,12 @@ def test_triple():
 def test_box():
     assert Box(9).big
     assert not Box(1).big
+
+
+def test_sizes():
+    from pkg.calc import SIZES
+
+    assert SIZES == (4, 8)
 """
 
 PYPROJECT = """[tool.pytest.ini_options]
@@ -114,7 +136,8 @@ def test_mutants_of_a_module(project: Path) -> None:
     # neither the logger call's argument, nor a docstring, nor an annotation, nor -> None
     assert not [line for line in lines if re.match(r"pkg/calc.py:(1|19|26|28):", line)]
     assert "pkg/calc.py:36:21 number 3 -> 4  [statement]" in lines
-    assert len(lines) == 17
+    assert "pkg/calc.py:46:24 arith * -> /  [code]" in lines
+    assert len(lines) == 22
 
 
 def test_killed_survived_and_not_applied(project: Path) -> None:
@@ -131,10 +154,17 @@ def test_killed_survived_and_not_applied(project: Path) -> None:
     assert "KILLED pkg/calc.py:36:21 number 3 -> 4" in out  # PAIR_A, PAIR_B = 2, 3
     assert "SURVIVED pkg/calc.py:33:26 compare > -> >=\n    return self.size > 5" in out
     assert "SURVIVED pkg/calc.py:12:14 compare < -> <=" in out
-    # LIMIT is the default of clamp, bound when the module was imported
-    assert "NOT APPLIED pkg/calc.py:7:9 number 10 -> 11: LIMIT is used at import on line 10" in out
+    # LIMIT is the default of clamp, bound when the module was imported: no patch in place
+    # reaches it, so the module is imported again with the mutant
+    assert "KILLED pkg/calc.py:7:9 number 10 -> 11" in out
+    # _sizes runs at import only (no test's trace sees its lines): imported again, the
+    # mutant is what built SIZES
+    assert "KILLED pkg/calc.py:46:24 arith * -> /" in out
+    assert "KILLED pkg/calc.py:46:5 return_none" in out
+    # ... and imported again, a fault no test reads survives (the import itself is no kill)
+    assert "SURVIVED pkg/calc.py:54:5 return_none return name.upper() -> return None" in out
     row = next(line for line in out.splitlines() if line.startswith("pkg/calc.py "))
-    assert row.split()[1:7] == ["17", "13", "3", "0", "1", "81.2"], row
+    assert row.split()[1:7] == ["22", "18", "4", "0", "0", "81.8"], row
     assert (project / "pkg" / "calc.py").read_text() == before
 
 
