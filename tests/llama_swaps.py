@@ -88,18 +88,18 @@ class Swaps:
         port = free_port()
         config = self._tmp / f"llama-swap-{port}.yaml"
         # Its models' llama-server output goes to its log too (llama-server's own times).
-        lines = [
-            "healthCheckTimeout: 15",
-            "logToStdout: both",
-            f"startPort: {free_port()}",
-            "models:",
-        ]
+        lines = ["healthCheckTimeout: 15", "logToStdout: both", "models:"]
         for spec in models:
             file = "no-such-model.gguf" if spec.broken else "tiny.gguf"
+            # A port of its own, free now: with startPort only the first model's port was
+            # known free, and a second model's (startPort + 1) could be another test's
+            # (a llama-server that cannot bind "exited prematurely", seen in CI).
+            model_port = free_port()
             lines += [
                 f"  {spec.name}:",
                 f"    cmd: {self._server} -m {self._models}/{file} --host 127.0.0.1"
-                " --port ${PORT} -c 512 -t 2",
+                f" --port {model_port} -c 512 -t 2",
+                f"    proxy: http://127.0.0.1:{model_port}",
             ]
             if spec.ttl:
                 lines.append(f"    ttl: {spec.ttl}")
