@@ -298,6 +298,40 @@ def test_a_part_no_test_names_is_tested_through_the_module_that_imports_it(
     assert chosen == {"tests/test_warm_assistant.py": "through warm_assistant"}
 
 
+def test_a_module_a_test_only_imports_is_tested_through_its_importers_too(
+    tmp_path: Path,
+) -> None:
+    from .project_scripts import load_script  # noqa: PLC0415
+
+    package = tmp_path / "custom_components" / "llm_warmth"
+    package.mkdir(parents=True)
+    (package / "sensor_descriptions.py").write_text("SENSORS = ()\n")
+    (package / "sensor.py").write_text("from .sensor_descriptions import SENSORS\n")
+    (package / "voice.py").write_text("from .voice_entities import X\n")
+    (package / "voice_entities.py").write_text("X = 1\n")
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_sensor.py").write_text("def test_it(): ...\n")
+    (tests / "test_voice.py").write_text("def test_it(): ...\n")
+    (tests / "test_voice_entities.py").write_text("def test_it(): ...\n")
+    imports = "from custom_components.llm_warmth.sensor_descriptions import SENSORS\n"
+    (tests / "test_translations.py").write_text(imports)
+    mutate = load_script("mutate")
+    chosen = dict(
+        mutate._tests_for_python(tmp_path, "custom_components/llm_warmth/sensor_descriptions.py")
+    )
+    # the translations' test imports it for its keys; the sensors' tests read its figures
+    assert chosen == {
+        "tests/test_translations.py": "imports it",
+        "tests/test_sensor.py": "through sensor",
+    }
+    # a module with tests of its own name keeps them alone
+    chosen = dict(
+        mutate._tests_for_python(tmp_path, "custom_components/llm_warmth/voice_entities.py")
+    )
+    assert chosen == {"tests/test_voice_entities.py": "by name"}
+
+
 def test_a_flows_tests_are_those_that_start_it_wherever_they_live(tmp_path: Path) -> None:
     from .project_scripts import load_script  # noqa: PLC0415
 
