@@ -5,6 +5,7 @@ import re
 import shutil
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -276,24 +277,35 @@ def test_a_constant_or_a_default_runs_only_the_tests_that_can_see_it() -> None:
     assert triple_reads not in clamp_body
 
 
+TEST_IT = "def test_it(): ...\n"
+
+
+def _integration(root: Path, modules: dict[str, str], tests: dict[str, str]) -> Any:
+    """Write a tiny integration and its tests under ``root``; return scripts/mutate."""
+    from .project_scripts import load_script  # noqa: PLC0415
+
+    package = root / "custom_components" / "llm_warmth"
+    package.mkdir(parents=True)
+    for name, text in modules.items():
+        (package / name).write_text(text)
+    (root / "tests").mkdir()
+    for name, text in tests.items():
+        (root / "tests" / name).write_text(text)
+    return load_script("mutate")
+
+
 def test_a_part_no_test_names_is_tested_through_the_module_that_imports_it(
     tmp_path: Path,
 ) -> None:
-    from .project_scripts import load_script  # noqa: PLC0415
-
-    package = tmp_path / "custom_components" / "llm_warmth"
-    package.mkdir(parents=True)
-    (package / "first_words.py").write_text("def first_words() -> None: ...\n")
-    (package / "warm_assistant.py").write_text("from .first_words import first_words\n")
-    tests = tmp_path / "tests"
-    tests.mkdir()
-    (tests / "test_warm_assistant.py").write_text("def test_it(): ...\n")
-    (tests / "test_demo.py").write_text("# first_words warm_assistant\n")
-    chosen = dict(
-        load_script("mutate")._tests_for_python(
-            tmp_path, "custom_components/llm_warmth/first_words.py"
-        )
+    mutate = _integration(
+        tmp_path,
+        {
+            "first_words.py": "def first_words() -> None: ...\n",
+            "warm_assistant.py": "from .first_words import first_words\n",
+        },
+        {"test_warm_assistant.py": TEST_IT, "test_demo.py": "# first_words warm_assistant\n"},
     )
+    chosen = dict(mutate._tests_for_python(tmp_path, "custom_components/llm_warmth/first_words.py"))
     # the demo's Home Assistant runs in its own process: no mutant reaches it
     assert chosen == {"tests/test_warm_assistant.py": "through warm_assistant"}
 
@@ -301,22 +313,22 @@ def test_a_part_no_test_names_is_tested_through_the_module_that_imports_it(
 def test_a_module_a_test_only_imports_is_tested_through_its_importers_too(
     tmp_path: Path,
 ) -> None:
-    from .project_scripts import load_script  # noqa: PLC0415
-
-    package = tmp_path / "custom_components" / "llm_warmth"
-    package.mkdir(parents=True)
-    (package / "sensor_descriptions.py").write_text("SENSORS = ()\n")
-    (package / "sensor.py").write_text("from .sensor_descriptions import SENSORS\n")
-    (package / "voice.py").write_text("from .voice_entities import X\n")
-    (package / "voice_entities.py").write_text("X = 1\n")
-    tests = tmp_path / "tests"
-    tests.mkdir()
-    (tests / "test_sensor.py").write_text("def test_it(): ...\n")
-    (tests / "test_voice.py").write_text("def test_it(): ...\n")
-    (tests / "test_voice_entities.py").write_text("def test_it(): ...\n")
     imports = "from custom_components.llm_warmth.sensor_descriptions import SENSORS\n"
-    (tests / "test_translations.py").write_text(imports)
-    mutate = load_script("mutate")
+    mutate = _integration(
+        tmp_path,
+        {
+            "sensor_descriptions.py": "SENSORS = ()\n",
+            "sensor.py": "from .sensor_descriptions import SENSORS\n",
+            "voice.py": "from .voice_entities import X\n",
+            "voice_entities.py": "X = 1\n",
+        },
+        {
+            "test_sensor.py": TEST_IT,
+            "test_voice.py": TEST_IT,
+            "test_voice_entities.py": TEST_IT,
+            "test_translations.py": imports,
+        },
+    )
     chosen = dict(
         mutate._tests_for_python(tmp_path, "custom_components/llm_warmth/sensor_descriptions.py")
     )
