@@ -344,6 +344,26 @@ def test_a_module_a_test_only_imports_is_tested_through_its_importers_too(
     assert chosen == {"tests/test_voice_entities.py": "by name"}
 
 
+def test_the_packages_setup_is_tested_by_test_init_and_what_imports_from_it(
+    tmp_path: Path,
+) -> None:
+    setup = "async def async_setup_entry(hass, entry):\n    return True\n"
+    mutate = _integration(
+        tmp_path,
+        {"__init__.py": setup, "const.py": "DOMAIN = 'llm_warmth'\n"},
+        {
+            "test_init.py": TEST_IT,
+            "test_voice.py": "from custom_components.llm_warmth import async_setup_entry\n",
+            "test_const.py": "from custom_components.llm_warmth.const import DOMAIN\n",
+            "test_docs.py": "# __init__\n",
+            "test_mutate.py": "# custom_components/llm_warmth/__init__.py\n",
+        },
+    )
+    chosen = dict(mutate._tests_for_python(tmp_path, "custom_components/llm_warmth/__init__.py"))
+    # not every test that mentions "__init__", nor every test of the package's modules
+    assert chosen == {"tests/test_init.py": "by name", "tests/test_voice.py": "imports it"}
+
+
 def test_a_flows_tests_are_those_that_start_it_wherever_they_live(tmp_path: Path) -> None:
     from .project_scripts import load_script  # noqa: PLC0415
 
