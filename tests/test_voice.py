@@ -382,6 +382,10 @@ async def test_a_pipelines_child_device_of_an_earlier_release_becomes_its_own(
         entities.async_update_entity(entity.entity_id, new_entity_id=old_id)
         old_ids[entity.unique_id] = old_id
     assert f"{ENTRY_ID}_{voice_subject(assist.pipeline_id)}_voice_silence" in old_ids
+    # One the user disabled: kept too (a removed device takes its disabled entities with it).
+    entities.async_update_entity(
+        old_ids[silence_unique_id(assist)], disabled_by=er.RegistryEntryDisabler.USER
+    )
     kitchen = ar.async_get(hass).async_create("Kitchen")
     devices.async_update_child_device(child.id, area_id=kitchen.id, name_by_user="Kitchen voice")
 
@@ -401,7 +405,7 @@ async def test_a_pipelines_child_device_of_an_earlier_release_becomes_its_own(
     # What was kept is on the ids the household's history and dashboards know.
     old_switch = old_ids[f"{ENTRY_ID}_{voice_subject(assist.pipeline_id)}_voice_warm_on_wake"]
     assert hass.states.get(old_switch).state == "on"
-    assert hass.states.get(old_ids[silence_unique_id(assist)]) is not None
+    assert entities.async_get(old_ids[silence_unique_id(assist)]).disabled_by is not None
     assert hass.states.get(silence) is None
     assert hass.states.get(switch) is None
     # A second start finds nothing to adopt.
