@@ -1,5 +1,6 @@
 """What the server's and the models' sensors read from a snapshot (core/model_readings.py)."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, strategies as st
@@ -240,6 +241,14 @@ def test_warmth_of_own_and_peer_models() -> None:
     assert warmth_state(snapshot(peer=read), MODEL) == Warmth.KEPT_WARM
     unread = PeerView(peer="gpu-box", model="qwen3", reading=PeerReading.UNREACHABLE)
     assert warmth_state(snapshot(held=resident(), peer=unread), MODEL) is None
+
+
+def test_a_model_first_seen_whose_load_is_not_told_yet_reads_loading() -> None:
+    """Ollama 0.9 lists a loading model with an expiry: first seen, it is not known warm."""
+    unsure = replace(snapshot(held=resident()), unsure=frozenset({MODEL}))
+    assert warmth_state(unsure, MODEL) == Warmth.LOADING
+    other = replace(snapshot(held=resident()), unsure=frozenset({"other"}))
+    assert warmth_state(other, MODEL) == Warmth.WARM
 
 
 def test_ready_expected_at_is_the_start_plus_the_last_load() -> None:

@@ -87,6 +87,23 @@ def test_what_a_poll_reads_and_when() -> None:
     assert monitor.version_due(1.0)  # first thing after a failed poll
 
 
+def test_a_model_first_seen_on_ollama_0_9_is_unsure_in_every_snapshot_until_told() -> None:
+    """Its warmth reads loading for that poll (core/warmth.py), and after a probe too."""
+    monitor = ServerMonitor(OLLAMA_CAPABILITIES)
+    monitor.observe(version="0.9.3", resident=(), installed=(), now=T0, monotonic=0.0)
+    listed = replace(model("qwen3"), expires_at=at(300))
+    snapshot, _ = monitor.observe(
+        version=None, resident=(listed,), installed=None, now=at(1), monotonic=1.0
+    )
+    assert snapshot.unsure == {"qwen3"}
+    assert snapshot.loading == frozenset()
+    assert monitor.with_timings(snapshot).unsure == {"qwen3"}
+    snapshot, _ = monitor.observe(
+        version=None, resident=(listed,), installed=None, now=at(1.5), monotonic=1.5
+    )
+    assert snapshot.unsure == frozenset()  # the same expiry: it was loaded
+
+
 def test_a_restart_is_a_server_that_came_back_or_changed_version() -> None:
     monitor = ServerMonitor(OLLAMA_CAPABILITIES)
     monitor.observe(version="0.9.3", resident=(), installed=(), now=T0, monotonic=0.0)

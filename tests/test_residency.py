@@ -67,11 +67,14 @@ def test_model_first_seen_with_an_expiry_is_confirmed_on_the_next_poll() -> None
     assert observe(tracker, 1, model("a", at(300))) == []
     assert tracker.phase("a") is Phase.UNSURE
     assert tracker.settling
-    # Another client's: unsure, not shown loading (a load between two polls is common).
+    # Another client's: unsure, not loading for the decisions taken at a use (a load
+    # between two polls is common), but not known warm either: the warmth reads loading.
     assert tracker.loading() == frozenset()
+    assert tracker.unsure() == {"a"}
     # Same expiry half a second later: it was loaded already, the load was not seen.
     assert observe(tracker, 1.5, model("a", at(300))) == [ModelLoaded("a", None)]
     assert tracker.loading() == frozenset()
+    assert tracker.unsure() == frozenset()
 
 
 def test_a_model_first_seen_while_our_request_to_it_runs_is_loading() -> None:
@@ -82,6 +85,7 @@ def test_a_model_first_seen_while_our_request_to_it_runs_is_loading() -> None:
     observe(tracker, 1, model("a", at(300)))
     assert tracker.phase("a") is Phase.UNSURE
     assert tracker.loading() == {"a"}
+    assert tracker.unsure() == frozenset()  # loading, and said once
 
 
 def test_floating_expiry_of_a_new_runner_is_its_cold_request() -> None:

@@ -47,6 +47,9 @@ class ServerSnapshot:
     installed: dict[str, InstalledModel]
     loading: frozenset[str]
     timings: dict[str, ModelTiming]
+    # Models first seen whose load the next poll tells (Ollama 0.9; ``ResidencyTracker``):
+    # their warmth reads loading, while decisions taken at a use see them listed.
+    unsure: frozenset[str] = frozenset()
     polled_at: datetime = field(compare=False)
     # Models a probe of ours is measuring right now.
     probing: frozenset[str] = frozenset()
@@ -246,6 +249,7 @@ class ServerMonitor:
             installed=dict(self._installed),
             loading=self._tracker.loading(),
             timings=dict(self._timings),
+            unsure=self._tracker.unsure(),
             polled_at=now,
             probing=self._tracker.requesting(),
             loading_since={
@@ -290,6 +294,7 @@ class ServerMonitor:
             installed=snapshot.installed,
             loading=snapshot.loading,
             timings=dict(self._timings),
+            unsure=snapshot.unsure,
             polled_at=snapshot.polled_at,
             probing=self._tracker.requesting(),
             loading_since=snapshot.loading_since,

@@ -180,6 +180,11 @@ class ResidencyTracker:
             busy |= self._heard.keys() - self._models.keys()
         return frozenset(busy)
 
+    def unsure(self) -> frozenset[str]:
+        """Return the models first seen, loading or loaded, until the next poll tells."""
+        unsure = {n for n, t in self._models.items() if t.phase is Phase.UNSURE}
+        return frozenset(unsure) - self.loading()
+
     def loading_for(self, monotonic: float) -> dict[str, float]:
         """Return how long (seconds) each loading model has been loading, as far as seen.
 

@@ -43,7 +43,10 @@ def warmth(model: ResidentModel | None, *, loading: bool, now: datetime) -> Warm
 
 
 def model_warmth(snapshot: ServerSnapshot, model: str) -> Warmth:
-    """Return the warmth of ``model`` in one snapshot of its server."""
-    return warmth(
-        snapshot.resident.get(model), loading=model in snapshot.loading, now=snapshot.polled_at
-    )
+    """Return the warmth of ``model`` in one snapshot of its server.
+
+    A model first seen on a server that lists it from the start of its load (Ollama 0.9)
+    reads loading until the next poll tells: it read warm for a poll, then loading.
+    """
+    loading = model in snapshot.loading or model in snapshot.unsure
+    return warmth(snapshot.resident.get(model), loading=loading, now=snapshot.polled_at)
