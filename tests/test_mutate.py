@@ -1,5 +1,6 @@
 """scripts/mutate on a tiny package of its own: which mutants it finds, kills and counts."""
 
+import json
 from pathlib import Path
 import re
 import shutil
@@ -390,3 +391,54 @@ def test_a_flows_tests_are_those_that_start_it_wherever_they_live(tmp_path: Path
     assert dict(mutate._tests_for_python(tmp_path, "custom_components/llm_warmth/gpu.py")) == {
         "tests/test_gpu.py": "by name"
     }
+
+
+def test_the_tests_that_reach_a_module_at_run_time_are_found_by_one_pass(
+    tmp_path: Path,
+) -> None:
+    """The controller, reached through the entry's setup, is named by no test (test_pin.py)."""
+    _integration(
+        tmp_path,
+        {
+            "__init__.py": "from .controller import Controller\n\n\n"
+            "def setup() -> Controller:\n    return Controller()\n",
+            "controller.py": "class Controller:\n"
+            "    def doubled(self, x: int) -> int:\n        return x * 2\n",
+        },
+        {
+            "test_pin.py": "from custom_components.llm_warmth import setup\n\n\n"
+            "def test_pin():\n    assert setup().doubled(2) == 4\n",
+            "test_words.py": 'def test_words():\n    assert "a b".split() == ["a", "b"]\n',
+        },
+    )
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    reach = tmp_path / "reach.json"
+    wrote = mutate(tmp_path, "--write-reach", str(reach))
+    assert wrote.returncode == 0, wrote.stdout + wrote.stderr
+    found = json.loads(reach.read_text())
+    module = "custom_components/llm_warmth/controller.py"
+    assert found[module] == ["tests/test_pin.py"]
+    assert found["custom_components/llm_warmth/__init__.py"] == ["tests/test_pin.py"]
+    # by name and by import no test is found; with what each test runs, test_pin.py is
+    alone = mutate(tmp_path, str(tmp_path / module))
+    assert alone.returncode == 2
+    assert f"no tests found for {module}" in alone.stderr
+    measured = mutate(tmp_path, str(tmp_path / module), "--reach", str(reach))
+    assert measured.returncode == 0, measured.stdout + measured.stderr
+    assert ": tests tests/test_pin.py (runs its code)" in measured.stdout
+    row = re.search(rf"^{re.escape(module)}\s+(\d+)\s+(\d+)\s+(\d+)\s", measured.stdout, re.M)
+    assert row is not None, measured.stdout
+    assert int(row[1]) >= 2  # x * 2: the operator, the number
+    assert row[2] == row[1]  # every one killed
+    assert row[3] == "0"
+
+
+def test_a_reach_file_that_cannot_be_read_is_refused(tmp_path: Path) -> None:
+    broken = tmp_path / "reach.json"
+    broken.write_text("{not json")
+    refused = mutate(ROOT, "custom_components/llm_warmth/const.py", "--reach", str(broken))
+    assert refused.returncode == 2
+    assert "--reach" in refused.stderr
+    nothing = mutate(ROOT)
+    assert nothing.returncode == 2
+    assert "give a MODULE_PATH" in nothing.stderr
