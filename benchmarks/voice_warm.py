@@ -17,7 +17,9 @@ order of the two drawn at random per pair (``--seed``, printed):
 
 Part 2 measures what the prompt warm-up costs on a server with one slot (Ollama's default
 ``OLLAMA_NUM_PARALLEL=1``): the first token of an agent-like turn after a load-only
-warm-up, after a prompt warm-up that had ended, and when the turn comes 0.3 s into one.
+warm-up, after a prompt warm-up that had ended, when the turn comes 0.3 s into one, and
+when it comes 0.3 s into one that is let go (its request cancelled at the turn's start, as
+the integration does at the agent's start). ``--slot-only`` runs part 2 alone.
 
 It prints its world first (the server, the model's size, the disk's read limit, the cold
 load measured, the machine's CPUs and load at the start and the end, and what else used
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Callable
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -314,7 +317,7 @@ async def _reload(session: aiohttp.ClientSession, url: str, model: str) -> None:
 
 async def part_two(runs: int, url: str, model: str) -> list[str]:
     """Time an agent's turn after a load, after a prompt warm-up, and during one."""
-    after_load, after_warm, during_warm, warm_up = [], [], [], []
+    after_load, after_warm, during_warm, let_go, warm_up = [], [], [], [], []
     turn = "turn on the kitchen light"
     timeout = aiohttp.ClientTimeout(total=900)
     async with aiohttp.ClientSession(timeout=timeout) as session:
@@ -329,6 +332,15 @@ async def part_two(runs: int, url: str, model: str) -> list[str]:
             await asyncio.sleep(0.3)
             during_warm.append(await _chat(session, url, model, turn, None) + 0.3)
             await warming
+            # What the integration does at the agent's start (voice_wake.py): a prompt
+            # warm-up still running is let go, its request cancelled, then the turn sent.
+            await _reload(session, url, model)
+            warming = asyncio.create_task(_chat(session, url, model, "Hello.", 1))
+            await asyncio.sleep(0.3)
+            warming.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await warming
+            let_go.append(await _chat(session, url, model, turn, None))  # from its own start
     return [
         f"one slot: {runs} runs, an agent's system prompt of a dozen entities (num_ctx "
         f"{NUM_CTX}); seconds from the warm-up's start (or the turn's) to the turn's first token",
@@ -345,6 +357,17 @@ async def part_two(runs: int, url: str, model: str) -> list[str]:
             "turn that came 0.3 s into a prompt warm-up",
             spread(during_warm),
             "none: why one is sent only when it ends in time",
+        ),
+        row(
+            "turn 0.3 s into a warm-up let go (own start)",
+            spread(let_go),
+            "within 10 % of the turn after a load-only warm-up (every run)",
+            all(abs(go - load) <= 0.1 * load for go, load in zip(let_go, after_load, strict=True)),
+        ),
+        "  per run, turn after a load-only warm-up / 0.3 s into one that ran / let go: "
+        + "; ".join(
+            f"{load:.2f} / {ran:.2f} / {go:.2f} s"
+            for load, ran, go in zip(after_load, during_warm, let_go, strict=True)
         ),
     ]
 
@@ -365,6 +388,7 @@ def main() -> None:
         "--resident-runs", type=int, default=None, help="resident pairs (default: --runs)"
     )
     parser.add_argument("--slot-runs", type=int, default=2, help="runs of part 2 (0: skip)")
+    parser.add_argument("--slot-only", action="store_true", help="part 2 alone")
     parser.add_argument(
         "--seed", type=int, default=None, help="the arms' order per pair (default: drawn)"
     )
@@ -390,6 +414,10 @@ def main() -> None:
         file=sys.stderr,
         flush=True,
     )
+    if args.slot_only:
+        print("\n".join([machine.start_line(), *asyncio.run(part_two(args.slot_runs, url, MODEL))]))
+        print("\n".join(machine.end_lines()))
+        return
     result = run_turns(args)
     slot = asyncio.run(part_two(args.slot_runs, url, MODEL)) if args.slot_runs else []
     control_loads = [
