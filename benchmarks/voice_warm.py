@@ -408,16 +408,19 @@ def main() -> None:
         raise SystemExit(f"{args.server} is not set: see this script's docstring")
     server_pid = listening_pid(urlsplit(url).port or 11434)
     machine = Machine(server_pid=server_pid)
+    if args.slot_only:
+        disk = read_throttle(server_pid) if server_pid else "server's process not seen"
+        print(f"voice_warm: part 2 alone, {args.slot_runs} one-slot runs at {url}")
+        print(f"world: disk of the server: {disk}\n{machine.start_line()}")
+        print("\n".join(asyncio.run(part_two(args.slot_runs, url, MODEL))))
+        print("\n".join(machine.end_lines()))
+        return
     print(
         f"voice_warm: {args.runs} cold pairs, {args.resident_runs} resident pairs, "
         f"{args.slot_runs} one-slot runs, seed {args.seed}; {machine.start_line()}",
         file=sys.stderr,
         flush=True,
     )
-    if args.slot_only:
-        print("\n".join([machine.start_line(), *asyncio.run(part_two(args.slot_runs, url, MODEL))]))
-        print("\n".join(machine.end_lines()))
-        return
     result = run_turns(args)
     slot = asyncio.run(part_two(args.slot_runs, url, MODEL)) if args.slot_runs else []
     control_loads = [
