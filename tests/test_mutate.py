@@ -186,6 +186,12 @@ def test_since_keeps_the_changed_lines(project: Path) -> None:
         "pkg/calc.py:33:26 compare > -> >=  [code]",
         "pkg/calc.py:33:28 number 6 -> 7  [code]",
     ]
+    # a module with no mutant on its changed lines runs no test, not even the baseline
+    (project / "tests" / "test_calc.py").write_text("def test_broken():\n    assert False\n")
+    subprocess.run([git, *env, "commit", "-qam", "y"], cwd=project, check=True)
+    unchanged = mutate(project, "pkg/calc.py", "--since", "HEAD")
+    assert unchanged.returncode == 0, unchanged.stdout + unchanged.stderr
+    assert "no mutants: no baseline run" in unchanged.stdout
 
 
 def test_failing_tests_stop_it(project: Path) -> None:
