@@ -393,3 +393,18 @@ async def test_a_reload_for_another_context_is_ours_and_timed_by_the_action(
     assert [(e.data["load_source"], e.data["reloaded"]) for e in loaded] == [("client", True)]
     assert cold_starts == []
     assert emulator.loaded[LLAMA].num_ctx == 8192
+
+
+async def test_a_preload_whose_poll_fails_says_the_polls_own_words(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """The poll before the load fails: its translated error is the action's, nothing sent."""
+    emulator.inject("/api/ps", drop=True, times=None)  # every try of the poll
+    with pytest.raises(HomeAssistantError) as err:
+        await preload(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    emulator.clear_faults()
+    polls = init_integration.runtime_data.coordinator
+    assert err.value.translation_key == polls.last_exception.translation_key
+    assert err.value.translation_key == "cannot_connect"  # not a reply it could not read
+    assert err.value.translation_placeholders["url"] == emulator.url
+    assert generate_requests(emulator) == []
