@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import aiohttp
@@ -232,3 +233,24 @@ async def test_evicting_a_pinned_model_says_it_unpinned_it(
     assert (answer["unloaded"], answer["unpinned"]) == ([LLAMA], [LLAMA])
     assert answer["summary"] == f"unloaded {LLAMA}; unpinned {LLAMA}"
     assert init_integration.runtime_data.pins.pins == {}
+
+
+async def test_an_unload_the_server_finishes_after_its_answer_is_waited_for(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """Ollama unloads a busy runner once its request ends: the evict polls until it has."""
+    emulator.hold_loads()
+    other = asyncio.create_task(ollama_request(emulator, "/api/generate", {"model": LLAMA}))
+    async with asyncio.timeout(5):
+        await emulator.wait_loading(LLAMA)
+    evicting = asyncio.create_task(evict(hass, config_entry_id=ENTRY_ID, model=LLAMA, timeout=10))
+    async with asyncio.timeout(5):  # answered, still held: the evict reads it again
+        while not any((r.json or {}).get("keep_alive") == 0 for r in emulator.requests):
+            await asyncio.sleep(0.05)
+    await asyncio.sleep(0.6)  # polls that still see it held
+    assert not evicting.done()
+    emulator.finish_loads()
+    await other
+    answer = await evicting
+    assert answer["unloaded"] == [LLAMA]
+    assert hass.states.get(RESIDENT.format("llama3_2_3b")).state == STATE_OFF
