@@ -36,58 +36,34 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Callable
-import contextlib
 import json
 import os
 from pathlib import Path
 import random
 from statistics import median
 import sys
-import time
 from typing import Any
 from urllib.parse import urlsplit
 import urllib.request
 
-import aiohttp
-
-from benchmarks.world import Machine, listening_pid, read_throttle, run_in_pytest, verdict
+from benchmarks.voice_slot import part_two
+from benchmarks.world import (
+    LABEL,
+    Machine,
+    listening_pid,
+    read_throttle,
+    row,
+    run_in_pytest,
+    spread,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "big-voice:latest"  # tests/voice_runs.py: big's weights, replies of 8 tokens
-# An agent's system prompt: instructions and a dozen exposed entities (about 680 tokens
-# with the kit's small vocabulary), and a turn after it.
-SYSTEM = "You are a voice assistant for a home. " + " ".join(
-    f"Entity light.room_{i} is named Room {i} light and is in area Room {i}." for i in range(12)
-)
-NUM_CTX = 2048
 # The resident-turn cost that counts as none: within this of zero, median of the pairs.
 RESIDENT_TOLERANCE = 0.2
 # Ollama's load_duration of a request that found its model loaded (a few ms, more on a
 # busy machine): below this the agent waited for no load.
 NO_LOAD = 0.5
-LABEL = 46
-
-
-def spread(values: list[float], unit: str = "s", *, signed: bool = False) -> str:
-    """Return 'median (min to max)' of ``values``."""
-    if not values:
-        return "no figure"
-    form = ("+" if signed else "") + (".0f" if unit == "%" else ".2f")
-
-    def number(value: float) -> str:
-        text = f"{value:{form}}"
-        return f"{0.0:{form}}" if float(text) == 0 else text  # no "-0"
-
-    low, high = min(values), max(values)
-    return f"{number(median(values))} ({number(low)} to {number(high)}) {unit}"
-
-
-def row(label: str, figure: str, goal: str = "", met: bool | None = None) -> str:
-    """Return one line: the figure, its goal and whether it was met."""
-    tail = f"goal: {goal}" if goal else ""
-    if met is not None:
-        tail += f" -> {verdict(met)}"
-    return f"  {label:{LABEL}} {figure:>28}   {tail}".rstrip()
 
 
 def run_turns(args: argparse.Namespace) -> dict[str, Any]:
@@ -278,96 +254,6 @@ def resident_table(result: dict[str, Any]) -> list[str]:
             f"{resident_count(off)} / {resident_count(on)} of {n}",
             f"{n} / {n} (a check: it was resident)",
             resident_count(off) == resident_count(on) == n,
-        ),
-    ]
-
-
-async def _chat(
-    session: aiohttp.ClientSession, url: str, model: str, user: str, num_predict: int | None
-) -> float:
-    """Send a chat like the agent's; return the seconds to its first token."""
-    options: dict[str, Any] = {"num_ctx": NUM_CTX}
-    if num_predict is not None:
-        options["num_predict"] = num_predict
-    body = {
-        "model": model,
-        "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
-        "options": options,
-        "stream": True,
-    }
-    sent, first = time.monotonic(), None
-    async with session.post(f"{url}/api/chat", json=body) as response:
-        async for line in response.content:
-            chunk = json.loads(line) if line.strip() else {}
-            if first is None and (chunk.get("message", {}).get("content") or chunk.get("done")):
-                first = time.monotonic()
-    return (first or time.monotonic()) - sent
-
-
-async def _reload(session: aiohttp.ClientSession, url: str, model: str) -> None:
-    """Unload the model (its prompt cache with it) and load it again, with no prompt."""
-    payload: dict[str, Any] = {"model": model, "keep_alive": 0}
-    async with session.post(f"{url}/api/generate", json=payload) as response:
-        await response.read()
-    await asyncio.sleep(2)
-    payload = {"model": model, "keep_alive": -1, "options": {"num_ctx": NUM_CTX}}
-    async with session.post(f"{url}/api/generate", json=payload) as response:
-        await response.read()
-
-
-async def part_two(runs: int, url: str, model: str) -> list[str]:
-    """Time an agent's turn after a load, after a prompt warm-up, and during one."""
-    after_load, after_warm, during_warm, let_go, warm_up = [], [], [], [], []
-    turn = "turn on the kitchen light"
-    timeout = aiohttp.ClientTimeout(total=900)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
-        for _ in range(runs):
-            await _reload(session, url, model)
-            after_load.append(await _chat(session, url, model, turn, None))
-            await _reload(session, url, model)
-            warm_up.append(await _chat(session, url, model, "Hello.", 1))
-            after_warm.append(await _chat(session, url, model, turn, None))
-            await _reload(session, url, model)
-            warming = asyncio.create_task(_chat(session, url, model, "Hello.", 1))
-            await asyncio.sleep(0.3)
-            during_warm.append(await _chat(session, url, model, turn, None) + 0.3)
-            await warming
-            # What the integration does at the agent's start (voice_wake.py): a prompt
-            # warm-up still running is let go, its request cancelled, then the turn sent.
-            await _reload(session, url, model)
-            warming = asyncio.create_task(_chat(session, url, model, "Hello.", 1))
-            await asyncio.sleep(0.3)
-            warming.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await warming
-            let_go.append(await _chat(session, url, model, turn, None))  # from its own start
-    return [
-        f"one slot: {runs} runs, an agent's system prompt of a dozen entities (num_ctx "
-        f"{NUM_CTX}); seconds from the warm-up's start (or the turn's) to the turn's first token",
-        f"  {'':{LABEL}} {'median (min to max)':>28}",
-        row("turn after a load-only warm-up", spread(after_load), "none: the reference"),
-        row("the prompt warm-up itself", spread(warm_up), "none: its length"),
-        row(
-            "turn after a prompt warm-up that ended",
-            spread(after_warm),
-            "below the turn after a load-only warm-up",
-            median(after_warm) < median(after_load),
-        ),
-        row(
-            "turn that came 0.3 s into a prompt warm-up",
-            spread(during_warm),
-            "none: why one is sent only when it ends in time",
-        ),
-        row(
-            "turn 0.3 s into a warm-up let go (own start)",
-            spread(let_go),
-            "within 10 % of the turn after a load-only warm-up (every run)",
-            all(abs(go - load) <= 0.1 * load for go, load in zip(let_go, after_load, strict=True)),
-        ),
-        "  per run, turn after a load-only warm-up / 0.3 s into one that ran / let go: "
-        + "; ".join(
-            f"{load:.2f} / {ran:.2f} / {go:.2f} s"
-            for load, ran, go in zip(after_load, during_warm, let_go, strict=True)
         ),
     ]
 

@@ -36,8 +36,7 @@ from statistics import median
 from typing import Any
 from urllib.parse import urlsplit
 
-from benchmarks.voice_warm import row, spread
-from benchmarks.world import Machine, listening_pid, read_throttle, run_in_pytest
+from benchmarks.world import Machine, listening_pid, read_throttle, row, run_in_pytest, spread
 
 ROOT = Path(__file__).resolve().parent.parent
 COLD_GOAL = 0.20

@@ -18,6 +18,7 @@ import json
 import os
 from pathlib import Path
 import resource
+from statistics import median
 import subprocess
 import sys
 import tempfile
@@ -247,3 +248,28 @@ def run_in_pytest(
         if keep:
             keep.write_text(json.dumps(result, indent=1))
         return result
+
+
+LABEL = 46  # the width of a figure's label in a benchmark's table
+
+
+def spread(values: list[float], unit: str = "s", *, signed: bool = False) -> str:
+    """Return 'median (min to max)' of ``values``."""
+    if not values:
+        return "no figure"
+    form = ("+" if signed else "") + (".0f" if unit == "%" else ".2f")
+
+    def number(value: float) -> str:
+        text = f"{value:{form}}"
+        return f"{0.0:{form}}" if float(text) == 0 else text  # no "-0"
+
+    low, high = min(values), max(values)
+    return f"{number(median(values))} ({number(low)} to {number(high)}) {unit}"
+
+
+def row(label: str, figure: str, goal: str = "", met: bool | None = None) -> str:
+    """Return one line: the figure, its goal and whether it was met."""
+    tail = f"goal: {goal}" if goal else ""
+    if met is not None:
+        tail += f" -> {verdict(met)}"
+    return f"  {label:{LABEL}} {figure:>28}   {tail}".rstrip()
