@@ -423,8 +423,15 @@ def test_the_tests_that_reach_a_module_at_run_time_are_found_by_one_pass(
     assert wrote.returncode == 0, wrote.stdout + wrote.stderr
     found = json.loads(reach.read_text())
     module = "custom_components/llm_warmth/controller.py"
-    assert found[module] == ["tests/test_pin.py"]
-    assert found["custom_components/llm_warmth/__init__.py"] == ["tests/test_pin.py"]
+    assert found["reach"][module] == ["tests/test_pin.py"]
+    assert found["reach"]["custom_components/llm_warmth/__init__.py"] == ["tests/test_pin.py"]
+    # the same pass is each module's baseline: which lines each test runs
+    assert found["order"] == ["tests/test_pin.py::test_pin", "tests/test_words.py::test_words"]
+    assert found["lines"][module] == {"tests/test_pin.py::test_pin": [2, 3]}
+    assert found["lines"]["custom_components/llm_warmth/__init__.py"] == {
+        "tests/test_pin.py::test_pin": [4, 5]
+    }
+    assert set(found["durations"]) == set(found["order"])
     # by name and by import no test is found; with what each test runs, test_pin.py is
     alone = mutate(tmp_path, str(tmp_path / module))
     assert alone.returncode == 2
@@ -432,6 +439,7 @@ def test_the_tests_that_reach_a_module_at_run_time_are_found_by_one_pass(
     measured = mutate(tmp_path, str(tmp_path / module), "--reach", str(reach))
     assert measured.returncode == 0, measured.stdout + measured.stderr
     assert ": tests tests/test_pin.py (runs its code)" in measured.stdout
+    assert "baseline: 1 tests, from the pass over every unit test" in measured.stdout
     row = re.search(rf"^{re.escape(module)}\s+(\d+)\s+(\d+)\s+(\d+)\s", measured.stdout, re.M)
     assert row is not None, measured.stdout
     assert int(row[1]) >= 2  # x * 2: the operator, the number
@@ -448,3 +456,57 @@ def test_a_reach_file_that_cannot_be_read_is_refused(tmp_path: Path) -> None:
     nothing = mutate(ROOT)
     assert nothing.returncode == 2
     assert "give a MODULE_PATH" in nothing.stderr
+
+
+def test_a_core_module_is_measured_by_its_own_tests_and_the_shell_by_what_runs_it() -> None:
+    from .project_scripts import load_script  # noqa: PLC0415
+
+    mutate = load_script("mutate")
+    reach = {
+        "custom_components/llm_warmth/core/pins.py": ["tests/test_pin.py"],
+        "custom_components/llm_warmth/core/sentence.py": ["tests/test_pin.py"],
+        "custom_components/llm_warmth/controller.py": ["tests/test_pin.py", "tests/test_e2e_x.py"],
+    }
+    own = [("tests/test_core_pins.py", "by name")]
+    assert mutate._with_reach(own, reach, "custom_components/llm_warmth/core/pins.py") == own
+    # a core module no test names is measured by what runs it
+    assert mutate._with_reach([], reach, "custom_components/llm_warmth/core/sentence.py") == [
+        ("tests/test_pin.py", "runs its code")
+    ]
+    assert mutate._with_reach(
+        [("tests/test_controller.py", "by name")],
+        reach,
+        "custom_components/llm_warmth/controller.py",
+    ) == [("tests/test_controller.py", "by name"), ("tests/test_pin.py", "runs its code")]
+
+
+def test_a_modules_baseline_is_read_from_the_pass_in_the_order_its_tests_were_chosen() -> None:
+    from .project_scripts import load_script  # noqa: PLC0415
+
+    mutate = load_script("mutate")
+    module = "custom_components/llm_warmth/controller.py"
+    passed = {
+        "order": ["tests/test_a.py::one", "tests/test_a.py::two", "tests/test_b.py::three"],
+        "durations": {
+            "tests/test_a.py::one": 1.0,
+            "tests/test_a.py::two": 2.0,
+            "tests/test_b.py::three": 4.0,
+        },
+        "lines": {module: {"tests/test_a.py::two": [5, 6], "tests/test_b.py::three": [6]}},
+        "outside": {module: [1]},
+    }
+    base = mutate._baseline_from_pass(passed, module, ["tests/test_b.py", "tests/test_a.py"])
+    assert base.order == ["tests/test_b.py::three", "tests/test_a.py::one", "tests/test_a.py::two"]
+    assert base.covered == {
+        "tests/test_b.py::three": {6},
+        "tests/test_a.py::one": set(),
+        "tests/test_a.py::two": {5, 6},
+    }
+    assert base.outside == {1}
+    assert base.seconds == 1.0 + 2.0 + 4.0 + 2 * 2.0
+    # only b's tests: a's seconds are not counted
+    assert mutate._baseline_from_pass(passed, module, ["tests/test_b.py"]).seconds == 6.0
+    # a test file the pass did not run, a node id, no pass: a traced baseline of its own
+    assert mutate._baseline_from_pass(passed, module, ["tests/test_c.py"]) is None
+    assert mutate._baseline_from_pass(passed, module, ["tests/test_a.py::one"]) is None
+    assert mutate._baseline_from_pass(None, module, ["tests/test_a.py"]) is None
