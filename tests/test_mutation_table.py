@@ -107,3 +107,37 @@ def test_the_entry_setup_in_the_package_init_is_a_module_measured() -> None:
     modules = script().every_module()
     assert "custom_components/llm_warmth/__init__.py" in modules
     assert "custom_components/llm_warmth/core/__init__.py" not in modules
+
+
+def test_an_earlier_commit_is_measured_in_a_worktree_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = script()
+    repo = tmp_path / "repo"
+    package = repo / "custom_components" / "llm_warmth"
+    (package / "core").mkdir(parents=True)
+    (package / "core" / "rules.py").write_text("LIMIT = 1\n")
+    (package / "sensor.py").write_text("X = 1\n")
+
+    def git(*args: str) -> str:
+        return table.git("-c", "user.name=t", "-c", "user.email=t@t", *args, cwd=repo)
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "one")
+    first = git("rev-parse", "--short", "HEAD")
+    (package / "later.py").write_text("Y = 2\n")  # in the checkout, not in the commit
+    monkeypatch.setattr(table, "ROOT", repo)
+    monkeypatch.setattr(table, "RESULTS", repo / ".mutation")
+    at, tree = table.tree_at("HEAD")
+    assert at == first
+    assert tree == repo / ".mutation" / f"tree-{first}"
+    assert (tree / ".venv").resolve() == (repo / ".venv").resolve()
+    # the commit's modules, core first; not the checkout's
+    assert table.every_module(tree) == [
+        "custom_components/llm_warmth/core/rules.py",
+        "custom_components/llm_warmth/sensor.py",
+    ]
+    assert table.tree_at(first) == (at, tree)  # made once
+    with pytest.raises(SystemExit, match="no such commit"):
+        table.tree_at("nope")
