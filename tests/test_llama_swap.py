@@ -45,7 +45,7 @@ from custom_components.llm_warmth.core.gpu.exporter import ExporterKind, Exporte
 
 from .conftest import model_id
 from .e2e import add_server, call, wait_until
-from .llama_swap_emulator import LlamaSwapEmulator, SwapModel
+from .llama_swap_emulator import LlamaSwapEmulator, SwapModel, SwapPeer
 
 BIG, TINY = "big", "tiny"
 
@@ -535,3 +535,30 @@ async def test_a_peers_entry_in_the_event_stream_is_never_resident_here(
     finally:
         done.set()
         await runner.cleanup()
+
+
+async def test_a_preload_of_a_peers_model_ends_with_its_answered_load(
+    hass: HomeAssistant, socket_enabled: None
+) -> None:
+    """The front server never lists what its peer runs: the answered load is the end.
+
+    Waiting for the front server to show the peer's model would wait out the timeout.
+    """
+    peer = LlamaSwapEmulator([SwapModel(TINY, load_seconds=0.05)], ttl_check_interval=1.0)
+    await peer.start()
+    front = LlamaSwapEmulator(
+        models(), ttl_check_interval=1.0, peers={"lab": SwapPeer(peer.url, (TINY,))}
+    )
+    await front.start()
+    try:
+        entry = await add_swap(hass, front.url)
+        done = await entry.runtime_data.controller.preload(
+            f"lab/{TINY}", keep_seconds=None, num_ctx=None, timeout=3
+        )
+        assert done.model == f"lab/{TINY}"
+        assert peer.running_models() == [TINY]
+        assert f"lab/{TINY}" not in entry.runtime_data.coordinator.data.held
+        await hass.config_entries.async_unload(entry.entry_id)
+    finally:
+        await front.stop()
+        await peer.stop()

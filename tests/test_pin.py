@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 from unittest.mock import patch
@@ -27,6 +28,7 @@ from custom_components.llm_warmth.const import (
 
 from .conftest import ENTRY_ID, GIB, LLAMA, QWEN, model_id, ollama_request
 from .e2e import add_server, call, wait_until
+from .held_answer import HeldAnswer
 from .llama_server_emulator import LlamaServerEmulator
 from .llama_swap_emulator import LlamaSwapEmulator
 from .ollama_emulator import EmulatedModel, OllamaEmulator
@@ -81,6 +83,8 @@ async def test_pin_keeps_the_model_and_asserts_it_again(
     # Stored at once: a restart right now loses nothing.
     assert hass_storage[STORE]["data"]["pins"][LLAMA]["priority"] == 5
     reasserted = async_capture_events(hass, EVENT_PIN_REASSERTED)
+    # the re-assertions of a model still resident are no loads: none told from here
+    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
 
     # Another client asks with a 5-minute keep_alive: the last writer wins, until the poll.
     await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": "5m"})
@@ -92,7 +96,7 @@ async def test_pin_keeps_the_model_and_asserts_it_again(
     # The server restarts: the first poll that reaches it again loads the model.
     await emulator.restart()
     assert LLAMA not in emulator.loaded
-    loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
+    assert loaded == []
     cold_starts = async_capture_events(hass, EVENT_COLD_START)
     await next_poll(hass, emulator, 20)
     await wait_until(lambda: LLAMA in emulator.loaded, 5, "pinned model loaded again")
@@ -328,3 +332,44 @@ async def test_the_pins_are_checked_once_per_poll(
         assert "gemma3:1b" in coordinator.data.held
         assert polls.call_count >= 2
         assert due.call_count == polls.call_count
+
+
+async def test_unpinning_a_model_the_server_let_go_sends_nothing(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """Handed back is only for a model still resident: one let go is not loaded again."""
+    await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA)
+    # another client unloads it, and no poll came since
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": 0})
+    assert LLAMA not in emulator.loaded
+    answer = await call(hass, "unpin", config_entry_id=ENTRY_ID, model=LLAMA)
+    assert (answer["was_pinned"], answer["residency"]) == (True, "not_resident")
+    assert keep_alives(emulator, LLAMA) == [-1, 0]  # the pin's, the other client's: no more
+    assert LLAMA not in emulator.loaded
+
+
+async def test_a_pin_being_asserted_is_not_asserted_again_by_the_next_poll(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """An assertion the server answers after a later poll is one request, not two.
+
+    The later poll comes after the pins' back-off (60 s): only the one under way holds it.
+    """
+    await call(hass, "pin", config_entry_id=ENTRY_ID, model=LLAMA)
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA, "keep_alive": "5m"})
+    reasserted = async_capture_events(hass, EVENT_PIN_REASSERTED)
+    held = HeldAnswer()
+    emulator.inject("/api/generate", hold=held)
+    for poll in range(2):
+        emulator.clock.advance(10 + 70 * poll)
+        async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=10 + 70 * poll))
+        await hass.async_block_till_done()
+        async with asyncio.timeout(5):
+            await held.arrived.wait()
+        for _ in range(5):  # what a second assertion would send, it has sent by now
+            await asyncio.sleep(0.05)
+    assert keep_alives(emulator, LLAMA) == [-1, "5m", -1]
+    held.release()
+    await wait_until(lambda: reasserted, 5, "the re-assertion's event")
+    assert [e.data["reason"] for e in reasserted] == ["expiry_shortened"]
+    assert keep_alives(emulator, LLAMA) == [-1, "5m", -1]

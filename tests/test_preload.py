@@ -408,3 +408,35 @@ async def test_a_preload_whose_poll_fails_says_the_polls_own_words(
     assert err.value.translation_key == "cannot_connect"  # not a reply it could not read
     assert err.value.translation_placeholders["url"] == emulator.url
     assert generate_requests(emulator) == []
+
+
+async def test_a_preload_the_entry_unloads_under_says_so_and_one_its_caller_left_goes_on(
+    hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
+) -> None:
+    """The load runs in the entry's background, shielded from the action that asked.
+
+    A caller that goes away (an automation stopped) leaves the load running: it ends, the
+    model is resident. The entry unloading under a waiting action ends it in words.
+    """
+    emulator.hold_loads()
+    left = asyncio.create_task(preload(hass, config_entry_id=ENTRY_ID, model=LLAMA))
+    async with asyncio.timeout(5):
+        await emulator.wait_loading(LLAMA)
+    left.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await left
+    emulator.finish_loads()
+    coordinator = init_integration.runtime_data.coordinator
+    await wait_until(lambda: LLAMA in coordinator.data.held, 5, "the load the caller left")
+    assert [r["model"] for r in generate_requests(emulator)] == [LLAMA]
+
+    emulator.hold_loads()
+    waiting = asyncio.create_task(preload(hass, config_entry_id=ENTRY_ID, model=QWEN))
+    async with asyncio.timeout(5):
+        await emulator.wait_loading(QWEN)
+    assert await hass.config_entries.async_unload(ENTRY_ID)
+    with pytest.raises(HomeAssistantError) as err:
+        async with asyncio.timeout(5):
+            await waiting
+    assert err.value.translation_key == "entry_unloaded"
+    emulator.finish_loads()
