@@ -141,3 +141,28 @@ def test_an_earlier_commit_is_measured_in_a_worktree_of_its_own(
     assert table.tree_at(first) == (at, tree)  # made once
     with pytest.raises(SystemExit, match="no such commit"):
         table.tree_at("nope")
+
+
+def test_a_report_shows_what_is_measured_and_measures_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = script()
+    monkeypatch.setattr(table, "RUNS", tmp_path)
+    monkeypatch.setattr(table, "commit", lambda: "abc1234")
+
+    def measure(*args: object) -> None:
+        raise AssertionError("a report measures nothing")
+
+    monkeypatch.setattr(table, "measure", measure)
+    done = "custom_components/llm_warmth/core/a.py"
+    row = {"module": done, "mutants": "4", "killed": "3", "survived": "1", "timeouts": "0"}
+    table.keep(tmp_path / "abc1234.jsonl", {**row, "skipped": "0", "caught": "75.0 %"}, [])
+    later = "custom_components/llm_warmth/sensor.py"
+    monkeypatch.setattr(table.sys, "argv", ["mutation_table", "--report", done, later])
+    table.main()
+    out = capsys.readouterr().out.splitlines()
+    assert "| `core/a.py` | 4 | 3 | 1 | 75.0 % |" in out
+    assert "| `sensor.py` | - | - | - | not measured yet |" in out
+    monkeypatch.setattr(table.sys, "argv", ["mutation_table", "--report", "--write"])
+    with pytest.raises(SystemExit):
+        table.main()
