@@ -1,6 +1,7 @@
 """How the transport words a server's errors: an excerpt, never the whole body, and a
 busy server or a failed connection said even when the server or the error says nothing."""
 
+import asyncio
 from collections.abc import Callable
 import json
 
@@ -11,8 +12,10 @@ from custom_components.llm_warmth.core.backends.errors import (
     LlmServerBusyError,
     LlmServerConnectionError,
     LlmServerTlsError,
+    LlmServerUnreachableError,
 )
 from custom_components.llm_warmth.core.backends.http import (
+    HttpTransport,
     _tls_error,
     error_message,
     status_error,
@@ -65,3 +68,57 @@ async def test_a_refused_connection_says_what_refused_it(
     said = str(raised.value)
     assert said.startswith(where)
     assert "Connect call failed" in said.removeprefix(where)
+
+
+async def _closing_server() -> tuple[asyncio.Server, str]:
+    """A server that takes the connection and closes it unanswered (a reset, a crash)."""
+
+    def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    return server, f"http://127.0.0.1:{port}"
+
+
+def _transport(session: aiohttp.ClientSession, url: str) -> HttpTransport:
+    return HttpTransport(
+        session,
+        url,
+        api_key=None,
+        timeout=5,
+        error_for_status=lambda status, message, path: LlmServerConnectionError(message),
+    )
+
+
+async def test_a_connection_closed_unanswered_says_the_errors_own_words(
+    socket_enabled: None,
+) -> None:
+    """A request's and a stream's: where, then what aiohttp said (not only its kind)."""
+    server, url = await _closing_server()
+    try:
+        async with aiohttp.ClientSession() as session:
+            http = _transport(session, url)
+            with pytest.raises(LlmServerConnectionError) as asked:
+                await http.request_body("GET", "/api/ps")
+            with pytest.raises(LlmServerConnectionError) as streamed:
+                async with http.stream("POST", "/api/chat", json={}, timeout=5):
+                    pass
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert str(asked.value) == f"Cannot reach {url}/api/ps: Server disconnected"
+    assert str(streamed.value) == f"Connection to {url}/api/chat failed: Server disconnected"
+
+
+async def test_a_refused_stream_says_what_refused_it(
+    socket_enabled: None, unused_tcp_port_factory: Callable[[], int]
+) -> None:
+    url = f"http://127.0.0.1:{unused_tcp_port_factory()}"
+    async with aiohttp.ClientSession() as session:
+        with pytest.raises(LlmServerUnreachableError) as raised:
+            async with _transport(session, url).stream("POST", "/api/chat", json={}, timeout=5):
+                pass
+    where = f"Cannot connect to {url}/api/chat: "
+    assert str(raised.value).startswith(where)
+    assert "Connect call failed" in str(raised.value).removeprefix(where)
