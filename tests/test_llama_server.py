@@ -505,3 +505,23 @@ async def test_events_pushed_while_a_poll_runs_are_not_lost(
     await polling
     assert TINY in coordinator.data.held  # the poll's older list did not undo it
     await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_an_event_that_is_not_an_object_is_passed_over(
+    client: LlamaServerClient, server: LlamaServerEmulator
+) -> None:
+    """A `data:` line that parses to a list, a number or a string tells nothing: next one."""
+    events = client.residency_events()
+    try:
+        async with asyncio.timeout(5):
+            assert await anext(events) == ()
+            for conn in server._sse_conns:
+                for frame in (b"data: [1]\n\n", b"data: 7\n\n", b'data: "loaded"\n\n'):
+                    conn.queue.put_nowait(frame)
+            await server.load_by_other_client(TINY)
+            states = [[(m.name, m.state) for m in await anext(events)]]
+            while states[-1] != [(TINY, ResidencyState.LOADED)]:
+                states.append([(m.name, m.state) for m in await anext(events)])
+    finally:
+        await events.aclose()
+    assert states[0] == [(TINY, ResidencyState.LOADING)]
