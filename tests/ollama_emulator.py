@@ -25,7 +25,7 @@ which are measured with :func:`time.perf_counter_ns` like the real server measur
 """
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 import hashlib
@@ -564,6 +564,16 @@ class OllamaEmulator:
         gate, self._load_gate = self._load_gate, None
         if gate is not None:
             gate.set()
+
+    async def start_while_held[T](
+        self, model: str, request: Coroutine[Any, Any, T]
+    ) -> asyncio.Task[T]:
+        """Hold the loads, start ``request``; return its task once ``model`` is loading."""
+        self.hold_loads()
+        task = asyncio.create_task(request)
+        async with asyncio.timeout(5):
+            await self.wait_loading(model)
+        return task
 
     async def wait_loading(self, model: str) -> Runner:
         """Return ``model``'s runner once it is loading (at once if it is)."""

@@ -239,10 +239,9 @@ async def test_an_unload_the_server_finishes_after_its_answer_is_waited_for(
     hass: HomeAssistant, init_integration: MockConfigEntry, emulator: OllamaEmulator
 ) -> None:
     """Ollama unloads a busy runner once its request ends: the evict polls until it has."""
-    emulator.hold_loads()
-    other = asyncio.create_task(ollama_request(emulator, "/api/generate", {"model": LLAMA}))
-    async with asyncio.timeout(5):
-        await emulator.wait_loading(LLAMA)
+    other = await emulator.start_while_held(
+        LLAMA, ollama_request(emulator, "/api/generate", {"model": LLAMA})
+    )
     evicting = asyncio.create_task(evict(hass, config_entry_id=ENTRY_ID, model=LLAMA, timeout=10))
     async with asyncio.timeout(5):  # answered, still held: the evict reads it again
         while not any((r.json or {}).get("keep_alive") == 0 for r in emulator.requests):

@@ -418,10 +418,9 @@ async def test_a_preload_the_entry_unloads_under_says_so_and_one_its_caller_left
     A caller that goes away (an automation stopped) leaves the load running: it ends, the
     model is resident. The entry unloading under a waiting action ends it in words.
     """
-    emulator.hold_loads()
-    left = asyncio.create_task(preload(hass, config_entry_id=ENTRY_ID, model=LLAMA))
-    async with asyncio.timeout(5):
-        await emulator.wait_loading(LLAMA)
+    left = await emulator.start_while_held(
+        LLAMA, preload(hass, config_entry_id=ENTRY_ID, model=LLAMA)
+    )
     left.cancel()
     with pytest.raises(asyncio.CancelledError):
         await left
@@ -430,10 +429,9 @@ async def test_a_preload_the_entry_unloads_under_says_so_and_one_its_caller_left
     await wait_until(lambda: LLAMA in coordinator.data.held, 5, "the load the caller left")
     assert [r["model"] for r in generate_requests(emulator)] == [LLAMA]
 
-    emulator.hold_loads()
-    waiting = asyncio.create_task(preload(hass, config_entry_id=ENTRY_ID, model=QWEN))
-    async with asyncio.timeout(5):
-        await emulator.wait_loading(QWEN)
+    waiting = await emulator.start_while_held(
+        QWEN, preload(hass, config_entry_id=ENTRY_ID, model=QWEN)
+    )
     assert await hass.config_entries.async_unload(ENTRY_ID)
     with pytest.raises(HomeAssistantError) as err:
         async with asyncio.timeout(5):

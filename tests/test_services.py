@@ -373,11 +373,9 @@ async def test_a_load_polling_saw_during_a_failed_probe_is_announced(
 ) -> None:
     """What polling saw of a load while the probe ran is held; a failed probe releases it."""
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
-    emulator.hold_loads()  # the probe runs until finish_loads()
     emulator.inject_stream_fault(kind="error_line", after_chunks=1)
-    task = asyncio.create_task(probe(hass))  # not tracked: the polls must not wait for it
-    async with asyncio.timeout(5):
-        await emulator.wait_loading(LLAMA)
+    # the probe runs until finish_loads(); not tracked: the polls must not wait for it
+    task = await emulator.start_while_held(LLAMA, probe(hass))
     entry = {"name": LLAMA, "size": 3 * GIB, "size_vram": 3 * GIB}
     coordinator = init_integration.runtime_data.coordinator
     for expires in ("0001-01-01T00:00:00Z", "2026-11-29T08:05:00Z"):
@@ -406,10 +404,8 @@ async def test_a_cancelled_probe_holds_back_no_later_load(
 ) -> None:
     """A probe cancelled mid-request (Home Assistant stopping, say) leaves no held state."""
     loaded = async_capture_events(hass, EVENT_MODEL_LOADED)
-    emulator.hold_loads()  # the probe's load lasts until finish_loads()
-    task = asyncio.create_task(probe(hass))
-    async with asyncio.timeout(5):
-        await emulator.wait_loading(LLAMA)
+    # the probe's load lasts until finish_loads()
+    task = await emulator.start_while_held(LLAMA, probe(hass))
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
