@@ -7,7 +7,6 @@ from hypothesis import given, strategies as st
 import pytest
 
 from custom_components.llm_warmth.core.diagnose import (
-    GIB,
     Pattern,
     Recommendation,
     Run,
@@ -17,13 +16,15 @@ from custom_components.llm_warmth.core.diagnose import (
     first_expanded,
     model_switch,
     prefill_per_token,
+    prompt_cost,
     runs_table,
     verdict_as_dict,
 )
 from custom_components.llm_warmth.core.diagnosis import Diagnosis
-from custom_components.llm_warmth.core.sentence import Sentence
+from custom_components.llm_warmth.core.sentence import Duration, Number, Sentence
 from custom_components.llm_warmth.core.ttft import StageBreakdown
 
+from .conftest import GIB
 from .english import english
 
 
@@ -132,6 +133,7 @@ def test_every_request_slow_is_not_eviction() -> None:
 def test_a_cold_prompt_cache_and_a_slow_first_token() -> None:
     cache = cold_vs_repeat(run("cold", sample(1500.0, prefill=1400.0)), WARM)
     assert (cache.pattern, cache.stage) == (Pattern.PROMPT_CACHE, "prefill")
+    assert cache.said.figures == {"prefill": Duration(1400.0), "cached_prefill": Duration(40.0)}
     decode = cold_vs_repeat(run("cold", sample(900.0, decode=800.0)), WARM)
     assert (decode.stage, decode.recommendation) == ("first_decode", Recommendation.NOTHING_TO_WARM)
 
@@ -288,3 +290,139 @@ def test_a_context_change_with_no_context_after_is_judged_as_a_cold_start() -> N
     verdict = context_change(gone, WARM)
     assert verdict == cold_vs_repeat(gone, WARM)
     assert english(verdict.said) == "reloaded without eviction (load 2.8 s)"
+
+
+# ---------------------------------------------------------------- the edges of each rule
+
+
+def test_a_stage_expanded_by_exactly_250_ms_and_twice_its_repeat_expanded() -> None:
+    """Both edges are in: +250 ms and a factor of 2 (the figures the module states)."""
+    assert first_expanded(sample(600.0, load=500.0), sample(80.0, load=250.0)) == ("load", 250.0)
+    assert first_expanded(sample(600.0, load=499.9), sample(80.0, load=250.0)) is None
+    # 260 ms more, but less than twice the repeat's 340 ms: not expanded.
+    assert first_expanded(sample(900.0, load=600.0), sample(400.0, load=340.0)) is None
+    # Twice the repeat, but only 140 ms more: not expanded.
+    assert first_expanded(sample(300.0, load=200.0), sample(80.0, load=60.0)) is None
+
+
+def test_a_stage_one_side_did_not_report_is_not_compared() -> None:
+    assert first_expanded(sample(9000.0, load=None), sample(80.0, load=2.0)) is None
+    assert first_expanded(sample(9000.0, load=9000.0), sample(80.0, load=None)) is None
+
+
+def test_the_load_is_what_the_queue_leaves_of_queue_and_load() -> None:
+    """A 200 ms queue did not expand; the load did, by the load less its queue."""
+    cold = sample(3100.0, load=3000.0, queue=200.0)
+    assert first_expanded(cold, sample(80.0, load=50.0, queue=None)) == ("load", 2750.0)
+
+
+def test_the_evicted_sentence_gives_the_whole_load_not_what_it_grew_by() -> None:
+    verdict = cold_vs_repeat(
+        run("cold", sample(8400.0, load=8100.0), before=False),
+        run("repeat", sample(3100.0, load=3000.0)),
+    )
+    assert verdict.expanded_ms == 5100.0
+    assert verdict.said == Sentence(
+        "diagnosis_evicted", {"load": Duration(8100.0), "ttft": Duration(8400.0)}
+    )
+
+
+def test_both_replies_at_2_s_are_slow_and_one_under_it_is_not() -> None:
+    both = cold_vs_repeat(run("cold", sample(2000.0)), run("repeat", sample(2000.0)))
+    assert both.pattern is Pattern.ALWAYS_SLOW
+    one = cold_vs_repeat(run("cold", sample(2100.0)), run("repeat", sample(1999.0)))
+    assert one.pattern is Pattern.NO_CLEAR_STAGE
+
+
+@pytest.mark.parametrize(
+    ("prefill", "decode", "stage"),
+    [(1000.0, 1000.0, "prefill"), (None, 0.5, "first_decode"), (0.5, None, "prefill")],
+)
+def test_an_always_slow_reply_blames_the_larger_stage_prefill_on_a_tie(
+    prefill: float | None, decode: float | None, stage: str
+) -> None:
+    """A stage the server did not report counts as none of the time."""
+    slow = sample(3000.0, prefill=prefill, decode=decode)
+    verdict = cold_vs_repeat(run("cold", slow), run("repeat", slow))
+    assert (verdict.pattern, verdict.stage) == (Pattern.ALWAYS_SLOW, stage)
+
+
+def test_a_cold_prompt_cache_says_both_prefills() -> None:
+    verdict = cold_vs_repeat(
+        run("cold", sample(1500.0, prefill=1400.0)), run("r", sample(80.0, prefill=0.0))
+    )
+    assert verdict.said == Sentence(
+        "diagnosis_prompt_cache", {"prefill": Duration(1400.0), "cached_prefill": Duration(0.0)}
+    )
+
+
+def test_the_prefill_per_token_at_its_edges() -> None:
+    def per_token(short: tuple[float, int], long: tuple[float, int]) -> float | None:
+        return prefill_per_token(
+            run("short", sample(1.0, prefill=short[0], tokens=short[1])),
+            run("long", sample(1.0, prefill=long[0], tokens=long[1])),
+        )
+
+    assert per_token((0.0, 0), (2000.0, 1000)) == 2.0
+    assert per_token((40.0, 20), (42.5, 21)) == 2.5  # one token more
+    assert per_token((40.0, 20), (0.0, 21)) == -40.0
+    assert per_token((40.0, 20), (900.0, 20)) is None  # as many tokens
+    assert per_token((0.0, 0), (0.0, 0)) is None
+
+
+def test_what_the_prompts_length_costs() -> None:
+    short = run("short", sample(100.0, prefill=0.0, tokens=0))
+    long = run("long", sample(2100.0, prefill=2000.0, tokens=1000))
+    verdict = prompt_cost(short, long)
+    assert (verdict.pattern, verdict.stage, verdict.expanded_ms) == (
+        Pattern.PROMPT_COST,
+        "prefill",
+        2000.0,
+    )
+    assert verdict.said == Sentence(
+        "diagnosis_prompt_cost",
+        {
+            "per_token": Number(2.0, 2),
+            "long_tokens": 1000,
+            "long_prefill": Duration(2000.0),
+            "short_tokens": 0,
+            "short_prefill": Duration(0.0),
+        },
+    )
+    # A 2 s prefill is slow: shorten the prompt; under it, nothing to change.
+    assert verdict.recommendation is Recommendation.SHORTEN_PROMPT
+    quicker = prompt_cost(short, run("long", sample(1999.0, prefill=1999.0, tokens=1000)))
+    assert quicker.recommendation is None
+    assert quicker.expanded_ms == 1999.0
+    measured = prompt_cost(run("short", sample(100.0, prefill=40.0, tokens=20)), long)
+    assert measured.expanded_ms == 1960.0
+    assert measured.said.figures["short_tokens"] == 20
+    assert measured.said.figures["short_prefill"] == Duration(40.0)
+    # No prefill at all (a server that reports 0): nothing is made up.
+    free = prompt_cost(short, run("long", sample(1.0, prefill=0.0, tokens=10)))
+    assert free.expanded_ms == 0.0
+    assert free.said.figures["long_prefill"] == Duration(0.0)
+
+
+def test_what_a_prompts_length_costs_unreported() -> None:
+    unreported = prompt_cost(run("short", sample(1.0, prefill=None)), run("long", sample(2.0)))
+    assert unreported == prompt_cost(
+        run("short", sample(1.0)), run("long", sample(2.0, tokens=None))
+    )
+    assert (unreported.pattern, unreported.said, unreported.recommendation) == (
+        Pattern.NO_CLEAR_STAGE,
+        Sentence("diagnosis_prefill_unreported"),
+        None,
+    )
+
+
+def test_a_switch_is_sized_only_when_both_models_sizes_are_known() -> None:
+    a_warm = run("A warm", sample(80.0), model="tiny", size=int(5.1 * GIB))
+    a_again = run("A again", sample(5200.0, load=5000.0), model="tiny", before=False)
+    unsized = model_switch(a_warm, run("B", sample(7000.0), model="big"), a_again)
+    assert unsized.said == Sentence("diagnosis_switch_evicts", {"load": Duration(4998.0)})
+
+
+def test_a_verdicts_growth_is_stored_to_a_tenth_of_a_millisecond() -> None:
+    verdict = cold_vs_repeat(run("cold", sample(9000.0, load=8123.456), before=False), WARM)
+    assert verdict_as_dict(verdict)["expanded_ms"] == 8121.5

@@ -21,7 +21,6 @@ EXPANDED_MS = 250.0
 EXPANDED_FACTOR = 2.0
 # A reply this slow (ms) is slow whatever it is compared with.
 SLOW_MS = 2000.0
-GIB = 1024**3
 
 
 class Pattern(StrEnum):
