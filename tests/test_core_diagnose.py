@@ -426,3 +426,33 @@ def test_a_switch_is_sized_only_when_both_models_sizes_are_known() -> None:
 def test_a_verdicts_growth_is_stored_to_a_tenth_of_a_millisecond() -> None:
     verdict = cold_vs_repeat(run("cold", sample(9000.0, load=8123.456), before=False), WARM)
     assert verdict_as_dict(verdict)["expanded_ms"] == 8121.5
+
+
+@pytest.mark.parametrize(("per_token", "stored"), [(2.34567, 2.346), (None, None)])
+def test_a_prompt_costs_per_token_figure_is_stored_to_three_decimals(
+    per_token: float | None, stored: float | None
+) -> None:
+    short = run("short", sample(100.0, prefill=40.0, tokens=20))
+    long = run("long", sample(2100.0, prefill=2040.0, tokens=1020))
+    answer = Diagnosis(
+        model="m",
+        scenario=Scenario.SHORT_VS_LONG,
+        verdict=prompt_cost(short, long),
+        at=datetime(2026, 12, 1, 6, 0, tzinfo=UTC),
+        runs=(short, long),
+        prefill_ms_per_token=per_token,
+    ).as_dict()
+    assert answer["prefill_ms_per_token"] == stored
+    assert Diagnosis.from_dict(answer).prefill_ms_per_token == stored
+
+
+def test_a_stored_count_of_zero_is_read() -> None:
+    answer = Diagnosis(
+        model="m",
+        scenario=Scenario.COLD_VS_REPEAT,
+        verdict=cold_vs_repeat(WARM, WARM),
+        at=datetime(2026, 12, 1, 6, 0, tzinfo=UTC),
+        runs=(),
+        num_ctx=0,
+    ).as_dict()
+    assert Diagnosis.from_dict(answer).num_ctx == 0

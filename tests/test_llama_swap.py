@@ -154,6 +154,7 @@ async def test_without_its_event_stream_the_load_is_unknown(
             LlmModelNotFoundError,
         ),
         (429, '{"error":"too many requests","src":"llama-swap"}', LlmServerBusyError),
+        (503, "upstream busy", LlmServerBusyError),
         (
             500,
             '{"error":"unspecific error: upstream command exited prematurely"}',
@@ -562,3 +563,51 @@ async def test_a_preload_of_a_peers_model_ends_with_its_answered_load(
     finally:
         await front.stop()
         await peer.stop()
+
+
+async def test_a_llama_swap_older_than_its_version_path_is_version_unknown(
+    client: LlamaSwapClient, swap: LlamaSwapEmulator
+) -> None:
+    """Before v173 there is no /api/version: 404, and the version is "unknown"."""
+    swap.fail_next("/api/version", 404, "404 page not found", "text/plain")
+    assert await client.version() == "unknown"
+
+
+async def test_the_latest_ten_requests_served_are_read_unless_told(
+    client: LlamaSwapClient, swap: LlamaSwapEmulator
+) -> None:
+    for _ in range(12):
+        await client.timed_generation("chat", TINY, "hi", options={"num_predict": 1})
+    served = await client.served_requests()
+    assert len(served) == 10
+    assert [r.id for r in served] == sorted((r.id for r in served), reverse=True)
+    assert len(await client.served_requests(limit=12)) == 12
+
+
+async def test_a_peers_model_is_started_by_a_one_token_chat_and_an_own_model_by_its_health(
+    socket_enabled: None,
+) -> None:
+    """Once the models are listed, a peer's goes as a chat of one token; the front
+    server's own model still through its upstream's health check."""
+    peer = LlamaSwapEmulator([SwapModel(TINY, load_seconds=0.05)], ttl_check_interval=1.0)
+    await peer.start()
+    front = LlamaSwapEmulator(
+        models(), ttl_check_interval=1.0, peers={"lab": SwapPeer(peer.url, (TINY,))}
+    )
+    await front.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            client = LlamaSwapClient(session, front.url, request_timeout=5)
+            assert {m.name: m.peer for m in await client.installed_models()} == {
+                BIG: None,
+                TINY: None,
+                f"lab/{TINY}": "lab",
+            }
+            await client.load(f"lab/{TINY}")
+            await client.load(TINY)
+    finally:
+        await front.stop()
+        await peer.stop()
+    assert front.requests["POST /v1/chat/completions"] == 1
+    assert front.requests[f"GET /upstream/{TINY}/health"] == 1
+    assert [entry["tokens"]["output_tokens"] for entry in peer.activity] == [1]

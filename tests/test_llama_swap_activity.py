@@ -113,3 +113,13 @@ def test_an_entry_that_is_not_one_reads_as_none() -> None:
 )
 def test_tokens_seconds(count: int | None, per_second: object, seconds: float | None) -> None:
     assert _tokens_seconds(count, per_second) == seconds
+
+
+def test_a_rate_not_told_adds_no_work_to_the_one_told() -> None:
+    """No prompt rate: the generation's 0.5 s alone is checked against the 0.501 s."""
+    only_generation = _served(entry(duration_ms=501, tokens={"prompt_per_second": -1}))
+    assert only_generation is not None
+    assert (only_generation.prefill_seconds, only_generation.generation_seconds) == (None, 0.5)
+    only_prefill = _served(entry(duration_ms=301, tokens={"tokens_per_second": -1}))
+    assert only_prefill is not None
+    assert (only_prefill.prefill_seconds, only_prefill.generation_seconds) == (0.3, None)

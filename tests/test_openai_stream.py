@@ -95,3 +95,20 @@ async def test_an_error_in_the_stream_is_said_in_at_most_500_characters(
     with pytest.raises(LlmServerError, match=r"x{500}") as raised:
         await llama.timed_generation("chat", TINY, "hi")
     assert "x" * 501 not in str(raised.value)
+
+
+async def test_the_first_token_is_the_first_chunk_with_text_not_a_later_one(
+    socket_enabled: None,
+) -> None:
+    """Seven tokens 100 ms apart: the first arrives 600 ms before the last."""
+    server = LlamaServerEmulator([EmulatedLlamaModel(TINY, load_seconds=0.0, token_ms=100.0)])
+    await server.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            llama = LlamaServerClient(session, server.url, request_timeout=5)
+            await llama.load(TINY)
+            reply = await llama.timed_generation("chat", TINY, "hi")
+    finally:
+        await server.stop()
+    assert reply.eval_count == 7
+    assert reply.final_ns - reply.first_token_ns >= 500_000_000
