@@ -790,3 +790,16 @@ async def test_the_first_token_is_text_or_the_end_never_a_number(
     emulator.inject("/api/generate", status=200, body=body, content_type=NDJSON)
     timed = await client.timed_generation("generate", LLAMA, "hi")
     assert timed.first_token_ns == timed.final_ns
+
+
+async def test_a_models_digest_is_read_from_both_lists(
+    client: OllamaClient, emulator: OllamaEmulator
+) -> None:
+    """The digest tells one build of a name from another (a pull under the same tag)."""
+    digest = emulator.models[LLAMA].digest
+    assert len(digest) == 64
+    installed = {m.name: m.digest for m in await client.installed_models()}
+    assert installed[LLAMA] == digest
+    await ollama_request(emulator, "/api/generate", {"model": LLAMA})
+    (resident,) = await client.running_models()
+    assert resident.digest == digest
