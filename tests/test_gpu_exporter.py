@@ -14,6 +14,7 @@ from custom_components.llm_warmth.core.gpu.exporter import (
     detect_kind,
     parse_exporter_text,
 )
+from custom_components.llm_warmth.core.gpu.types import GpuStatus
 
 from .conftest import EXPORTER_FILES as FILES, exporter_fixture as fixture
 from .fake_nvml import MIB, RTX_3060, RTX_4090
@@ -183,3 +184,105 @@ def test_labels_out_of_range_give_no_index_and_no_long_identity() -> None:
     gpus = parse_exporter_text(text)
     # An index past 1023 is no index; an identity label past 256 characters is not used.
     assert [(g.uuid, g.index) for g in gpus] == [("GPU-2", 1), ("5000", 1)]
+
+
+# ---------------------------------------------------------------- each range at its edges
+
+ID = 'gpu="0",UUID="GPU-1"'
+
+
+def _one(*lines: str) -> GpuStatus:
+    """The one GPU of a DCGM page with a free-memory line and ``lines``."""
+    (gpu,) = parse_exporter_text(
+        "".join(f"{line}\n" for line in (f"DCGM_FI_DEV_FB_FREE{{{ID}}} 100", *lines))
+    )
+    return gpu
+
+
+@pytest.mark.parametrize(
+    ("metric", "field", "low", "high", "step"),
+    [
+        ("DCGM_FI_DEV_GPU_UTIL", "utilization_gpu", 0.0, 100.0, 0.5),
+        ("DCGM_FI_DEV_GPU_TEMP", "temperature", -60.0, 250.0, 0.5),
+        ("DCGM_FI_DEV_POWER_USAGE", "power_draw", 0.0, 10_000.0, 0.5),
+        ("DCGM_FI_DEV_SM_CLOCK", "sm_clock", 0.0, 100_000.0, 0.5),
+    ],
+)
+def test_a_reading_at_the_edges_of_its_range_is_read_and_past_them_is_unknown(
+    metric: str, field: str, low: float, high: float, step: float
+) -> None:
+    """Percent 0 to 100, -60 to 250 °C, 0 to 10 kW, 0 to 100 GHz: the sane ranges."""
+    for value, read in ((low, low), (high, high), (low - step, None), (high + step, None)):
+        assert getattr(_one(f"{metric}{{{ID}}} {value}"), field) == read, value
+
+
+@pytest.mark.parametrize(("pstate", "read"), [(0, 0), (15, 15), (16, None), (32, None)])
+def test_a_performance_state_is_p0_to_p15(pstate: int, read: int | None) -> None:
+    assert _one(f"DCGM_FI_DEV_PSTATE{{{ID}}} {pstate}").performance_state == read
+
+
+def test_memory_in_bytes_from_0_to_8_pib() -> None:
+    """nvidia_gpu_exporter's bytes are read as they are, 0 and 2**53 included."""
+    text = (
+        'nvidia_smi_memory_free_bytes{uuid="a"} 0\n'
+        f'nvidia_smi_memory_total_bytes{{uuid="a"}} {2**53}\n'
+        f'nvidia_smi_memory_used_bytes{{uuid="a"}} {2**53 + 2}\n'
+    )
+    (gpu,) = parse_exporter_text(text)
+    assert (gpu.memory_free, gpu.memory_total, gpu.memory_used) == (0, 2**53, None)
+
+
+def test_free_memory_is_derived_from_the_total_the_used_and_the_reserved() -> None:
+    exact = _free("DCGM_FI_DEV_FB_TOTAL 10", "DCGM_FI_DEV_FB_USED 7", "DCGM_FI_DEV_FB_RESERVED 2")
+    assert exact == 1 * MIB
+    assert _free("DCGM_FI_DEV_FB_TOTAL 10", "DCGM_FI_DEV_FB_USED 10") == 0
+    # Used and reserved past the total: readings that do not add up give no free memory.
+    assert (
+        _free("DCGM_FI_DEV_FB_TOTAL 10", "DCGM_FI_DEV_FB_USED 8", "DCGM_FI_DEV_FB_RESERVED 3")
+        is None
+    )
+
+
+def _free(*lines: str) -> int | None:
+    text = "".join(f"{line.replace(' ', f'{{{ID}}} ')}\n" for line in lines)
+    # The marker metric for another GPU: this one's free memory is not told.
+    gpus = parse_exporter_text('DCGM_FI_DEV_FB_FREE{gpu="9",UUID="GPU-9"} 1\n' + text)
+    return {gpu.uuid: gpu for gpu in gpus}["GPU-1"].memory_free
+
+
+def test_labels_of_256_characters_and_index_1023_are_read() -> None:
+    uuid, name = "GPU-" + "u" * 252, "n" * 256
+    text = (
+        f'DCGM_FI_DEV_FB_FREE{{gpu="1023",UUID="{uuid}",modelName="{name}"}} 1\n'
+        f'DCGM_FI_DEV_FB_FREE{{gpu="1024",UUID="GPU-2",modelName="{name}n"}} 1\n'
+    )
+    first, second = parse_exporter_text(text)
+    assert (first.uuid, first.name, first.index) == (uuid, name, 1023)
+    assert (second.uuid, second.name, second.index) == ("GPU-2", None, 1)
+    (by_id,) = parse_exporter_text(f'llamaswap_gpu_memory_used_bytes{{id="{"7" * 256}"}} 1\n')
+    assert by_id.uuid == "7" * 256
+    (labelled,) = parse_exporter_text(
+        f'llamaswap_gpu_memory_used_bytes{{id="3",UUID="{uuid}"}} 1\n'
+    )
+    assert labelled.uuid == uuid
+
+
+def test_a_reading_is_kept_to_three_decimals() -> None:
+    assert _one(f"DCGM_FI_DEV_GPU_TEMP{{{ID}}} 45.12345").temperature == 45.123
+
+
+async def test_a_page_of_1_mib_is_read_and_a_refusal_from_400_up_is_said(
+    hass: HomeAssistant, emulator: OllamaEmulator
+) -> None:
+    page = f"DCGM_FI_DEV_FB_FREE{{{ID}}} 100\n# "
+    page += "x" * (1024 * 1024 - len(page) - 1) + "\n"
+    assert len(page.encode()) == 1024 * 1024
+    source = ExporterSource(async_get_clientsession(hass), f"{emulator.url}/metrics")
+    emulator.inject("/metrics", status=200, body=page, content_type="text/plain")
+    assert [g.uuid for g in await source.read()] == ["GPU-1"]
+    emulator.inject("/metrics", status=200, body=page + "#", content_type="text/plain")
+    with pytest.raises(GpuSourceResponseError, match="more than"):
+        await source.read()
+    emulator.inject("/metrics", status=400, body="bad request", content_type="text/plain")
+    with pytest.raises(GpuSourceConnectionError, match="answered HTTP 400"):
+        await source.read()

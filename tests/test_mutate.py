@@ -510,3 +510,38 @@ def test_a_modules_baseline_is_read_from_the_pass_in_the_order_its_tests_were_ch
     assert mutate._baseline_from_pass(passed, module, ["tests/test_c.py"]) is None
     assert mutate._baseline_from_pass(passed, module, ["tests/test_a.py::one"]) is None
     assert mutate._baseline_from_pass(None, module, ["tests/test_a.py"]) is None
+
+
+UNITS = '''"""Units, with a table of them built at import."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A unit and its scale."""
+
+    name: str
+    scale: float = 1.0
+
+
+UNITS = {"byte": Unit("byte"), "mib": Unit("mib", 1024.0)}
+
+
+def scaled(unit: str, value: float) -> float:
+    """Return ``value`` in bytes."""
+    return value * UNITS[unit].scale
+'''
+
+
+def test_a_dataclass_default_an_import_time_table_took_is_measured_by_importing_again(
+    project: Path,
+) -> None:
+    """Patching the field's default reaches no instance the import built: the byte's
+    scale of 1.0 would survive every test; imported again, the table holds the mutant."""
+    (project / "pkg" / "units.py").write_text(UNITS)
+    (project / "tests" / "test_units.py").write_text(
+        "from pkg.units import scaled\n\n\ndef test_bytes():\n    assert scaled('byte', 3) == 3\n"
+    )
+    result = mutate(project, "pkg/units.py", "--verbose")
+    assert "KILLED pkg/units.py:11:20 number 1.0 -> 2.0" in result.stdout, result.stdout
