@@ -241,3 +241,50 @@ def test_the_repair_from_the_third_release_of_a_day() -> None:
     assert releases_repair(0, 0.0, "S") is None
     assert releases_repair(3, 12.6, "S") == {"server": "S", "count": "3", "minutes": "13"}
     assert releases_repair(7, 0.4, "S") == {"server": "S", "count": "7", "minutes": "0"}
+
+
+# ---------------------------------------------------------------- each rule at its edge
+
+
+def test_a_model_exactly_the_size_of_the_headroom_is_admitted() -> None:
+    assert admit("a", 12 * GIB, CALM, resident=False) is None
+    assert admit("a", 12 * GIB + 1, CALM, resident=False) is not None
+
+
+def test_a_step_of_five_minutes_is_counted_and_a_longer_one_is_not() -> None:
+    guard = Guard(timedelta(minutes=10))
+    book = pins(a=0)
+    guard.decide(book, {"a"}, SHORT, at(0))
+    guard.decide(book, {"a"}, SHORT, at(5))  # Home Assistant was away exactly 5 minutes
+    assert guard.contended_minutes == 5
+    guard.decide(book, {"a"}, SHORT, at(10) + timedelta(seconds=1))
+    assert guard.contended_minutes == 5
+
+
+def test_the_next_release_for_headroom_waits_20_seconds() -> None:
+    """The GPU's reading needs that long to show what the first release freed."""
+    guard = Guard(timedelta(minutes=10))
+    book = pins(a=0, b=1, c=2)
+    held = {"a", "b", "c"}
+    assert guard.decide(book, held, SHORT, T0) == [Release("a", GpuNeed.HEADROOM_LOW)]
+    held.discard("a")
+    assert guard.decide(book, held, SHORT, T0 + timedelta(seconds=19.9)) == []
+    assert guard.decide(book, held, SHORT, T0 + timedelta(seconds=20)) == [
+        Release("b", GpuNeed.HEADROOM_LOW)
+    ]
+
+
+def test_a_release_a_day_old_is_no_longer_kept() -> None:
+    guard = Guard(timedelta(minutes=10), GuardRecord(releases=[T0 - timedelta(days=1)]))
+    guard.decide(pins(a=0), {"a"}, SHORT, T0)
+    assert guard.record.releases == [T0]
+
+
+def test_the_contended_time_is_stored_to_the_millisecond_and_read_within_its_range() -> None:
+    assert GuardRecord(contended_seconds=1.23456).as_dict()["contended_seconds"] == 1.235
+    assert GuardRecord.from_dict({}).contended_seconds == 0.0
+    assert GuardRecord.from_dict({"contended_seconds": 999_999_999_999.0}).contended_seconds == (
+        999_999_999_999.0
+    )
+    with pytest.raises(ValueError, match="contended"):
+        GuardRecord.from_dict({"contended_seconds": 1e12})

@@ -170,3 +170,63 @@ def test_any_stored_value_is_read_or_refused_with_value_error(values: dict[str, 
 
 def test_reasons_are_stable_names() -> None:
     assert [r.value for r in ReassertReason] == ["gone", "expiry_shortened"]
+
+
+# ---------------------------------------------------------------- each rule at its edge
+
+SINCE = T0.isoformat()
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        ({"model": ""}, "no model"),
+        ({"model": 3}, "no model"),
+        ({"model": "a", "priority": -101}, "bad priority"),
+        ({"model": "a", "priority": 101}, "bad priority"),
+        ({"model": "a", "num_ctx": 0}, "bad num_ctx"),
+    ],
+)
+def test_each_damage_of_a_stored_pin_is_refused_for_what_it_is(
+    damage: dict[str, object], why: str
+) -> None:
+    with pytest.raises(ValueError, match=why):
+        Pin.from_dict({"since": SINCE, **damage})
+
+
+def test_a_stored_pin_reads_priorities_from_minus_100_to_100_and_a_context_of_one() -> None:
+    assert Pin.from_dict({"model": "a", "since": SINCE, "priority": -100}).priority == -100
+    assert Pin.from_dict({"model": "a", "since": SINCE, "priority": 100}).priority == 100
+    assert Pin.from_dict({"model": "a", "since": SINCE, "num_ctx": 1}).num_ctx == 1
+    unsaid = Pin.from_dict({"model": "a", "since": SINCE})
+    assert (unsaid.priority, unsaid.num_ctx) == (0, None)
+    assert Pin(model="a", since=T0).as_dict()["priority"] == 0
+
+
+def test_an_expiry_up_to_30_seconds_short_of_the_pins_end_is_not_shortened() -> None:
+    """Ollama sets the expiry from the request's arrival: polls and clocks add a little."""
+    book = PinBook(OLLAMA_CAPABILITIES, {"a": Pin(model="a", until=at(3600), since=T0)})
+    assert reasons(book, held("a", at(3570)), at(1)) == []
+    assert reasons(book, held("a", at(3569.999)), at(1)) == ["a:expiry_shortened"]
+    # Loaded but with no expiry told: nothing to compare, nothing asked.
+    assert reasons(book, held("a", None), at(1)) == []
+
+
+def test_the_back_off_is_a_minute_doubling_to_an_hour_and_ends_after_twice_its_wait() -> None:
+    pin = Pin(model="a", since=T0)
+    gone = Reassertion(pin, ReassertReason.GONE)
+    book = PinBook(LLAMA_SERVER_CAPABILITIES, {"a": pin})
+    book.asserted(gone, T0)
+    assert reasons(book, {}, at(59)) == []
+    assert reasons(book, {}, at(60)) == ["a:gone"]
+    # Gone again within twice the minute: the second wait is two minutes.
+    book.asserted(gone, at(119))
+    assert reasons(book, {}, at(119 + 119)) == []
+    assert reasons(book, {}, at(119 + 120)) == ["a:gone"]
+    # Gone again exactly twice that wait later: it held, and the wait starts afresh.
+    book.asserted(gone, at(119 + 240))
+    assert reasons(book, {}, at(119 + 240 + 60)) == ["a:gone"]
+    for count in range(12):
+        book.asserted(gone, at(1000 + count))
+    assert reasons(book, {}, at(1011 + 3599)) == []
+    assert reasons(book, {}, at(1011 + 3600)) == ["a:gone"]
