@@ -46,6 +46,9 @@ def test_a_sighting_shows_a_use_when_loaded_anew_or_its_expiry_moved_on() -> Non
     assert not there.shows_a_use_since(there)
     assert Sighting(True, T + MOVED + SEC).shows_a_use_since(there)
     assert not Sighting(True, T + MOVED).shows_a_use_since(there)
+    # The figure itself: moved on 5 s is a poll's drift, 5.5 s a use.
+    assert not Sighting(True, T + timedelta(seconds=5)).shows_a_use_since(there)
+    assert Sighting(True, T + timedelta(seconds=5.5)).shows_a_use_since(there)
     assert not Sighting(True, T - MIN).shows_a_use_since(there)  # moved back: no use
     assert not Sighting(True, None).shows_a_use_since(there)
     assert not there.shows_a_use_since(Sighting(True, None))

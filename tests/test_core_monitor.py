@@ -475,3 +475,29 @@ def test_a_probe_that_answered_before_any_poll_saw_its_load_reports_the_load() -
     )  # fmt: skip
     assert isinstance(load, LoadObserved)
     assert (load.figures.load_seconds, load.figures.load_source) == (2.0, "server")
+
+
+def test_a_model_that_left_unexplained_is_decided_3_seconds_after_it_left() -> None:
+    """No other model came in its place within 3 s: a poll from then on calls it unloaded;
+    the coordinator's timer is set for exactly then."""
+    monitor = ServerMonitor(LLAMA_SWAP_CAPABILITIES)
+    monitor.observe(version="v1", resident=(model("a"),), installed=(), now=at(0), monotonic=10.0)
+    assert monitor.undecided_until is None
+    monitor.observe(version=None, resident=(), installed=None, now=at(2), monotonic=12.0)
+    assert monitor.undecided_until == 15.0
+
+
+def test_the_same_reading_at_a_later_poll_is_the_same_snapshot() -> None:
+    """The coordinator tells its entities only of a snapshot that differs: the poll's
+    time and a loading model's worked-out start are no difference."""
+    monitor = ServerMonitor(LLAMA_SERVER_CAPABILITIES)
+    reading = (model("a"), model("b", LOADING))
+    first, _ = monitor.observe(
+        version="b1", resident=reading, installed=(), now=at(0), monotonic=0.0
+    )
+    again, changes = monitor.observe(
+        version=None, resident=reading, installed=None, now=at(5), monotonic=5.0
+    )
+    assert changes == []
+    assert first.polled_at != again.polled_at
+    assert again == first

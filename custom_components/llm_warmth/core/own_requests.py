@@ -16,29 +16,35 @@ SLACK: Final = timedelta(seconds=2)
 
 
 @dataclass(slots=True)
+class _Span:
+    """One request of ours: sent, and ended (None while it runs)."""
+
+    started: datetime
+    ended: datetime | None = None
+
+
+@dataclass(slots=True)
 class OwnRequestLog:
     """When the integration's own requests to each model ran (UTC)."""
 
-    _spans: dict[str, list[list[datetime | None]]] = field(default_factory=dict)
+    _spans: dict[str, list[_Span]] = field(default_factory=dict)
 
     def started(self, model: str, at: datetime) -> None:
         """Note a request of ours to ``model``, sent ``at``."""
         spans = self._spans.setdefault(model, [])
-        spans.append([at, None])
+        spans.append(_Span(at))
         del spans[:-KEPT]
 
     def ended(self, model: str, at: datetime) -> None:
         """Note that the earliest of our running requests to ``model`` ended ``at``."""
         for span in self._spans.get(model, []):
-            if span[1] is None:
-                span[1] = at
+            if span.ended is None:
+                span.ended = at
                 return
 
     def during(self, model: str, begin: datetime, end: datetime) -> bool:
         """Return True when a request of ours to ``model`` ran at some time in [begin, end]."""
-        for started, ended in self._spans.get(model, []):
-            if started is None:
-                continue
-            if started <= end + SLACK and (ended is None or ended + SLACK >= begin):
-                return True
-        return False
+        return any(
+            span.started <= end + SLACK and (span.ended is None or span.ended + SLACK >= begin)
+            for span in self._spans.get(model, [])
+        )
