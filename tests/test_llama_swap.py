@@ -132,6 +132,39 @@ async def test_a_request_in_flight_ahead_is_the_queue(
     assert first.queue_ns == 0
 
 
+@pytest.mark.parametrize("cold", [False, True])
+async def test_a_request_ahead_running_beside_ours_is_queue_only_for_what_our_prefill_leaves(
+    client: LlamaSwapClient, swap: LlamaSwapEmulator, cold: bool
+) -> None:
+    """The upstream runs the request ahead beside ours (it is still running at our first
+    token): the load and the queue together are at most the time before our prefill (a
+    100-token prompt, 0.5 s of it). Cold, both wait for the same 1.5 s load."""
+    if not cold:
+        await client.load(BIG)
+    ahead = asyncio.create_task(
+        client.timed_generation("chat", BIG, " ".join(["word"] * 200), options={"num_predict": 8})
+    )
+    if cold:
+        await wait_until(lambda: swap.state(BIG) == "starting", 2, "big starting")
+    else:
+        await wait_until(lambda: swap.inflight(BIG) == 1, 2, "the request ahead in flight")
+    ours = await client.timed_generation("chat", BIG, " ".join(["word"] * 100))
+    await ahead
+    prefill = ours.prompt_eval_duration_ns
+    assert prefill is not None
+    assert prefill >= 400_000_000
+    assert ours.load_duration_ns is not None
+    assert ours.queue_ns is not None
+    before_prefill = ours.first_token_ns - ours.sent_ns - prefill
+    if cold:
+        assert ours.load_duration_ns >= 1_000_000_000  # most of the load was ours to wait
+        # The load's end comes from the event stream, a little after the upstream's.
+        assert ours.load_duration_ns <= before_prefill + 100_000_000
+    else:
+        assert ours.load_duration_ns == ours.queue_ns
+        assert ours.queue_ns <= before_prefill
+
+
 async def test_without_its_event_stream_the_load_is_unknown(
     client: LlamaSwapClient, swap: LlamaSwapEmulator
 ) -> None:
