@@ -1,7 +1,10 @@
 """The residency tracker: loads, reloads, unloads and their reasons (pure, clock passed in)."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from custom_components.llm_warmth.core.backends.llama_server import LLAMA_SERVER_CAPABILITIES
+from custom_components.llm_warmth.core.backends.llama_swap import LLAMA_SWAP_CAPABILITIES
 from custom_components.llm_warmth.core.backends.ollama import (
     OLLAMA_CAPABILITIES,
     ollama_capabilities,
@@ -504,3 +507,104 @@ def test_a_load_of_ours_is_over_when_its_request_answers() -> None:
     # The poll right after: its expiry stopped with the answer; nothing new to say.
     assert observe(tracker, 2.5, model("a", at(302.4))) == []
     assert tracker.phase("a") is Phase.LOADED
+
+
+# ---------------------------------------------------------------- each rule at its edge
+
+
+def resident(name: str, state: ResidencyState = ResidencyState.LOADED) -> ResidentModel:
+    """A model as llama-server and llama-swap list it: a state, no expiry."""
+    return ResidentModel(name=name, state=state)
+
+
+def test_a_load_end_is_seen_only_where_the_server_names_a_loading_state() -> None:
+    """A server that names none and whose expiry does not float: the end is the request's."""
+    quiet = replace(OLLAMA_CAPABILITIES, expiry_moves_while_busy=False, reports_loading=False)
+    tracker = ResidencyTracker(quiet)
+    observe(tracker, 0)
+    ((loaded,),) = [observe(tracker, 1, model("a", at(300)))]
+    assert loaded == ModelLoaded("a", None, load_end_seen=False)
+    swap = ResidencyTracker(LLAMA_SWAP_CAPABILITIES)
+    observe(swap, 0)
+    assert observe(swap, 1, resident("a")) == [ModelLoaded("a", None, load_end_seen=True)]
+
+
+def test_the_oldest_unexplained_unload_is_the_one_decided_first() -> None:
+    tracker = ResidencyTracker(LLAMA_SWAP_CAPABILITIES)
+    observe(tracker, 0, resident("a"), resident("b"))
+    observe(tracker, 1, resident("b"))
+    observe(tracker, 2)
+    assert tracker.unexplained_since == 1
+
+
+def test_on_a_server_that_lists_a_model_once_loaded_our_request_loads_it_until_listed() -> None:
+    tracker = ResidencyTracker(ollama_capabilities("0.34.4"))
+    observe(tracker, 0)
+    tracker.request_started("a", monotonic=1.0)
+    assert tracker.requesting() == {"a"}
+    assert tracker.loading() == {"a"}
+    assert tracker.loading_for(3.5) == {"a": 2.5}
+    assert tracker.loading_for(1.0) == {"a": 0.0}
+    observe(tracker, 4, model("a", at(304)))
+    assert tracker.loading() == set()
+
+
+def test_how_long_a_model_has_been_loading_from_its_first_sighting() -> None:
+    tracker = ResidencyTracker(LLAMA_SERVER_CAPABILITIES)
+    observe(tracker, 0, resident("done"))
+    observe(tracker, 1, resident("done"), resident("a", ResidencyState.LOADING))
+    assert tracker.loading_for(3.0) == {"a": 2.0}
+
+
+def test_a_load_heard_of_holds_until_its_end_inclusive() -> None:
+    tracker = ResidencyTracker(ollama_capabilities("0.34.4"))
+    observe(tracker, 0)
+    assert tracker.load_heard("a", monotonic=1.0, until=5.0) is True
+    assert tracker.load_heard("a", monotonic=2.0, until=9.0) is False  # heard already
+    observe(tracker, 5)
+    assert tracker.loading() == {"a"}
+    observe(tracker, 5.5)
+    assert tracker.loading() == set()
+    listed = ResidencyTracker(LLAMA_SERVER_CAPABILITIES)
+    assert listed.load_heard("a", monotonic=1.0, until=5.0) is False
+
+
+def test_a_load_we_announced_is_ours_when_first_seen_at_its_last_moment() -> None:
+    tracker = ResidencyTracker(LLAMA_SERVER_CAPABILITIES)
+    observe(tracker, 0)
+    tracker.announce_load("a", expect_until=5.0)
+    assert observe(tracker, 5, resident("a")) == []
+    late = ResidencyTracker(LLAMA_SERVER_CAPABILITIES)
+    observe(late, 0)
+    late.announce_load("a", expect_until=5.0)
+    assert observe(late, 5.5, resident("a")) == [ModelLoaded("a", None, load_end_seen=True)]
+
+
+def test_a_sleeping_model_holds_no_weights() -> None:
+    tracker = ResidencyTracker(LLAMA_SERVER_CAPABILITIES)
+    observe(tracker, 0, resident("a"))
+    observe(tracker, 1, resident("a", ResidencyState.SLEEPING))
+    assert tracker.phase("a") is None
+
+
+def test_a_model_still_loading_displaces_the_one_that_left() -> None:
+    tracker = ResidencyTracker(LLAMA_SWAP_CAPABILITIES)
+    observe(tracker, 0, resident("a"))
+    observe(tracker, 1, resident("a"), resident("b", ResidencyState.LOADING))
+    changes = observe(tracker, 2, resident("b", ResidencyState.LOADING))
+    assert changes == [ModelUnloaded("a", UnloadReason.DISPLACED, ("b",))]
+
+
+def test_a_load_is_timed_to_the_millisecond() -> None:
+    tracker = ResidencyTracker(LLAMA_SERVER_CAPABILITIES)
+    observe(tracker, 0)
+    observe(tracker, 1, resident("a", ResidencyState.LOADING))
+    assert observe(tracker, 2.00049, resident("a")) == [ModelLoaded("a", 1.0, load_end_seen=True)]
+
+
+def test_a_runner_first_seen_as_our_request_starts_is_its_new_runner() -> None:
+    tracker = ResidencyTracker(LLAMA_SERVER_CAPABILITIES)
+    observe(tracker, 0)
+    tracker.request_started("a", monotonic=2.0)
+    observe(tracker, 2, resident("a", ResidencyState.LOADING))
+    assert tracker.request_finished("a").new_runner

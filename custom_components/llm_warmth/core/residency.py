@@ -117,9 +117,9 @@ class ResidencyTracker:
         server that names its loading state is believed at once, and so is one that lists
         a model only once it is loaded (Ollama 0.30 and newer).
         """
-        self._floating = False
-        self._load_end_seen = False
-        self._listed_while_loading = True
+        self._floating: bool
+        self._load_end_seen: bool
+        self._listed_while_loading: bool
         self.use_capabilities(capabilities)
         self._models: dict[str, Sighting] = {}
         self._baseline_taken = False
