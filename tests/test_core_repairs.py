@@ -152,3 +152,67 @@ def test_an_agents_keep_alive_overrides_a_pin_or_preload() -> None:
         KeepAliveConflict("llama3.2:3b", "Office", 300, Kept.PRELOAD, at(30))
     ]
     assert keep_alive_conflicts([OFFICE], {}, preloads, at(31)) == []
+
+
+# ---------------------------------------------------------------- each rule at its edge
+
+
+def test_a_model_kept_too_short_has_no_reloads_and_one_agent_is_no_disagreement() -> None:
+    watch = ThrashWatch()
+    for minute in range(4):
+        watch.loaded("llama3.2:3b", at(minute), reloaded=False)
+    (found,) = watch.findings(at(4), [KITCHEN])
+    assert (found.cause, found.reloads, found.contexts) == (ThrashCause.KEPT_TOO_SHORT, 0, ())
+
+
+def test_a_load_or_a_departure_exactly_half_an_hour_old_still_counts() -> None:
+    watch = ThrashWatch()
+    for minute in range(4):
+        watch.loaded("a", at(minute), reloaded=False)
+    watch.left("a", UnloadReason.DISPLACED, ["b"], at(0))
+    watch.left("b", UnloadReason.DISPLACED, ["a"], at(0))
+    watch.left("a", UnloadReason.DISPLACED, ["b"], at(0))
+    watch.left("b", UnloadReason.DISPLACED, ["a"], at(0))
+    (pair,) = watch.findings(at(30))
+    assert pair.models == ("a", "b")
+    assert watch._left.keys() == {"a", "b"}
+    assert len(watch.findings(at(30.1))) == 0
+    alone = ThrashWatch()
+    for minute in range(4):
+        alone.loaded("a", at(minute), reloaded=False)
+    assert [t.count for t in alone.findings(at(30))] == [4]
+    assert alone.findings(at(30.1)) == []
+
+
+def test_a_tie_between_pushes_and_expiries_is_pushed_out_and_left_early_must_beat_both() -> None:
+    watch = ThrashWatch()
+    for minute in range(4):
+        watch.loaded("a", at(minute * 5), reloaded=False)
+    watch.left("a", UnloadReason.EXPIRED, [], at(4))
+    watch.left("a", UnloadReason.DISPLACED, ["b"], at(9))
+    assert watch.findings(at(15))[0].cause is ThrashCause.PUSHED_OUT
+    # Two unloads early against one expiry and one push: more than each, so left early;
+    # a second push ties the unloads: no longer more than both.
+    watch.left("a", UnloadReason.UNLOADED, [], at(10))
+    watch.left("a", UnloadReason.UNLOADED, [], at(11))
+    assert watch.findings(at(15))[0].cause is ThrashCause.LEFT_EARLY
+    watch.left("a", UnloadReason.DISPLACED, ["b"], at(12))
+    assert watch.findings(at(15))[0].cause is ThrashCause.PUSHED_OUT
+
+
+def test_an_agent_that_unloads_at_once_shortens_a_pin_without_end() -> None:
+    unloads = AgentUse("Hall", "llama3.2:3b", 8192, 0)
+    forever = Pin(model="llama3.2:3b", since=T0)
+    assert keep_alive_conflicts([unloads], {"llama3.2:3b": forever}, {}, at(1)) == [
+        KeepAliveConflict("llama3.2:3b", "Hall", 0, Kept.PIN, None)
+    ]
+
+
+def test_a_pinned_model_with_a_preload_too_is_told_once_for_its_pin() -> None:
+    forever = Pin(model="llama3.2:3b", since=T0)
+    found = keep_alive_conflicts([OFFICE], {"llama3.2:3b": forever}, {"llama3.2:3b": at(30)}, at(1))
+    assert [conflict.what for conflict in found] == [Kept.PIN]
+
+
+def test_a_preload_that_ends_now_is_over() -> None:
+    assert keep_alive_conflicts([OFFICE], {}, {"llama3.2:3b": at(30)}, at(30)) == []
