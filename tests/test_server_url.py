@@ -2,7 +2,12 @@
 
 import pytest
 
-from custom_components.llm_warmth.core.server_url import normalize_url, redact_url, unique_id_for
+from custom_components.llm_warmth.core.server_url import (
+    host_of,
+    normalize_url,
+    redact_url,
+    unique_id_for,
+)
 
 
 @pytest.mark.parametrize(
@@ -33,3 +38,14 @@ def test_unique_id_and_redaction_drop_credentials() -> None:
     assert "secret" not in redact_url(url)
     assert redact_url(url) == "https://**REDACTED**@proxy.lan:8443/ollama"
     assert redact_url("http://gpu-box:11434") == "http://gpu-box:11434"
+
+
+def test_a_password_without_a_user_is_redacted_too() -> None:
+    assert redact_url("http://:s3cret@gpu-box:11434") == "http://**REDACTED**@gpu-box:11434"
+    assert "s3cret" not in redact_url("http://:s3cret@gpu-box:11434")
+
+
+def test_the_machine_a_url_names_is_its_host_in_lower_case() -> None:
+    assert host_of("http://GPU-Box.lan:11434/ollama") == "gpu-box.lan"
+    assert host_of("http://me:pw@10.0.0.5:8080") == "10.0.0.5"
+    assert host_of("/relative") == ""
