@@ -189,7 +189,7 @@ def test_the_edges_kept_are_bounded() -> None:
     assert not log.add(edge(0, state="one_more"))
     for entity in range(1, MAX_ENTITIES):
         assert log.add(edge(0, entity=f"binary_sensor.e{entity}"))
-    assert not log.add(edge(0, entity="binary_sensor.too_many"))
+    assert log.add(edge(0, entity="binary_sensor.too_many")) is False
     assert len(log.entities()) == MAX_ENTITIES
     busy = EdgeLog()
     for index in range(MAX_EDGES + 5):
@@ -353,3 +353,23 @@ def test_forgetting_keeps_the_quiet_of_the_entities_kept() -> None:
     assert log.add(edge(1)) is False  # still within the motion's quiet
     assert log.keep_only({MOTION}) is True
     assert log.add(edge(1, entity="person.anna", state="home")) is True  # forgotten: anew
+
+
+def test_a_repeat_in_the_very_second_of_the_last_one_seen_is_not_kept() -> None:
+    """Kept at 0, seen at 4 and 8 minutes (each within 5 of the one before): the same
+    second again is the same activity, and so is a repeat after the log was trimmed."""
+    log = EdgeLog()
+    assert log.add(edge(0))
+    assert log.add(edge(4)) is False
+    assert log.add(edge(8)) is False
+    assert log.add(edge(8)) is False
+    assert log.keep_only({MOTION}) is False
+    log.add(edge(0, entity="person.anna", state="home"))
+    assert log.keep_only({MOTION}) is True
+    assert log.add(edge(12)) is False  # the motion's quiet was kept with it
+
+
+def test_an_alarm_dismissed_before_its_time_rang_not_even_as_the_last_but_one_state() -> None:
+    alarm = "sensor.phone_next_alarm"
+    states = [(T0, (T0 + timedelta(hours=2)).isoformat()), (T0 + timedelta(hours=1), "unknown")]
+    assert alarm_edges(alarm, states, T0 + timedelta(hours=4)) == []
