@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from copy import deepcopy
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 import math
 
 from hypothesis import given, strategies as st
@@ -378,3 +380,65 @@ def test_what_is_stored_reads_at_the_edges() -> None:
             SignalBook.from_dict(
                 {"edges": {MOTION[0]: {state: {"outcomes": []}}}, "base": [0.0] * 24}
             )
+
+
+# ---------------------------------------------------------------- each rule at its figure
+
+
+def test_200_outcomes_are_kept_and_a_fully_covered_hour_moves_the_base_a_tenth() -> None:
+    book = SignalBook()
+    edges = [Edge(at(0, 0, index * 6), *MOTION) for index in range(201)]
+    book.fold_day(edges, [], day=day(0), keep=KEEP, zone_of=DAY0)
+    assert len(book.stats[MOTION].outcomes) == 200
+    covered = SignalBook()
+    uses = [at(1, 9, minute) for minute in range(0, 61, 10)]
+    covered.fold_day([], uses, day=day(1), keep=KEEP, zone_of=DAY0)
+    assert covered.base[9] == pytest.approx(0.1)  # a tenth of the way from 0 to all of it
+    assert covered.base[10] == pytest.approx(0.0)
+
+
+def test_the_leads_worked_out_are_no_part_of_the_book() -> None:
+    book = SignalBook()
+    fold(book, 0, [Edge(at(0, 7), *MOTION)], [at(0, 7, 5)])
+    copy = deepcopy(book)
+    book.leads(timedelta(seconds=8))
+    assert book == copy
+
+
+def test_an_outcome_a_day_old_weighs_the_decay_exactly() -> None:
+    now = int(DAY0.timestamp())
+    aged = EdgeStats([(now - 86400, 300), (now, NO_USE)] * 10, 5.0, 1.0)
+    share = lead_of(MOTION, aged, load=LOAD, now=now).share
+    assert share == pytest.approx(0.9 / 1.9, rel=1e-12)
+
+
+def test_a_longer_hold_is_chosen_only_when_it_nets_more() -> None:
+    """Ten uses a minute after the edge, one 28 minutes after, ten edges no use followed:
+    holding 28 minutes for the one late use costs more than it saves."""
+    now = int(DAY0.timestamp())
+    lead = lead_of(MOTION, stats([60] * 10 + [1700] + [NO_USE] * 10), load=LOAD, now=now)
+    assert lead.hold == timedelta(seconds=90)
+
+
+def test_a_use_exactly_at_the_hold_counts_towards_acting() -> None:
+    """Five uses at 300 s and one at 330 s, held 330 s: six after the load, so it acts."""
+    now = int(DAY0.timestamp())
+    lead = lead_of(MOTION, stats([300] * 5 + [330] + [NO_USE] * 4), load=LOAD, now=now, cap=330)
+    assert lead.hold == timedelta(seconds=330)
+    assert lead.acts
+
+
+def test_the_cautious_share_of_a_single_outcome() -> None:
+    """A weight under one is still evidence, if little (Wilson at 1.645: 0.2698)."""
+    assert _cautious(1.0, 1.0) == pytest.approx(0.26984, abs=1e-4)
+    assert _cautious(1.0, 0.5) > 0.0
+
+
+def test_the_hour_a_change_to_summer_time_skips_learns_no_share() -> None:
+    """Berlin, 29 March 2026: 02:00 to 03:00 does not exist; with no use all day, no hour
+    of the base rate moves, that one included."""
+    berlin = ZoneInfo("Europe/Berlin")
+    begin = datetime(2026, 3, 29, tzinfo=berlin)
+    book = SignalBook()
+    book.fold_day([], [], day=(begin, begin + timedelta(days=1)), keep=KEEP, zone_of=begin)
+    assert book.base == [0.0] * 24

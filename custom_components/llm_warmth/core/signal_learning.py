@@ -135,7 +135,7 @@ class SignalBook:
     _leads: dict[timedelta | None, dict[tuple[str, str], SignalLead]] = field(
         default_factory=dict, compare=False
     )
-    _load: float = field(default=-1.0, compare=False)
+    _load: float | None = field(default=None, compare=False)  # the load _leads are for
 
     def fold_day(
         self,
@@ -175,7 +175,7 @@ class SignalBook:
         for hour, share in hourly.items():
             self.base[hour] += BASE_WEIGHT * (share - self.base[hour])
         self.folded = max(self.folded, math.floor(end.timestamp()))
-        self._load = -1.0  # worked out again on the next ask
+        self._load = None  # worked out again on the next ask
 
     def leads(
         self, load: timedelta, cap: timedelta | None = None
@@ -207,7 +207,7 @@ class SignalBook:
         gone = [key for key in self.stats if key[0] not in entities]
         for key in gone:
             del self.stats[key]
-        self._load = -1.0
+        self._load = None
         return bool(gone)
 
     def as_dict(self) -> dict[str, object]:
@@ -337,6 +337,7 @@ def _coverage(
                 covered += stop - start
                 reach = stop
         hour_of_day = hour.astimezone(zone).hour
+        # A wall-clock hour that a change to summer time skips lasts no time: no share.
         shares[hour_of_day] = covered / (high - low) if high > low else 0.0
         hour = following
     return shares
