@@ -15,9 +15,11 @@ from custom_components.llm_warmth.core.ttft import (
     StageBreakdown,
     Verdict,
     WarmBaseline,
+    _costliest_stage,
     breakdown,
     expanded_stages,
     judge,
+    stage_ms,
 )
 
 from .english import english
@@ -350,3 +352,144 @@ def test_a_response_rounds_figures_as_people_read_them() -> None:
     assert (shown["prompt_tokens"], shown["queue_ms"]) == (78, None)
     # Stored figures keep their precision.
     assert sample.as_dict()["ttft_ms"] == 35877.2134
+
+
+# ---------------------------------------------------------------- each rule at its figure
+
+
+def staged(
+    ttft: float,
+    *,
+    load: float | None,
+    prefill: float | None,
+    overhead: float | None,
+    decode: float = 100.0,
+    queue: float | None = None,
+) -> StageBreakdown:
+    return StageBreakdown(
+        ttft_ms=ttft,
+        queue_and_load_ms=load,
+        prefill_ms=prefill,
+        first_decode_ms=decode,
+        overhead_ms=overhead,
+        decode_rate=10.0,
+        prompt_tokens=20,
+        eval_tokens=10,
+        queue_ms=queue,
+    )
+
+
+def test_each_figure_of_a_breakdown_is_rounded_as_stated() -> None:
+    """Milliseconds to the microsecond, the rate to 0.01 token/s, the reuse to 0.1 %."""
+    sent = 10**12
+    stages = breakdown(
+        TimedReply(
+            sent_ns=sent,
+            headers_ns=sent + 1,
+            first_token_ns=sent + 123_456_789,
+            final_ns=sent + 4_000_000_000,
+            load_duration_ns=1_234_567,
+            prompt_eval_count=3,
+            prompt_cached_count=1,
+            prompt_eval_duration_ns=2_345_678,
+            eval_count=7,
+            eval_duration_ns=3_000_000_000,
+        )
+    )
+    assert (stages.ttft_ms, stages.queue_and_load_ms, stages.prefill_ms) == (
+        123.457,
+        1.235,
+        2.346,
+    )
+    assert (stages.first_decode_ms, stages.decode_rate) == (428.571, 2.33)
+    assert stages.overhead_ms == pytest.approx(119.876, abs=1e-9)
+    assert stages.prompt_cache_reuse == 33.3
+
+
+def test_the_load_alone_is_what_the_queue_leaves_and_each_stage_reads_its_own() -> None:
+    queued = staged(2500.0, load=2100.0, prefill=300.0, overhead=100.0, queue=2000.0)
+    assert stage_ms(queued, Stage.LOAD) == 100.0
+    assert stage_ms(queued, Stage.QUEUE) == 2000.0
+    assert stage_ms(queued, Stage.FIRST_DECODE) == 100.0
+    assert stage_ms(staged(1.0, load=7.0, prefill=1.0, overhead=1.0), Stage.LOAD) == 7.0
+    assert (
+        stage_ms(staged(1.0, load=None, prefill=1.0, overhead=1.0, queue=5.0), Stage.LOAD) is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "normal", "grew"),
+    [
+        (300.0, 100.0, False),
+        (300.1, 100.0, True),
+        (250.0, 100.0, False),
+        (120.0, 20.0, False),
+        (120.1, 20.0, True),
+    ],
+)
+def test_a_stage_expanded_past_three_times_and_100_ms_over_its_normal(
+    value: float, normal: float, grew: bool
+) -> None:
+    baseline = WarmBaseline((staged(normal + 200, load=normal, prefill=100.0, overhead=100.0),))
+    sample = staged(value + 200, load=value, prefill=100.0, overhead=100.0)
+    assert (Stage.LOAD in expanded_stages(sample, baseline)) is grew
+
+
+def test_without_a_baseline_a_first_token_after_exactly_a_second_is_not_slow() -> None:
+    at_edge = staged(1000.0, load=10.0, prefill=900.0, overhead=90.0)
+    assert judge(at_edge, was_resident=True, baseline=WarmBaseline()).dominant_stage is Stage.NONE
+    past = staged(1000.5, load=10.0, prefill=900.5, overhead=90.0)
+    assert judge(past, was_resident=True, baseline=WarmBaseline()).dominant_stage is Stage.PREFILL
+    # A load of exactly 500 ms without a baseline is no cold start; a little more is.
+    loaded = staged(700.0, load=500.0, prefill=100.0, overhead=100.0)
+    assert judge(loaded, was_resident=True, baseline=WarmBaseline()).classification == "warm"
+    longer = staged(700.5, load=500.5, prefill=100.0, overhead=100.0)
+    assert judge(longer, was_resident=True, baseline=WarmBaseline()).classification == "cold"
+
+
+def test_a_reply_slow_in_sum_of_its_stages_is_slow_though_none_expanded() -> None:
+    """Normal: load 100, prefill 400, overhead 20 (520 ms in all before the first token).
+    Each stage at 2.9 times: none expanded, but the 1608 ms are past three times 520."""
+    normal = staged(620.0, load=100.0, prefill=400.0, overhead=20.0)
+    baseline = WarmBaseline((normal,) * 3)
+    slow = staged(1608.0, load=290.0, prefill=1160.0, overhead=58.0)
+    assert judge(slow, was_resident=True, baseline=baseline).dominant_stage is Stage.PREFILL
+    assert judge(normal, was_resident=True, baseline=baseline).dominant_stage is Stage.NONE
+    # Where the server does not split the first token's time, it is compared whole.
+    unsplit = WarmBaseline((staged(200.0, load=None, prefill=40.0, overhead=None),) * 3)
+    same_split = staged(400.0, load=None, prefill=40.0, overhead=None)
+    assert judge(same_split, was_resident=True, baseline=unsplit).dominant_stage is Stage.NONE
+
+
+def test_the_costliest_stage_is_the_one_most_over_its_normal() -> None:
+    queued = staged(2500.0, load=2100.0, prefill=300.0, overhead=100.0, queue=2000.0)
+    assert _costliest_stage(queued, WarmBaseline()) is Stage.QUEUE
+    # The load's normal unknown (counted as 0), the prefill's 400: equal excess, the load first.
+    baseline = WarmBaseline((staged(600.0, load=None, prefill=400.0, overhead=None),))
+    tie = staged(2500.0, load=1000.0, prefill=1400.0, overhead=100.0)
+    assert _costliest_stage(tie, baseline) is Stage.LOAD
+
+
+@pytest.mark.parametrize(("prefill", "stage"), [(1500.0, Stage.UNKNOWN), (1600.0, Stage.PREFILL)])
+def test_with_stages_unknown_a_known_one_is_named_when_it_explains_most_of_the_delay(
+    prefill: float, stage: Stage
+) -> None:
+    """Normal 200 ms (prefill 100): 3000 ms is 2800 over it; a prefill 1400 over its own
+    explains half (not most), 1500 over it most."""
+    baseline = WarmBaseline((staged(200.0, load=None, prefill=100.0, overhead=None),) * 3)
+    sample = staged(3000.0, load=None, prefill=prefill, overhead=None)
+    assert _costliest_stage(sample, baseline) is stage
+
+
+def test_with_stages_unknown_and_no_baseline_half_the_time_is_not_most() -> None:
+    half = staged(3000.0, load=None, prefill=1500.0, overhead=None)
+    assert _costliest_stage(half, WarmBaseline()) is Stage.UNKNOWN
+
+
+def test_a_stored_token_count_is_under_2_31() -> None:
+    stored = staged(1.0, load=1.0, prefill=1.0, overhead=1.0).as_dict()
+    assert (
+        StageBreakdown.from_dict({**stored, "prompt_tokens": 2**31 - 1}).prompt_tokens == 2**31 - 1
+    )
+    with pytest.raises(ValueError, match="token count"):
+        StageBreakdown.from_dict({**stored, "prompt_tokens": 2**31})
