@@ -397,3 +397,24 @@ def test_a_warm_ups_course_sent_refused_loaded_failed_and_kept() -> None:
     keep = Hold(HoldAction.KEEP, T0 + timedelta(minutes=20), HoldReason.SESSION_KEEP)
     record.kept(keep)
     assert (record.kept_until, record.kept_for) == (keep.until, HoldReason.SESSION_KEEP)
+
+
+def test_what_is_not_stored_is_no_part_of_the_record() -> None:
+    """A record read back from the store is the same record as the live one, whatever the
+    live one shows for now (a load answered, a refusal, a keep, the signal that warmed)."""
+    live = UsageRecord(auto_warm=True, warmed=1)
+    live.holding_loaded = True
+    live.refused_for = T0
+    live.kept_until, live.kept_for = T0 + timedelta(minutes=10), HoldReason.SIGNAL
+    live.signal = SignalLead(
+        "binary_sensor.motion", "on", timedelta(minutes=5), 0.5, 6, 4, 3.0, True
+    )
+    live.signal_at = T0
+    assert UsageRecord.from_dict(live.as_dict()) == live
+
+
+def test_a_use_in_the_very_moment_the_warm_up_was_sent_found_it_warm_by_it() -> None:
+    record = UsageRecord(holding_since=T0, holding_until=T0 + timedelta(hours=1))
+    record.use(T0, UTC, held=True)
+    assert record.days["2026-11-02"][0] == 1.0
+    assert record.holding_since is None
