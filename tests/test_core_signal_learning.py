@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from copy import deepcopy
 from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo
 import math
+from zoneinfo import ZoneInfo
 
 from hypothesis import given, strategies as st
 import pytest

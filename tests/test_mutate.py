@@ -545,3 +545,27 @@ def test_a_dataclass_default_an_import_time_table_took_is_measured_by_importing_
     )
     result = mutate(project, "pkg/units.py", "--verbose")
     assert "KILLED pkg/units.py:11:20 number 1.0 -> 2.0" in result.stdout, result.stdout
+
+
+LIMITS = '''"""A limit a test reads by name."""
+
+MAX = 5
+
+
+def clamp(value: int) -> int:
+    """Return ``value``, at most MAX."""
+    return min(value, MAX)
+'''
+
+
+def test_a_constant_a_test_imports_by_name_is_measured_by_that_test_too(project: Path) -> None:
+    """test_figure runs no line of the module that reads MAX; it imports MAX and states
+    it. Choosing only the tests that run the reading lines would leave the mutant alive."""
+    (project / "pkg" / "limits.py").write_text(LIMITS)
+    (project / "tests" / "test_limits.py").write_text(
+        "from pkg.limits import MAX, clamp\n\n\n"
+        "def test_clamp():\n    assert clamp(3) == 3\n\n\n"
+        "def test_figure():\n    assert MAX == 5\n"
+    )
+    result = mutate(project, "pkg/limits.py", "--verbose")
+    assert "KILLED pkg/limits.py:3:7 number 5 -> 6" in result.stdout, result.stdout
