@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from copy import deepcopy
 from datetime import timedelta
 import math
 
@@ -278,3 +279,14 @@ def test_a_fresh_contest_round_trips_and_scores_keep_four_decimals() -> None:
     tally.scores[Way(WarmMode.CLOCK)] = (1.234567, 2.345678)
     assert tally.as_dict()["scores"]["clock"] == [1.2346, 2.3457]  # type: ignore[index]
     assert Contest.from_dict({**fresh.as_dict(), "base": "x" * 32}).base == "x" * 32
+
+
+def test_the_days_carried_between_replays_are_no_part_of_the_contest() -> None:
+    """The models replayed between days start gone after a restart (they are not stored):
+    a contest without them is the same contest as the live one that carries them."""
+    contest = Contest()
+    play(contest, [1000.0])
+    assert contest._carry
+    restarted = deepcopy(contest)
+    restarted._carry.clear()
+    assert restarted == contest
