@@ -86,7 +86,7 @@ def test_a_cold_model_is_loaded_ahead_of_a_stretch_only() -> None:
     # Nothing beside a load that runs, nothing once the time is over, nothing to hold.
     assert answer(stretch, held=False, loading=True) is None
     assert answer(stretch, loading=True) is None
-    assert answer(plan(NOW)) is None
+    assert answer(plan(NOW), expires_at=NOW - MIN) is None
     assert answer(plan(None)) is None
 
 
@@ -246,3 +246,11 @@ def test_the_agents_own_keep_counts_with_the_servers_expiry() -> None:
     assert expiry_with_agent(later, agent_keep_seconds=0, agent_heard=t) == (False, later)
     # Not heard yet: the server's expiry.
     assert expiry_with_agent(later, agent_keep_seconds=300, agent_heard=None) == (False, later)
+
+
+def test_an_expiry_30_seconds_short_of_the_planners_time_is_kept_as_it_is() -> None:
+    """The figure itself: 30 s of slack, not a second more; and a time come is no hold."""
+    session = plan(NOW + 25 * MIN)
+    assert answer(session, expires_at=NOW + 25 * MIN - timedelta(seconds=30)) is None
+    assert answer(session, expires_at=NOW + 25 * MIN - timedelta(seconds=30.5)) is not None
+    assert answer(plan(NOW), expires_at=NOW - MIN) is None
