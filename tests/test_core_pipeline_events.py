@@ -172,3 +172,16 @@ def test_any_record_reads_or_says_why(debug: object) -> None:
     assert turn.turn is None or turn.fault is None
     if turn.turn is not None:
         assert turn.turn.satellite == KITCHEN
+
+
+def test_the_latest_run_is_the_latest_to_start_not_the_latest_to_go_on() -> None:
+    """A run started at 1 s whose speech took 20 s, and one started at 5 s: the later
+    start is the latest run, though the earlier one's next event came after it."""
+    long_speech = Run(
+        [
+            Event("run-start", stamp(1), {"pipeline": "p1", "satellite_id": KITCHEN}),
+            Event("stt-start", stamp(21), {"engine": "stt.test"}),
+        ]
+    )
+    debug = {"p1": {"a": long_speech}, "p2": {"b": run_of(KITCHEN, 5, "p2")}}
+    assert latest_run(debug, KITCHEN).pipeline == "p2"
