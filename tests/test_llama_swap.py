@@ -158,8 +158,9 @@ async def test_a_request_ahead_running_beside_ours_is_queue_only_for_what_our_pr
     before_prefill = ours.first_token_ns - ours.sent_ns - prefill
     if cold:
         assert ours.load_duration_ns >= 1_000_000_000  # most of the load was ours to wait
-        # The load's end comes from the event stream, a little after the upstream's.
-        assert ours.load_duration_ns <= before_prefill + 100_000_000
+        # The load's end comes from the event stream, a little after the upstream's (a
+        # mutant of the bound overshoots it by the load and the prefill, over 1.5 s).
+        assert ours.load_duration_ns <= before_prefill + 300_000_000
     else:
         assert ours.load_duration_ns == ours.queue_ns
         assert ours.queue_ns <= before_prefill
