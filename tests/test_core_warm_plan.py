@@ -847,3 +847,21 @@ def test_the_load_and_lead_are_stored_to_the_millisecond() -> None:
         (True, ASSUMED_LOAD.total_seconds()),
     ):
         assert UsagePlanner.from_dict({**stored, "load": value}).load == read, value
+
+
+def test_until_told_a_model_loads_in_30_seconds_and_is_warmed_90_seconds_ahead() -> None:
+    fresh = UsagePlanner()
+    assert (fresh.load, fresh.lead) == (30.0, 90.0)
+    stored = fresh.as_dict()
+    del stored["load"], stored["lead"]
+    older = UsagePlanner.from_dict(stored)
+    assert (older.load, older.lead) == (30.0, 90.0)
+
+
+def test_ten_forecasts_that_mostly_missed_make_a_rhythm_sporadic() -> None:
+    """A rhythm that expects a use, checked ten times, held one in a fifth of them."""
+    planner = UsagePlanner(days=7, forecasts=10, hit_rate=0.2)
+    planner.by_kind["weekday"][50] = 0.5
+    assert planner.pattern() is PatternClass.SPORADIC
+    planner.forecasts = 9
+    assert planner.pattern() is PatternClass.RHYTHMIC
