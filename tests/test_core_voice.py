@@ -366,6 +366,8 @@ def test_figures_are_to_the_millisecond_and_a_stage_of_no_time_is_told() -> None
     # A record told apart needs both its wait and its prefill.
     no_wait = served(1.0, 2.2, prefill_seconds=None, generation_seconds=None)
     assert not _told_apart(no_wait)
+    # A prefill without the generation's time: the wait before it is not known.
+    assert not _told_apart(served(1.0, 2.2, prefill_seconds=0.3, generation_seconds=None))
     assert (
         explain(turn, ServerSide("m", False, False, request=no_wait)).stages[VoiceStage.LOAD]
         == 2.123
