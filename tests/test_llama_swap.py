@@ -572,31 +572,38 @@ async def test_a_peers_entry_in_the_event_stream_is_never_resident_here(
         await runner.cleanup()
 
 
-async def test_a_preload_of_a_peers_model_ends_with_its_answered_load(
-    hass: HomeAssistant, socket_enabled: None
-) -> None:
-    """The front server never lists what its peer runs: the answered load is the end.
-
-    Waiting for the front server to show the peer's model would wait out the timeout.
-    """
+@pytest.fixture
+async def front_and_peer(
+    socket_enabled: None,
+) -> AsyncIterator[tuple[LlamaSwapEmulator, LlamaSwapEmulator]]:
+    """A llama-swap with models of its own and a peer ``lab`` that runs ``tiny``."""
     peer = LlamaSwapEmulator([SwapModel(TINY, load_seconds=0.05)], ttl_check_interval=1.0)
     await peer.start()
     front = LlamaSwapEmulator(
         models(), ttl_check_interval=1.0, peers={"lab": SwapPeer(peer.url, (TINY,))}
     )
     await front.start()
-    try:
-        entry = await add_swap(hass, front.url)
-        done = await entry.runtime_data.controller.preload(
-            f"lab/{TINY}", keep_seconds=None, num_ctx=None, timeout=3
-        )
-        assert done.model == f"lab/{TINY}"
-        assert peer.running_models() == [TINY]
-        assert f"lab/{TINY}" not in entry.runtime_data.coordinator.data.held
-        await hass.config_entries.async_unload(entry.entry_id)
-    finally:
-        await front.stop()
-        await peer.stop()
+    yield front, peer
+    await front.stop()
+    await peer.stop()
+
+
+async def test_a_preload_of_a_peers_model_ends_with_its_answered_load(
+    hass: HomeAssistant, front_and_peer: tuple[LlamaSwapEmulator, LlamaSwapEmulator]
+) -> None:
+    """The front server never lists what its peer runs: the answered load is the end.
+
+    Waiting for the front server to show the peer's model would wait out the timeout.
+    """
+    front, peer = front_and_peer
+    entry = await add_swap(hass, front.url)
+    done = await entry.runtime_data.controller.preload(
+        f"lab/{TINY}", keep_seconds=None, num_ctx=None, timeout=3
+    )
+    assert done.model == f"lab/{TINY}"
+    assert peer.running_models() == [TINY]
+    assert f"lab/{TINY}" not in entry.runtime_data.coordinator.data.held
+    await hass.config_entries.async_unload(entry.entry_id)
 
 
 async def test_a_llama_swap_older_than_its_version_path_is_version_unknown(
@@ -619,29 +626,20 @@ async def test_the_latest_ten_requests_served_are_read_unless_told(
 
 
 async def test_a_peers_model_is_started_by_a_one_token_chat_and_an_own_model_by_its_health(
-    socket_enabled: None,
+    front_and_peer: tuple[LlamaSwapEmulator, LlamaSwapEmulator],
 ) -> None:
     """Once the models are listed, a peer's goes as a chat of one token; the front
     server's own model still through its upstream's health check."""
-    peer = LlamaSwapEmulator([SwapModel(TINY, load_seconds=0.05)], ttl_check_interval=1.0)
-    await peer.start()
-    front = LlamaSwapEmulator(
-        models(), ttl_check_interval=1.0, peers={"lab": SwapPeer(peer.url, (TINY,))}
-    )
-    await front.start()
-    try:
-        async with aiohttp.ClientSession() as session:
-            client = LlamaSwapClient(session, front.url, request_timeout=5)
-            assert {m.name: m.peer for m in await client.installed_models()} == {
-                BIG: None,
-                TINY: None,
-                f"lab/{TINY}": "lab",
-            }
-            await client.load(f"lab/{TINY}")
-            await client.load(TINY)
-    finally:
-        await front.stop()
-        await peer.stop()
+    front, peer = front_and_peer
+    async with aiohttp.ClientSession() as session:
+        client = LlamaSwapClient(session, front.url, request_timeout=5)
+        assert {m.name: m.peer for m in await client.installed_models()} == {
+            BIG: None,
+            TINY: None,
+            f"lab/{TINY}": "lab",
+        }
+        await client.load(f"lab/{TINY}")
+        await client.load(TINY)
     assert front.requests["POST /v1/chat/completions"] == 1
     assert front.requests[f"GET /upstream/{TINY}/health"] == 1
     assert [entry["tokens"]["output_tokens"] for entry in peer.activity] == [1]
